@@ -1,0 +1,135 @@
+"""The one place that knows what an exercise is made of.
+
+An exercise ``<id>`` is the folder ``exercises/<id>/`` (prompt, stub, public tests, helper
+files), ``rubrics/<id>.toml``, the reference ``solutions/<id>.py``, known-wrong versions in
+``solutions/mutants/<id>/``, and hidden checks in the package ``grader/hidden/<id>/``.
+Exercises are discovered from ``exercises/``; no code lists them.
+"""
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+HIDDEN_ROOT = Path(__file__).resolve().parent / "hidden"
+
+
+class CatalogError(Exception):
+    """The kit itself is incomplete or inconsistent (not the candidate's fault)."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A known-wrong solution and the diagnosis it must draw.
+
+    A file ``<name>.py`` replaces the exercise module; a folder ``<name>/`` is a whole
+    submission for the exercise (e.g. a correct module with weak tests of its own).
+    The expected diagnosis is the module constant ``EXPECTED_DIAGNOSIS``.
+    """
+
+    exercise: str
+    name: str
+    path: Path
+    expected_diagnosis: str
+
+    @property
+    def module_path(self) -> Path:
+        return self.path / f"{self.exercise}.py" if self.path.is_dir() else self.path
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    folder: Path
+
+    @property
+    def prompt_path(self) -> Path:
+        return self.folder / "README.md"
+
+    @property
+    def stub_path(self) -> Path:
+        return self.folder / f"{self.id}.py"
+
+    @property
+    def title(self) -> str:
+        return self.rubric.get("title", self.id)
+
+    @property
+    def public_tests(self) -> list[Path]:
+        return sorted(self.folder.glob("test_*.py"))
+
+    @property
+    def helper_files(self) -> list[Path]:
+        """Kit files the candidate's module may import (e.g. ``gpt2.py``): every other ``.py``."""
+        return sorted(p for p in self.folder.glob("*.py")
+                      if p.name != self.stub_path.name and not p.name.startswith("test_"))
+
+    @property
+    def reference_path(self) -> Path:
+        return KIT_ROOT / "solutions" / f"{self.id}.py"
+
+    @property
+    def rubric_path(self) -> Path:
+        return KIT_ROOT / "rubrics" / f"{self.id}.toml"
+
+    @property
+    def hidden_package(self) -> Path:
+        return HIDDEN_ROOT / self.id
+
+    @property
+    def hidden_checks(self) -> Path:
+        return self.hidden_package / "checks.py"
+
+    @cached_property
+    def rubric(self) -> dict:
+        try:
+            with open(self.rubric_path, "rb") as fh:
+                return tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise CatalogError(f"rubric for {self.id} unreadable: {exc}") from None
+
+    @cached_property
+    def mutants(self) -> list[Mutant]:
+        folder = KIT_ROOT / "solutions" / "mutants" / self.id
+        found = []
+        for path in sorted(folder.glob("*")):
+            if path.name.startswith(("_", ".")) or not (path.is_dir() or path.suffix == ".py"):
+                continue
+            sources = sorted(path.glob("*.py")) if path.is_dir() else [path]
+            expected = next(filter(None, (_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)), None)
+            if expected is None:
+                raise CatalogError(f"mutant {path} does not say EXPECTED_DIAGNOSIS")
+            found.append(Mutant(self.id, path.stem, path, expected))
+        return found
+
+    def mutant(self, diagnosis: str) -> Mutant:
+        """The known-wrong version that shows ``diagnosis`` (e.g. for grading candidate tests)."""
+        for m in self.mutants:
+            if m.expected_diagnosis == diagnosis and m.path.is_file():
+                return m
+        raise CatalogError(f"no mutant of {self.id} draws {diagnosis}")
+
+
+def _module_constant(path: Path, name: str):
+    """Read a literal module constant without running the file."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def exercises() -> list[Exercise]:
+    root = KIT_ROOT / "exercises"
+    return [Exercise(p.name, p) for p in sorted(root.iterdir())
+            if p.is_dir() and (p / "README.md").exists() and not p.name.startswith((".", "_"))]
+
+
+def get(exercise_id: str) -> Exercise:
+    for ex in exercises():
+        if ex.id == exercise_id:
+            return ex
+    known = ", ".join(e.id for e in exercises())
+    raise KeyError(f"unknown exercise {exercise_id!r}; known: {known}")

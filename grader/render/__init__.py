@@ -1,0 +1,1 @@
+"""Renderers: each reads a ``Result`` and writes one format; none recomputes a verdict."""

@@ -1,0 +1,76 @@
+"""Every exercise is complete and consistent: prompt, stub, public tests, rubric, reference, checks."""
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from grader import catalog, engine, rubric
+from grader.catalog import _module_constant
+
+EXERCISES = catalog.exercises()
+IDS = [e.id for e in EXERCISES]
+
+
+def test_catalog_finds_exercises():
+    assert "decode_mask" in IDS
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_exercise_has_every_part(ex):
+    for path in (ex.prompt_path, ex.stub_path, ex.reference_path, ex.rubric_path, ex.hidden_checks):
+        assert path.is_file(), f"{ex.id}: missing {path}"
+    assert ex.public_tests, f"{ex.id}: no public tests"
+    assert rubric.validate(ex.rubric, ex.id) == []
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_stub_functions_raise_not_implemented(ex):
+    tree = ast.parse(ex.stub_path.read_text())
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    assert functions
+    for fn in functions:
+        raises = [n for n in ast.walk(fn) if isinstance(n, ast.Raise)]
+        assert raises and "NotImplementedError" in ast.unparse(raises[-1]), f"{ex.id}.{fn.name}"
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_rubric_knows_every_diagnosis_and_check(ex):
+    known = {d["id"] for d in ex.rubric["diagnoses"]}
+    for mutant in ex.mutants:
+        assert mutant.expected_diagnosis in known, f"{mutant.path}: diagnosis not in the rubric"
+    source = ex.hidden_checks.read_text()
+    check_ids = {n.name.removeprefix("check_") for n in ast.parse(source).body
+                 if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
+    for criterion in ex.rubric["criteria"]:
+        for check in criterion.get("checks", []):
+            assert check in check_ids, f"{ex.id}: rubric names unknown check {check}"
+    hidden_sources = "".join(p.read_text() for p in ex.hidden_package.glob("*.py"))
+    for diagnosis_id in known:
+        assert f'"{diagnosis_id}"' in hidden_sources, f"{ex.id}: no hidden check draws {diagnosis_id}"
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_public_tests_pass_on_the_reference(ex, tmp_path):
+    for f in ex.folder.glob("*.py"):
+        if f != ex.stub_path:
+            (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / f"{ex.id}.py").write_text(ex.reference_path.read_text())
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_the_stub_is_not_attempted(ex, tmp_path):
+    (tmp_path / f"{ex.id}.py").write_text(ex.stub_path.read_text())
+    result = engine.grade(tmp_path, [ex.id]).exercise(ex.id)
+    assert result.status == "not_attempted" and result.level is None, result
+
+
+def test_mutants_declare_their_diagnosis():
+    for ex in EXERCISES:
+        for mutant in ex.mutants:
+            sources = [mutant.module_path] if mutant.path.is_file() else list(mutant.path.glob("*.py"))
+            assert any(_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)

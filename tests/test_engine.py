@@ -1,0 +1,99 @@
+"""Grading whole submissions: statuses, levels, diagnoses, limits and reproducibility."""
+import json
+import time
+
+import numpy as np
+
+from grader import engine
+from grader.notes import Notes
+from grader.result import Result
+from grader.sandbox import Limits
+
+from .conftest import EXAMPLES
+
+FAST = Limits(call_seconds=2)
+
+
+def test_the_reference_folder_reaches_strong_hire():
+    result = engine.grade("solutions", ["decode_mask"], seed=3)
+    ex = result.exercise("decode_mask")
+    assert ex.status == "graded" and ex.level == "strong_hire"
+    assert all(c.passed for c in ex.checks) and ex.diagnoses == []
+    assert {c.status for c in ex.criteria if c.kind == "observed"} == {"to_observe"}
+
+
+def test_top_left_with_weak_tests_is_weak_and_named():
+    ex = engine.grade(EXAMPLES / "top_left", ["decode_mask"]).exercise("decode_mask")
+    assert ex.level == "weak"
+    assert {d.id for d in ex.diagnoses} >= {"top_left_alignment", "t1_only_tests"}
+    failing = {c.id for c in ex.checks if not c.passed}
+    assert "random_shapes" in failing and "plain_decode" in failing
+    assert "own_tests_pass_on_reference" not in failing
+
+
+def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
+    start = time.monotonic()
+    ex = engine.grade(EXAMPLES / "hangs", ["decode_mask"], limits=FAST).exercise("decode_mask")
+    elapsed = time.monotonic() - start
+    assert ex.status == "graded" and ex.level == "weak"
+    by_id = {c.id: c for c in ex.checks}
+    assert "did not finish within 2 s" in by_id["chunked_prefill"].message
+    assert by_id["plain_decode"].passed and by_id["prefill"].passed
+    assert elapsed < 30
+
+
+def test_a_missing_module_is_not_attempted(tmp_path):
+    ex = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")
+    assert (ex.status, ex.level) == ("not_attempted", None)
+
+
+def test_an_import_error_is_an_error_with_one_line(submission):
+    root = submission({"decode_mask/decode_mask.py": "import numpy\ndef f(:\n"})
+    ex = engine.grade(root, ["decode_mask"]).exercise("decode_mask")
+    assert ex.status == "error" and ex.level == "weak"
+    assert ex.error.startswith("importing decode_mask.py raised SyntaxError")
+
+
+def test_a_monkeypatched_numpy_fools_only_its_own_process(submission):
+    source = '''
+import numpy as np
+np.array_equal = lambda *a, **k: True
+np.testing.assert_array_equal = lambda *a, **k: None
+def decode_causal_mask(T, S):
+    if not 1 <= T <= S:
+        raise ValueError("bad")
+    return np.tril(np.ones((T, S), dtype=bool))
+'''
+    ex = engine.grade(submission({"decode_mask.py": source}), ["decode_mask"]).exercise("decode_mask")
+    assert ex.level == "weak" and "top_left_alignment" in {d.id for d in ex.diagnoses}
+    assert np.array_equal(np.zeros(2), np.zeros(2)) and not np.array_equal(np.zeros(2), np.ones(2))
+
+
+def test_a_scalar_is_not_a_mask(submission):
+    source = "def decode_causal_mask(T, S):\n    if T > S or T < 1: raise ValueError('no')\n    return True\n"
+    ex = engine.grade(submission({"decode_mask.py": source}), ["decode_mask"]).exercise("decode_mask")
+    message = {c.id: c.message for c in ex.checks}["dtype_and_shape"]
+    assert message == "decode_causal_mask(1, 1) returned bool; expected a numpy bool array of shape (1, 1)"
+
+
+def test_same_seed_same_result_and_seed_changes_shapes():
+    a = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=11).to_dict()
+    b = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=11).to_dict()
+    c = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=12).to_dict()
+    strip = lambda r: [(x["id"], x["passed"], x["message"]) for e in r["exercises"] for x in e["checks"]]
+    assert strip(a) == strip(b)
+    assert strip(a) != strip(c)
+
+
+def test_observed_criteria_count_once_the_interviewer_records_them(tmp_path):
+    notes = tmp_path / "notes.toml"
+    notes.write_text('[decode_mask]\nnotes = "hesitant"\n[decode_mask.observed]\n'
+                     "names_library_conventions = false\n")
+    ex = engine.grade("solutions", ["decode_mask"], notes=Notes.load(notes)).exercise("decode_mask")
+    assert ex.level == "hire" and ex.notes == "hesitant"
+
+
+def test_the_result_round_trips_through_json():
+    result = engine.grade(EXAMPLES / "top_left", ["decode_mask"])
+    again = Result.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again.to_dict() == result.to_dict()

@@ -1,0 +1,179 @@
+"""Candidate code runs in a child; its faults become one clear line and never reach the grader."""
+import time
+
+import numpy as np
+import pytest
+
+from grader.sandbox import (BadValue, CandidateCrashed, CandidateLoadError, CandidateRaised,
+                            CandidateTimeout, CandidateUnavailable, Lent, Limits, ModuleToLoad, Sandbox)
+from grader.sandbox import wire
+
+FAULTS = '''
+import os, sys, time
+import numpy as np
+
+def ok(n):
+    return np.arange(n)
+
+def hang():
+    while True:
+        pass
+
+def segfault():
+    import ctypes
+    ctypes.string_at(0)
+
+def hard_exit():
+    os._exit(0)
+
+def soft_exit():
+    sys.exit(3)
+
+def flood():
+    for _ in range(10 ** 6):
+        print("x" * 200)
+        print("y" * 200, file=sys.stderr)
+
+def eat_memory():
+    return np.ones((1 << 40,), dtype=np.uint8)
+
+def returns_object():
+    return object()
+
+def returns_object_array():
+    return np.array([object()], dtype=object)
+
+def use_source(src):
+    k, v = src.load(1, 3)
+    return len(src), src.positions, k, v
+
+def grab(n):
+    return [1.5, "text", (True, None), {"a": np.float32(2.5)}]
+'''
+
+
+@pytest.fixture
+def sandbox(tmp_path):
+    path = tmp_path / "faulty.py"
+    path.write_text(FAULTS)
+    box = Sandbox(ModuleToLoad("faulty", [path], []), Limits(call_seconds=2, max_faults=10))
+    yield box
+    box.close()
+
+
+def test_values_come_back_as_data(sandbox):
+    assert np.array_equal(sandbox.module.ok(5), np.arange(5))
+    value = sandbox.module.grab(0)
+    assert value[:2] == [1.5, "text"] and value[2] == (True, None)
+    assert value[3]["a"] == np.float32(2.5) and isinstance(value[3]["a"], np.float32)
+
+
+def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
+    start = time.monotonic()
+    with pytest.raises(CandidateTimeout, match="did not finish within 2 s"):
+        sandbox.module.hang()
+    assert time.monotonic() - start < 4
+    assert list(sandbox.module.ok(3)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("segfault", "SIGSEGV"),
+    ("hard_exit", "exited with status 0"),
+])
+def test_a_dying_child_is_reported_and_replaced(sandbox, name, pattern):
+    with pytest.raises(CandidateCrashed, match=pattern):
+        getattr(sandbox.module, name)()
+    assert list(sandbox.module.ok(2)) == [0, 1]
+
+
+def test_sys_exit_is_an_exception_like_any_other(sandbox):
+    with pytest.raises(CandidateRaised, match="soft_exit\\(\\) raised SystemExit: 3"):
+        sandbox.module.soft_exit()
+
+
+def test_output_is_capped_not_piped(sandbox):
+    with pytest.raises(CandidateRaised, match="File too large"):
+        sandbox.module.flood()
+    assert sandbox.worker.scratch.log.stat().st_size <= Limits().output_bytes
+
+
+def test_memory_is_limited(sandbox):
+    with pytest.raises(CandidateRaised, match="MemoryError"):
+        sandbox.module.eat_memory()
+
+
+def test_unreadable_values_are_refused(sandbox):
+    value = sandbox.module.returns_object()
+    assert repr(value) == "<candidate object>"  # a handle, not the object
+
+
+def test_lent_objects_call_back_into_the_grader(sandbox):
+    class Source(Lent):
+        wire_type, wire_methods = "KVSource", ("load",)
+
+        def __init__(self):
+            self.loads = []
+
+        def wire_attrs(self):
+            return {"positions": np.arange(4, dtype=np.int64)}
+
+        def wire_len(self):
+            return 4
+
+        def load(self, start, stop):
+            self.loads.append((start, stop))
+            return np.ones((stop - start, 2)), np.zeros((stop - start, 2))
+
+    source = Source()
+    n, positions, k, v = sandbox.module.use_source(source)
+    assert n == 4 and list(positions) == [0, 1, 2, 3] and k.shape == (2, 2)
+    assert source.loads == [(1, 3)]  # counted here, in the grader's process
+
+
+def test_faults_open_the_breaker(tmp_path):
+    path = tmp_path / "faulty.py"
+    path.write_text(FAULTS)
+    box = Sandbox(ModuleToLoad("faulty", [path], []), Limits(call_seconds=1, max_faults=2))
+    try:
+        for _ in range(2):
+            with pytest.raises(CandidateTimeout):
+                box.module.hang()
+        start = time.monotonic()
+        with pytest.raises(CandidateUnavailable, match="already failed 2 times"):
+            box.module.ok(1)
+        assert time.monotonic() - start < 0.5
+    finally:
+        box.close()
+
+
+def test_an_import_error_is_one_line(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("import numpy as np\nraise RuntimeError('boom at import')\n")
+    box = Sandbox(ModuleToLoad("broken", [path], []))
+    with pytest.raises(CandidateLoadError, match="importing broken.py raised RuntimeError: boom at import"):
+        box.start()
+    box.close()
+
+
+def test_the_wire_never_unpickles():
+    arrays = [np.array([object()], dtype=object)]
+    with pytest.raises(wire.WireError):
+        wire.pack({"value": {"$nd": 0}}, arrays)
+    with pytest.raises(wire.WireError, match="Python objects"):
+        wire.encode(arrays[0], [])
+
+
+def test_the_wire_rejects_oversized_frames(monkeypatch):
+    import os
+    r, w = os.pipe()
+    os.write(w, (wire.MAX_FRAME_BYTES + 1).to_bytes(8, "big"))
+    with pytest.raises(wire.WireError, match="over the cap"):
+        wire.read_frame(r)
+    os.close(r)
+    os.close(w)
+
+
+def test_values_the_wire_does_not_carry_are_refused(sandbox):
+    with pytest.raises(BadValue, match="returns_object_array\\(\\) returned a value the grader cannot read"):
+        sandbox.module.returns_object_array()
+    assert list(sandbox.module.ok(1)) == [0]
