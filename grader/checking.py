@@ -105,6 +105,10 @@ class ExerciseRun:
         """The candidate's module: ``ex.candidate.fn(args)`` runs ``fn`` in the child."""
         return self.sandbox.module
 
+    def helper(self, name: str):
+        """A kit helper module (e.g. ``gpt2``) in the candidate's process, to build objects there."""
+        return self.sandbox.helper(name)
+
     def begin_check(self, check_id: str):
         """Called before each check: a generator of its own, so results do not depend on order."""
         self.check_id = check_id

@@ -130,6 +130,19 @@ def test_lent_objects_call_back_into_the_grader(sandbox):
     assert source.loads == [(1, 3)]  # counted here, in the grader's process
 
 
+def test_kit_helpers_are_importable_in_the_child(tmp_path):
+    helper = tmp_path / "helperlib.py"
+    helper.write_text("class Model:\n    def __init__(self, n):\n        self.n = n\n")
+    module = tmp_path / "user.py"
+    module.write_text("def size(model):\n    return model.n * 2\n")
+    box = Sandbox(ModuleToLoad("user", [module], [helper]))
+    try:
+        model = box.helper("helperlib").Model(21)
+        assert box.module.size(model) == 42
+    finally:
+        box.close()
+
+
 def test_faults_open_the_breaker(tmp_path):
     path = tmp_path / "faulty.py"
     path.write_text(FAULTS)

@@ -332,6 +332,10 @@ class Sandbox:
         self.calls_ok += header["op"] == "call"
         return wire.decode(reply.get("value"), reply_arrays, self._resolve)
 
+    def helper(self, name: str) -> "RemoteObject":
+        """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""
+        return self._request(self.module, {"op": "import", "name": name}, f"import {name}")
+
     def _resolve(self, tagged, arrays):
         if "$obj" in tagged:
             return RemoteObject(self, tagged["$obj"], tagged.get("type", "object"),
