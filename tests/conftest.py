@@ -10,6 +10,17 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 
 @pytest.fixture
+def top_left_example(tmp_path_factory):
+    """A classic weak submission, built from the kit's mutants: a top-left mask and tests that
+    only try shapes where top-left agrees with the right answer."""
+    root = tmp_path_factory.mktemp("top_left")
+    mutants = catalog.KIT_ROOT / "solutions" / "mutants" / "decode_mask"
+    shutil.copyfile(mutants / "top_left.py", root / "decode_mask.py")
+    shutil.copyfile(mutants / "t1_only_tests" / "test_decode_mask.py", root / "test_decode_mask.py")
+    return root
+
+
+@pytest.fixture
 def submission(tmp_path):
     """Build a submission folder: ``submission({"decode_mask.py": "source", ...})``."""
     def build(files: dict, copy_references: bool = False):

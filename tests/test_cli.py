@@ -40,14 +40,14 @@ def test_grade_solutions_json_to_stdout():
     assert data["overall"]["level"] == "strong_hire"
 
 
-def test_grade_prints_a_summary_with_the_diagnosis():
-    out = run("grade", str(EXAMPLES / "top_left"), "-e", "decode_mask", "--seed", "5")
+def test_grade_prints_a_summary_with_the_diagnosis(top_left_example):
+    out = run("grade", str(top_left_example), "-e", "decode_mask", "--seed", "5")
     assert out.exit_code == 0  # grading worked; the level is not the exit status
     assert "top_left_alignment" in out.output and "weak" in out.output and "seed 5" in out.output
 
 
-def test_summary_feedback_hides_hidden_inputs():
-    out = run("grade", str(EXAMPLES / "top_left"), "-e", "decode_mask", "--feedback", "summary")
+def test_summary_feedback_hides_hidden_inputs(top_left_example):
+    out = run("grade", str(top_left_example), "-e", "decode_mask", "--feedback", "summary")
     assert "random_shapes" in out.output
     assert "decode_causal_mask(5," not in out.output  # no hidden shapes in the summary
 
@@ -74,8 +74,8 @@ def normalized(data):
     return data
 
 
-def test_golden_json_for_the_top_left_example():
-    out = run("grade", str(EXAMPLES / "top_left"), "-e", "decode_mask", "--json", "-")
+def test_golden_json_for_the_top_left_example(top_left_example):
+    out = run("grade", str(top_left_example), "-e", "decode_mask", "--json", "-")
     got = normalized(json.loads(out.output))
     if os.environ.get("KVGRADE_UPDATE_GOLDEN"):
         with open(GOLDEN, "w") as fh:

@@ -22,8 +22,8 @@ def test_the_reference_folder_reaches_strong_hire():
     assert {c.status for c in ex.criteria if c.kind == "observed"} == {"to_observe"}
 
 
-def test_top_left_with_weak_tests_is_weak_and_named():
-    ex = engine.grade(EXAMPLES / "top_left", ["decode_mask"]).exercise("decode_mask")
+def test_top_left_with_weak_tests_is_weak_and_named(top_left_example):
+    ex = engine.grade(top_left_example, ["decode_mask"]).exercise("decode_mask")
     assert ex.level == "weak"
     assert {d.id for d in ex.diagnoses} >= {"top_left_alignment", "t1_only_tests"}
     failing = {c.id for c in ex.checks if not c.passed}
@@ -76,10 +76,10 @@ def test_a_scalar_is_not_a_mask(submission):
     assert message == "decode_causal_mask(1, 1) returned bool; expected a numpy bool array of shape (1, 1)"
 
 
-def test_same_seed_same_result_and_seed_changes_shapes():
-    a = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=11).to_dict()
-    b = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=11).to_dict()
-    c = engine.grade(EXAMPLES / "top_left", ["decode_mask"], seed=12).to_dict()
+def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):
+    a = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
+    b = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
+    c = engine.grade(top_left_example, ["decode_mask"], seed=12).to_dict()
     strip = lambda r: [(x["id"], x["passed"], x["message"]) for e in r["exercises"] for x in e["checks"]]
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
@@ -93,7 +93,7 @@ def test_observed_criteria_count_once_the_interviewer_records_them(tmp_path):
     assert ex.level == "hire" and ex.notes == "hesitant"
 
 
-def test_the_result_round_trips_through_json():
-    result = engine.grade(EXAMPLES / "top_left", ["decode_mask"])
+def test_the_result_round_trips_through_json(top_left_example):
+    result = engine.grade(top_left_example, ["decode_mask"])
     again = Result.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again.to_dict() == result.to_dict()
