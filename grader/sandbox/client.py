@@ -329,26 +329,30 @@ class Sandbox:
             if error.get("type") == "NotImplementedError":
                 self.calls_not_implemented += 1
             raise CandidateRaised(what, error)
-        self.calls_ok += header["op"] == "call"
-        return wire.decode(reply.get("value"), reply_arrays, self._resolve)
+        kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        self.calls_ok += header["op"] == "call" and not kit
+        return wire.decode(reply.get("value"), reply_arrays,
+                           lambda tagged, arrays: self._resolve(tagged, arrays, kit))
 
     def helper(self, name: str) -> "RemoteObject":
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""
         return self._request(self.module, {"op": "import", "name": name}, f"import {name}")
 
-    def _resolve(self, tagged, arrays):
+    def _resolve(self, tagged, arrays, kit=False):
         if "$obj" in tagged:
             return RemoteObject(self, tagged["$obj"], tagged.get("type", "object"),
-                                bool(tagged.get("callable")), self.generation)
+                                bool(tagged.get("callable")), self.generation, kit)
         raise BadValue(f"the candidate sent an unknown reference {sorted(tagged)}")
 
 
 class RemoteObject:
     """A value that lives in the child: the module itself, an instance, a function."""
 
-    def __init__(self, sandbox: Sandbox, handle, type_name: str, is_callable: bool, generation: int):
+    def __init__(self, sandbox: Sandbox, handle, type_name: str, is_callable: bool, generation: int,
+                 kit: bool = False):
         self._sandbox, self.handle, self.type_name = sandbox, handle, type_name
         self.is_callable, self.generation = is_callable, generation
+        self.kit = kit  # made by a kit helper (ex.helper): its calls do not count as attempts
 
     def _label(self, name=None):
         base = "" if self.handle is None else f"{self.type_name}."

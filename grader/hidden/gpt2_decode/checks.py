@@ -1,0 +1,318 @@
+"""Hidden checks for gpt2_decode. Each ``check_*`` is one stable check id (without the prefix).
+
+The model is built twice from the kit's gpt2.py with the same seed: in the candidate's
+process (what decode_step runs on) and here (its parameters feed the oracle). Logits are
+compared with the whole-sequence oracle, row by row, up to oracle.tolerance.
+"""
+import importlib.util
+import sys
+import zlib
+from functools import lru_cache
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.sandbox import CandidateRaised
+
+from . import diagnosis, oracle
+from .diagnosis import tokens as _tokens
+
+BASE = dict(vocab_size=97, n_ctx=83, n_embd=60, n_head=5, n_layer=2)  # no size a power of two
+
+
+@lru_cache(maxsize=None)
+def _kit_gpt2(path: str):
+    name = f"kvgrade_kit_gpt2_{zlib.crc32(path.encode()):08x}"  # the kit's file, not any "gpt2" on sys.path
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@lru_cache(maxsize=32)
+def _params(path: str, dims: tuple, seed: int) -> dict:
+    gpt2 = _kit_gpt2(path)
+    model = gpt2.GPT2.random(gpt2.GPT2Config(**dict(dims)), seed)
+    return {name: np.array(value) for name, value in model.params.items()}
+
+
+class Run:
+    """One model and one candidate cache in the child, and the same model's parameters here."""
+
+    def __init__(self, ex, config: dict, seed: int, gpt2=None):
+        self.ex, self.config, self.seed = ex, dict(config), seed
+        self.gpt2 = ex.helper("gpt2") if gpt2 is None else gpt2
+        self.config_handle = self.gpt2.GPT2Config(**self.config)
+        self.model = self.gpt2.GPT2.random(self.config_handle, seed)
+        self.params = _params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(self.config.items())), seed)
+        self.cache = ex.candidate.KVCache(self.config_handle)
+        self.ids, self.chunks = [], []
+        length = len(self.cache)
+        if length != 0:
+            _shared_state(ex, f"a brand-new KVCache(config) has len {length!r}")
+            fail(f"len(KVCache(config)) is {length!r} for a new cache; expected 0", case=self.case)
+
+    @property
+    def case(self) -> dict:
+        return {"config": self.config, "model_seed": self.seed, "chunks": list(self.chunks), "seed": self.ex.seed}
+
+    def call_text(self, ids) -> str:
+        shown = list(ids) if len(ids) <= 6 else f"[{len(ids)} token ids]"
+        return f"decode_step(model, cache of len {len(self.ids)}, {shown})"
+
+    def step(self, ids) -> np.ndarray:
+        """One decode_step; checks the type and shape of the logits and the cache length after it."""
+        ids = [int(t) for t in ids]
+        call = self.call_text(ids)
+        got = self.ex.candidate.decode_step(self.model, self.cache, ids)
+        expect_array(got, call=call, shape=(len(ids), self.config["vocab_size"]), kind="f", case=self.case)
+        self.ids += ids
+        self.chunks.append(len(ids))
+        length = len(self.cache)
+        if length != len(self.ids):
+            fail(f"after {call}, len(cache) is {length!r}; expected {len(self.ids)} "
+                 "(every token fed so far)", case=self.case)
+        return got
+
+    def feed(self, ids, chunks) -> np.ndarray:
+        """Feed ``ids`` in steps of the given sizes; the logits of every token, in order."""
+        out, start = [], 0
+        for T in chunks:
+            out.append(self.step(ids[start:start + T]))
+            start += T
+        return np.concatenate(out)
+
+    def expected(self) -> np.ndarray:
+        return oracle.logits(self.params, self.config["n_head"], self.ids)
+
+
+def _random_ids(rng, vocab, n):
+    return [int(t) for t in rng.integers(0, vocab, n)]
+
+
+def _random_chunks(rng, total, first, largest=12):
+    """A prefill of ``first`` tokens, then steps of 1 .. largest tokens; several steps of T > 1
+    after a non-empty cache."""
+    chunks, left = [first], total - first
+    while left:
+        T = min(left, int(rng.integers(2, largest + 1)) if rng.random() < 0.7 else 1)
+        chunks.append(T)
+        left -= T
+    return chunks
+
+
+def _expect_run(run: Run, got: np.ndarray, what: str):
+    """Compare a whole run with the oracle; fail on the first wrong step, naming the mistake."""
+    want = run.expected()
+    steps = oracle.schedule_steps(run.chunks)
+    wrong = [(P, T) for P, T in steps if not oracle.close(got[P:P + T], want[P:P + T])]
+    if not wrong:
+        return
+    P, T = wrong[0]
+    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    message = (f"{what}: decode_step with {_tokens(P)} cached and {T} new returned logits that differ from "
+               f"the model's forward pass on the whole sequence by up to {error:.3g} (tolerance "
+               f"{oracle.tolerance(want[P:P + T]):.1g}); {len(wrong)} of {len(steps)} steps are wrong")
+    found = diagnosis.diagnose(got, run.params, run.config["n_head"], run.ids, run.chunks)
+    if found:
+        run.ex.diagnose(*found)
+        message += f"; {found[1]}"
+    right = np.array([[oracle.close(got[n], want[n]) for n in range(len(run.ids))]])
+    fail(message, case=run.case,
+         picture=grid_picture(np.ones_like(right), right,
+                              "token positions, left to right: # logits right, . wrong"))
+
+
+def _not_power_of_two(n):
+    return n & (n - 1) != 0
+
+
+def random_config(rng) -> dict:
+    while True:
+        n_head = int(rng.choice([1, 3, 5, 6, 7]))
+        n_embd = n_head * int(rng.integers(3, 14))
+        config = dict(vocab_size=int(rng.integers(40, 140)), n_ctx=int(rng.integers(30, 90)),
+                      n_embd=n_embd, n_head=n_head, n_layer=int(rng.integers(1, 4)))
+        if all(_not_power_of_two(config[k]) for k in ("vocab_size", "n_ctx", "n_embd")):
+            return config
+
+
+def check_returns_logits(ex):
+    """Returns float logits [T, vocab] and counts the cached positions in len(cache)."""
+    run = Run(ex, BASE, 11)
+    run.step(_random_ids(ex.rng, 97, 7))
+    run.step(_random_ids(ex.rng, 97, 1))
+    run.step(_random_ids(ex.rng, 97, 3))
+
+
+def check_prefill(ex):
+    """Prefill: the first call, with the whole prompt on an empty cache, matches forward."""
+    run = Run(ex, BASE, 12)
+    ids = _random_ids(ex.rng, 97, 37)
+    _expect_run(run, run.feed(ids, [37]), "prefill of 37 tokens")
+
+
+def check_decode_one_token_at_a_time(ex):
+    """A prefill, then one token per call: every step's logits match forward on the whole sequence."""
+    run = Run(ex, BASE, 13)
+    first = int(ex.rng.integers(3, 20))
+    ids = _random_ids(ex.rng, 97, 45)
+    _expect_run(run, run.feed(ids, [first] + [1] * (45 - first)), f"prefill of {first}, then decode")
+
+
+def check_decode_from_empty_cache(ex):
+    """Decode from the very first token, one token per call (no prefill)."""
+    run = Run(ex, BASE, 14)
+    ids = _random_ids(ex.rng, 97, 12)
+    _expect_run(run, run.feed(ids, [1] * 12), "one token per call from an empty cache")
+
+
+def check_chunked_prefill(ex):
+    """Chunked prefill: steps of random sizes T > 1 on a non-empty cache match forward."""
+    run = Run(ex, BASE, 15)
+    total = int(ex.rng.integers(55, 80))
+    chunks = _random_chunks(ex.rng, total, int(ex.rng.integers(5, 17)))
+    ids = _random_ids(ex.rng, 97, total)
+    _expect_run(run, run.feed(ids, chunks), f"a {total}-token sequence in steps of {chunks}")
+
+
+def check_random_configs(ex):
+    """Random model sizes (odd head counts, 1 to 3 layers, sizes not powers of two), mixed steps."""
+    gpt2 = ex.helper("gpt2")
+    for n in range(3):
+        config = random_config(ex.rng)
+        run = Run(ex, config, 100 + n, gpt2)
+        total = int(ex.rng.integers(config["n_ctx"] // 2, config["n_ctx"]))
+        chunks = _random_chunks(ex.rng, total, int(ex.rng.integers(1, 9)), largest=9)
+        ids = _random_ids(ex.rng, config["vocab_size"], total)
+        _expect_run(run, run.feed(ids, chunks), f"config {config}, steps of {chunks}")
+
+
+def check_fills_the_context(ex):
+    """A sequence of exactly n_ctx tokens works; the last one sits at position n_ctx - 1."""
+    config = dict(BASE, n_ctx=45)
+    run = Run(ex, config, 16)
+    chunks = _random_chunks(ex.rng, 40, 9, largest=7) + [1] * 5
+    ids = _random_ids(ex.rng, 97, 45)
+    _expect_run(run, run.feed(ids, chunks), f"filling all {config['n_ctx']} positions in steps of {chunks}")
+
+
+def _expect_value_error(ex, run, ids, why):
+    call = run.call_text(ids)
+    try:
+        expect_raises(ex.candidate.decode_step, run.model, run.cache, ids, call=call,
+                      case=dict(run.case, new_tokens=len(ids)))
+    except AssertionError:
+        ex.diagnose("overflow_not_rejected",
+                    f"{call} with n_ctx = {run.config['n_ctx']} did not raise ValueError: {why}, and "
+                    "there is no position embedding for it")
+        raise
+
+
+def check_rejects_past_n_ctx(ex):
+    """A call that would take the cache past n_ctx raises ValueError (prefill, decode and chunk)."""
+    config = dict(BASE, n_ctx=29)
+    too_long = Run(ex, config, 17)
+    _expect_value_error(ex, too_long, _random_ids(ex.rng, 97, 30), "a 30-token prompt needs position 29")
+    full = Run(ex, config, 17)
+    full.feed(_random_ids(ex.rng, 97, 29), [20, 9])
+    _expect_value_error(ex, full, [5], "the cache already holds all 29 positions")
+    nearly = Run(ex, config, 17)
+    nearly.feed(_random_ids(ex.rng, 97, 26), [26])
+    _expect_value_error(ex, nearly, _random_ids(ex.rng, 97, 5), "26 cached + 5 new need positions up to 30")
+
+
+def check_rejected_call_changes_nothing(ex):
+    """After a rejected call the cache is as it was: same length, and decoding continues correctly."""
+    config = dict(BASE, n_ctx=29)
+    run = Run(ex, config, 18)
+    ids = _random_ids(ex.rng, 97, 29)
+    got = [run.feed(ids[:24], [20, 4])]
+    try:
+        ex.candidate.decode_step(run.model, run.cache, ids[24:] + [1, 2])
+    except CandidateRaised:
+        pass
+    else:
+        fail(f"{run.call_text(ids[24:] + [1, 2])} did not raise (n_ctx = 29)", case=run.case)
+    if len(run.cache) != 24:
+        fail(f"after a rejected call of 7 tokens on a cache of 24, len(cache) is {len(run.cache)!r}; "
+             "expected 24: check before changing anything", case=run.case)
+    got.append(run.feed(ids[24:], [5]))
+    _expect_run(run, np.concatenate(got), "decoding after a rejected call")
+
+
+def check_rejects_bad_token_ids(ex):
+    """Token ids outside [0, vocab) raise ValueError instead of wrapping round or failing later."""
+    run = Run(ex, BASE, 19)
+    run.feed(_random_ids(ex.rng, 97, 6), [6])
+    for ids in ([97], [3, -1, 4], [4, 1000]):
+        call = run.call_text(ids)
+        try:
+            expect_raises(ex.candidate.decode_step, run.model, run.cache, ids, call=call,
+                          case=dict(run.case, bad_ids=ids))
+        except AssertionError:
+            ex.diagnose("accepts_bad_token_ids",
+                        f"{call} with vocab 97 and ids {ids} did not raise ValueError: ids outside "
+                        "[0, 97) must be rejected before use (a negative one silently reads wte from its end)")
+            raise
+
+
+def check_projects_only_new_tokens(ex):
+    """Each step projects only its new tokens: the rows through every block's c_attn equal T."""
+    run = Run(ex, BASE, 20)
+    total = 40
+    chunks = _random_chunks(ex.rng, total, 9, largest=6)
+    ids = _random_ids(ex.rng, 97, total)
+    start = 0
+    for T in chunks:
+        before = np.array(run.model.rows_projected)
+        P = len(run.ids)
+        run.step(ids[start:start + T])
+        start += T
+        rows = np.array(run.model.rows_projected) - before
+        if (rows > T + 1e-6).any():
+            layer = int(np.argmax(rows))
+            if P and np.isclose(rows[layer], P + T):
+                ex.diagnose("recomputes_past",
+                            f"with {_tokens(P)} cached, a step of {_tokens(T)} pushed {P + T:g} rows "
+                            f"through block {layer}'s c_attn: the cached tokens are projected again "
+                            "instead of read from the cache")
+            fail(f"decode_step with {_tokens(P)} cached and {T} new passed {rows[layer]:g} rows through "
+                 f"h.{layer}.attn.c_attn.weight; expected {T} (only the new tokens)", case=run.case)
+
+
+def _shared_state(ex, evidence):
+    ex.diagnose("shared_cache_state", f"{evidence}: the caches share their storage (a class attribute, "
+                "a mutable default argument, a global or the model), so one sequence leaks into another")
+
+
+def check_independent_caches(ex):
+    """Two caches on one model, used in turns, each hold their own sequence."""
+    gpt2 = ex.helper("gpt2")
+    first, second = Run(ex, BASE, 21, gpt2), Run(ex, BASE, 21, gpt2)
+    second.model, second.config_handle = first.model, first.config_handle
+    chunks = [7, 1, 3, 1, 4, 1]
+    ids = [_random_ids(ex.rng, 97, sum(chunks)) for _ in range(2)]
+    got = [[], []]
+    start = 0
+    for T in chunks:
+        for n, run in enumerate((first, second)):
+            got[n].append(ex.candidate.decode_step(run.model, run.cache, ids[n][start:start + T]))
+            expect_array(got[n][-1], call=run.call_text(ids[n][start:start + T]),
+                         shape=(T, BASE["vocab_size"]), kind="f", case=run.case)
+            run.ids += ids[n][start:start + T]
+            run.chunks.append(T)
+        start += T
+        lengths = (len(first.cache), len(second.cache))
+        if lengths != (start, start):
+            if lengths[1] == 2 * start:
+                _shared_state(ex, f"after {start} tokens in each of two caches, the second has len {lengths[1]}")
+            fail(f"after feeding {start} tokens to each of two caches in turns, their lengths are "
+                 f"{lengths}; expected ({start}, {start})", case=second.case)
+    (first_got, second_got), want = (np.concatenate(g) for g in got), first.expected()
+    if oracle.close(first_got[:7], want[:7]) and not oracle.close(second_got[:7], second.expected()[:7]):
+        _shared_state(ex, "the second cache's prefill of 7 tokens is wrong while the same prefill on the "
+                          "first cache was right")
+    for n, (run, values) in enumerate(((first, first_got), (second, second_got))):
+        _expect_run(run, values, f"cache {n + 1} of 2, used in turns with the other")
