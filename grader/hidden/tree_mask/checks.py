@@ -1,0 +1,282 @@
+"""Hidden checks for tree_mask. Each ``check_*`` is one stable check id (without the prefix)."""
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.hidden.decode_mask import oracle as decode_oracle
+from grader.sandbox import CandidateTimeout
+
+from . import diagnosis, oracle
+
+SHOWN_PARENTS = 40  # trees up to this size are written out in full in a failure's case
+
+
+# -- trees ------------------------------------------------------------------------------------
+
+
+def random_tree(rng, T: int) -> list[int]:
+    """Topologically ordered parents with at least two roots (T >= 2), deep and bushy parts."""
+    parents = [-1]
+    for i in range(1, T):
+        draw = rng.random()
+        if draw < 0.15:
+            parents.append(-1)
+        elif draw < 0.6:
+            parents.append(int(i - rng.integers(1, min(i, 3) + 1)))  # a recent draft: depth grows
+        else:
+            parents.append(int(rng.integers(0, i)))
+    if T >= 2 and parents.count(-1) < 2:
+        parents[int(rng.integers(1, T))] = -1
+    return parents
+
+
+def chain(T: int) -> list[int]:
+    return [-1] + list(range(T - 1))
+
+
+def deep_path(rng, T: int) -> list[int]:
+    """A long main branch, with side branches sprouting anywhere (some from the cache)."""
+    parents, tip = [], -1
+    for i in range(T):
+        if rng.random() < 0.85:
+            parents.append(tip)
+            tip = i
+        else:
+            parents.append(int(rng.integers(-1, i)))
+    return parents
+
+
+def _not_power_of_two(n):
+    return n & (n - 1) != 0
+
+
+def random_cases(rng, count: int, max_t: int = 130) -> list[tuple[list[int], int]]:
+    """(parents, P): the sizes 7, 13 and 37, then random sizes that are not powers of two."""
+    sizes = [7, 13, 37]
+    while len(sizes) < count:
+        T = int(rng.integers(3, max_t))
+        if _not_power_of_two(T):
+            sizes.append(T)
+    caches = [0, 45, 97] + [int(rng.integers(1, 300)) for _ in range(count - 3)]
+    return [(random_tree(rng, T), P) for T, P in zip(sizes, caches)]
+
+
+# -- calling the candidate ----------------------------------------------------------------------
+
+
+def _case(ex, parents, P) -> dict:
+    case = {"T": len(parents), "P": P, "seed": ex.seed}
+    if len(parents) <= SHOWN_PARENTS:
+        case["parents"] = [int(p) for p in parents]
+    return case
+
+
+def _call(name, parents, P) -> str:
+    shown = [int(p) for p in parents] if len(parents) <= 16 else f"<{len(parents)} parents>"
+    return f"{name}({shown}, {P})"
+
+
+def _positions(ex, parents, P, as_given=None):
+    """The candidate's positions for ``parents`` (sent as ``as_given`` when not a list)."""
+    call, case = _call("tree_positions", parents, P), _case(ex, parents, P)
+    got = ex.candidate.tree_positions(parents if as_given is None else as_given, P)
+    return expect_array(got, call=call, shape=(len(parents),), kind="i", case=case)
+
+
+def _mask(ex, parents, P, as_given=None):
+    call, case = _call("tree_attention_mask", parents, P), _case(ex, parents, P)
+    got = ex.candidate.tree_attention_mask(parents if as_given is None else as_given, P)
+    return expect_array(got, call=call, shape=(len(parents), P + len(parents)), kind="b", case=case)
+
+
+def _mask_picture(want, got, P, call):
+    """The T x T draft corner when it differs, else the whole mask (then it is the cache part)."""
+    if not np.array_equal(want[:, P:], got[:, P:]):
+        return grid_picture(want[:, P:], got[:, P:],
+                            f"{call}, draft corner: row i and column j are draft i and draft j")
+    return grid_picture(want, got, f"{call}: rows are drafts, columns the {P} cached keys then the drafts")
+
+
+def _column(c, P):
+    return f"cached key {c}" if c < P else f"draft {c - P} (column {c})"
+
+
+def _fail_mask(ex, parents, P, want, got, context=""):
+    call = _call("tree_attention_mask", parents, P)
+    row, col = (int(x) for x in np.argwhere(want != got)[0])
+    message = (f"{call}{context} differs from the expected mask in {int((want != got).sum()):,} of "
+               f"{want.size:,} cells (first at draft row {row}, {_column(col, P)}: expected "
+               f"{bool(want[row, col])})")
+    if found := diagnosis.diagnose("mask", got, parents, P):
+        ex.diagnose(*found)
+        message += f"; {found[1]}"
+    fail(message, case=_case(ex, parents, P), picture=_mask_picture(want, got, P, call))
+
+
+def _fail_positions(ex, parents, P, want, got, context=""):
+    call = _call("tree_positions", parents, P)
+    i = int(np.flatnonzero(want != got)[0])
+    message = (f"{call}{context} gives {int((want != got).sum())} of {len(parents)} positions wrong "
+               f"(first: draft {i} at {int(got[i]):,}, expected {int(want[i]):,})")
+    if found := diagnosis.diagnose("positions", got, parents, P):
+        ex.diagnose(*found)
+        message += f"; {found[1]}"
+    fail(message, case=_case(ex, parents, P))
+
+
+ANSWERS = {  # what is compared: (candidate call, oracle, failure report)
+    "mask": (_mask, oracle.mask, _fail_mask),
+    "positions": (_positions, oracle.positions, _fail_positions),
+}
+
+
+def _expect(ex, cases, kinds=("mask", "positions"), context="", given=None, want=None):
+    """Check each kind on every (parents, P); report the smallest failing case.
+
+    ``given`` sends the parents in another form than a list; ``want(kind, parents, P)``
+    replaces the oracle (for an independent statement such as the decode mask of a chain).
+    """
+    for kind in kinds:
+        call, right, report = ANSWERS[kind]
+        failures = []
+        for parents, P in cases:
+            got = call(ex, parents, P, given)
+            expected = want(kind, parents, P) if want else right(parents, P)
+            if not np.array_equal(got, expected):
+                failures.append((len(parents), P, parents, expected, got))
+        if failures:
+            _, P, parents, expected, got = min(failures, key=lambda f: f[:2])
+            report(ex, parents, P, expected, got, context)
+
+
+# -- checks -------------------------------------------------------------------------------------
+
+
+def check_dtype_and_shape(ex):
+    """Positions are an integer array [T]; the mask is a bool array [T, P + T]."""
+    for parents, P in [([-1], 0), ([-1, 0, 0], 4), (random_tree(ex.rng, 11), 97)]:
+        _positions(ex, parents, P)
+        _mask(ex, parents, P)
+
+
+def check_positions_are_int64(ex):
+    """Positions are int64, as the signature says, whatever integer type the parents came in."""
+    for given in ([-1, 0, 1, -1], np.array([-1, 0, 1, -1], dtype=np.int32)):
+        got = _positions(ex, [-1, 0, 1, -1], 7, given)
+        if got.dtype != np.int64:
+            fail(f"tree_positions({given!r}, 7) returned {got.dtype} positions; expected int64",
+                 case={"parents": [-1, 0, 1, -1], "P": 7})
+
+
+def check_positions_random_trees(ex):
+    """Random trees (7, 13, 37 drafts and more, several roots): positions are P + depth."""
+    _expect(ex, random_cases(ex.rng, 14), kinds=["positions"])
+
+
+def check_mask_random_trees(ex):
+    """Random trees (7, 13, 37 drafts and more, several roots): the cache, ancestors and self."""
+    _expect(ex, random_cases(ex.rng, 14), kinds=["mask"])
+
+
+def check_chain_is_plain_decoding(ex):
+    """A chain of drafts gives exactly the decode mask and positions P .. P + T - 1."""
+    def plain_decoding(kind, parents, P):
+        T = len(parents)
+        return decode_oracle.causal_mask(T, P + T) if kind == "mask" else P + np.arange(T)
+
+    cases = [(chain(T), P) for T, P in [(2, 0), (5, 3), (13, 97), (37, 1000),
+                                         (int(ex.rng.integers(40, 120)) | 1, 45)]]
+    _expect(ex, cases, context=" (a chain: plain decoding)", want=plain_decoding)
+
+
+def check_stars(ex):
+    """Stars: many roots side by side, or one root with many children."""
+    cases = []
+    for T, P in [(9, 5), (31, 0), (int(ex.rng.integers(40, 100)) | 1, 131)]:
+        cases += [([-1] * T, P), ([-1] + [0] * (T - 1), P)]
+    _expect(ex, cases, context=" (a star)")
+
+
+def check_deep_paths(ex):
+    """Deep paths with side branches after a long cache (depths in the hundreds)."""
+    cases = [(deep_path(ex.rng, 61), 4099), (deep_path(ex.rng, 250), 10), (chain(199) + [-1, 0, 197], 2)]
+    _expect(ex, cases, context=" (a deep path)")
+
+
+def check_tree_attention_matches_path_decoding(ex):
+    """Attention with your mask and positions (rotary) equals decoding each branch after the cache."""
+    rng = ex.rng
+    cases = [(random_tree(rng, 13), 37), (random_tree(rng, 7), 0), (random_tree(rng, 37), 45),
+             ([-1] * 5 + [0, 1, 2], 11), (deep_path(rng, 29), 23)]
+    for parents, P in cases:
+        T, width, D = len(parents), int(rng.integers(5, 30)), 2 * int(rng.integers(2, 12))
+        layer = oracle.random_layer(rng, width, D)
+        cache_x, draft_x = rng.standard_normal((P, width)), rng.standard_normal((T, width))
+        mask, positions = _mask(ex, parents, P), _positions(ex, parents, P)
+        want = oracle.path_decoding(layer, cache_x, draft_x, parents)
+        got = oracle.tree_attention(layer, cache_x, draft_x, mask, positions)
+        error = np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1)  # [T]
+        if error.max() <= 1e-9:  # BLAS may sum in another order: equal up to rounding
+            continue
+        worst = int(error.argmax())
+        message = (f"with your mask and positions, one attention step over {P} cached and {T} draft "
+                   f"tokens (rotary, D = {D}) differs from decoding each branch after the cache by up to "
+                   f"{error.max():.3g}, worst at draft {worst} (branch {oracle.path_to(parents, worst)})")
+        if not np.isfinite(got).all():
+            message += "; a draft that sees no key gives NaN"
+        for kind, answer in (("mask", mask), ("positions", positions)):
+            if not np.array_equal(answer, ANSWERS[kind][1](parents, P)):
+                found = diagnosis.diagnose(kind, answer, parents, P)
+                message += f"; your {kind}: " + (found[1] if found else "not what the rule gives")
+                if found:
+                    ex.diagnose(*found)
+        fail(message, case=_case(ex, parents, P) | {"D": D})
+
+
+def check_parents_as_numpy_array(ex):
+    """Parents given as a numpy int array (int64 or int32) or a tuple work like a list."""
+    parents, P = random_tree(ex.rng, 23), 17
+    for given, kind in [(np.array(parents, dtype=np.int64), "an int64 array"),
+                        (np.array(parents, dtype=np.int32), "an int32 array"), (tuple(parents), "a tuple")]:
+        _expect(ex, [(parents, P)], context=f" (parents given as {kind})", given=given)
+
+
+def check_empty_tree(ex):
+    """No drafts: positions of shape [0] and a mask of shape [0, P]."""
+    for given, P in [([], 0), ([], 5), (np.array([], dtype=np.int64), 97)]:
+        _positions(ex, [], P, given)
+        _mask(ex, [], P, given)
+
+
+def check_rejects_invalid_cache_length(ex):
+    """P negative or not an int raises ValueError."""
+    for P in [-1, -7, 2.5, None]:
+        for name in ("tree_positions", "tree_attention_mask"):
+            call = f"{name}([-1, 0], {P!r})"
+            expect_raises(getattr(ex.candidate, name), [-1, 0], P, call=call, case={"P": repr(P)})
+
+
+INVALID_PARENTS = [  # (parents, what is wrong); a draft that is its own parent last: walks may hang
+    ([-1, -2, 0], "parents[1] = -2 is below -1"),
+    ([-1, 0, 7], "parents[2] = 7 is past the last of 3 drafts"),
+    ([-1, 2, -1, 1], "parents[1] = 2 is a later draft"),
+    ([-1, 0, 2], "parents[2] = 2 is the draft itself"),
+]
+
+
+def check_rejects_invalid_parents(ex):
+    """A parent that is the draft itself, a later draft, below -1 or out of range raises ValueError."""
+    for parents, wrong in INVALID_PARENTS:
+        for name in ("tree_positions", "tree_attention_mask"):
+            call, case = f"{name}({parents}, 3)", {"parents": parents, "P": 3}
+            try:
+                expect_raises(getattr(ex.candidate, name), parents, 3, call=call, case=case)
+            except CandidateTimeout:
+                ex.diagnose("accepts_invalid_parents",
+                            f"{call} never returned ({wrong}): walking up the parents loops forever; "
+                            "check that every parent is -1 or an earlier index before walking")
+                fail(f"{call} did not finish within the time limit; expected ValueError ({wrong})", case)
+            except AssertionError:
+                ex.diagnose("accepts_invalid_parents",
+                            f"{call} did not raise ValueError although {wrong}: a parent must be -1 or an "
+                            "earlier index, or the tree is not a tree")
+                raise

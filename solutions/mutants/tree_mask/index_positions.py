@@ -1,0 +1,33 @@
+"""Known wrong: draft i is placed at P + i, its index, instead of P + depth."""
+import numpy as np
+
+EXPECTED_DIAGNOSIS = "index_positions"
+
+
+def _checked(parents, P):
+    if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 0:
+        raise ValueError(f"P must be an int >= 0, got {P!r}")
+    parents = [int(p) for p in parents]
+    for i, p in enumerate(parents):
+        if not -1 <= p < i:
+            raise ValueError(f"parents[{i}] = {p}: must be -1 or an earlier index")
+    return parents
+
+
+def _ancestors_and_self(parents):
+    T = len(parents)
+    rows = np.eye(T, dtype=bool)
+    for i, p in enumerate(parents):
+        if p != -1:
+            rows[i] |= rows[p]
+    return rows
+
+
+def tree_positions(parents, P):
+    T = len(_checked(parents, P))
+    return P + np.arange(T, dtype=np.int64)
+
+
+def tree_attention_mask(parents, P):
+    parents = _checked(parents, P)
+    return np.concatenate([np.ones((len(parents), P), dtype=bool), _ancestors_and_self(parents)], axis=1)
