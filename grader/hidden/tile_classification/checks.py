@@ -1,0 +1,280 @@
+"""Hidden checks for tile_classification. Each ``check_*`` is one stable check id (without the prefix)."""
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.sandbox import CandidateRaised
+
+from . import diagnosis, oracle
+
+LABELS = {"0": ".", "1": "/", "2": "#"}  # SKIP, PARTIAL, FULL in pictures
+NAMES = {oracle.SKIP: "SKIP", oracle.PARTIAL: "PARTIAL", oracle.FULL: "FULL"}
+DENSE_FRACTION = 8  # a peak of T * S / 8 bytes or more means something of size T x S was built
+
+
+class Case(tuple):
+    """(T, S, block_q, block_k, window): one call of classify_tiles."""
+
+    def __new__(cls, T, S, block_q, block_k, window=None):
+        return super().__new__(cls, (int(T), int(S), int(block_q), int(block_k),
+                                     None if window is None else int(window)))
+
+    @property
+    def grid_shape(self):
+        T, S, block_q, block_k, _ = self
+        return oracle.tile_count(T, block_q), oracle.tile_count(S, block_k)
+
+    @property
+    def call(self):
+        T, S, block_q, block_k, window = self
+        return f"classify_tiles({T}, {S}, {block_q}, {block_k}" + ("" if window is None else f", window={window}") + ")"
+
+    def details(self, seed):
+        return dict(zip(("T", "S", "block_q", "block_k", "window"), self), seed=seed)
+
+
+def _grid(ex, case, measure_memory=False):
+    T, S, block_q, block_k, window = case
+    kwargs = {} if window is None else {"window": window}
+    value = ex.candidate.call("classify_tiles", T, S, block_q, block_k, measure_memory=measure_memory, **kwargs)
+    return expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed))
+
+
+def _name(value):
+    return NAMES.get(int(value), f"{int(value)} (not 0, 1 or 2)")
+
+
+def _tile_text(case, a, b):
+    T, S, block_q, block_k, _ = case
+    rows, keys = oracle.tile_span(T, block_q, a), oracle.tile_span(S, block_k, b)
+    return (f"tile ({a}, {b}): query rows {rows.start}..{rows.stop - 1} (positions "
+            f"{S - T + rows.start}..{S - T + rows.stop - 1}), keys {keys.start}..{keys.stop - 1}")
+
+
+def _diagnose(ex, failures):
+    """Name the mistake that explains every failing case it explains at all.
+
+    Returns (index of the smallest failing case it explains, sentence), or (0, None).
+    """
+    found = [diagnosis.matches(got, *case) for case, _, got in failures]
+    named = [f for f in found if f]
+    if not named:
+        return 0, None
+    common = set.intersection(*(set(f) for f in named))
+    order = [v[0] for v in diagnosis.VARIANTS]
+    chosen = min(common or named[0], key=order.index)
+    index = next(i for i, f in enumerate(found) if chosen in f)
+    ex.diagnose(chosen, found[index][chosen])
+    return index, found[index][chosen]
+
+
+def _expect_cases(ex, cases, context=""):
+    """Compare every case with the oracle; report the smallest failing one, which draws best."""
+    failures = []
+    for case in cases:
+        got, want = _grid(ex, case), oracle.classify_tiles(*case)
+        if not np.array_equal(got, want):
+            failures.append((case, want, got))
+    if not failures:
+        return
+    failures.sort(key=lambda f: (f[1].size, f[0][0] * f[0][1]))
+    index, sentence = _diagnose(ex, failures)
+    case, want, got = failures[index]
+    a, b = (int(x) for x in np.argwhere(want != got)[0])
+    message = (f"{case.call}{context} differs from the expected classification in "
+               f"{int((want != got).sum())} of {want.size} tiles; first {_tile_text(case, a, b)}: "
+               f"expected {_name(want[a, b])}, got {_name(got[a, b])}"
+               + (f" ({len(failures)} of {len(cases)} cases wrong)" if len(cases) > 1 else ""))
+    if sentence:
+        message += f"; {sentence}"
+    fail(message, case=case.details(ex.seed),
+         picture=grid_picture(want, got, f"{case.call}: rows are query tiles, columns key tiles "
+                                          "(. SKIP, / PARTIAL, # FULL)", labels=LABELS))
+
+
+def _not_power_of_two(n):
+    return n & (n - 1) != 0
+
+
+def _size(rng, low, high):
+    """A size in [low, high) that is not a power of two (when the range has one)."""
+    while True:
+        n = int(rng.integers(low, high))
+        if _not_power_of_two(n) or high - low < 3:
+            return n
+
+
+def random_cases(rng, count, max_s=160, window=None):
+    """Random T > 1 over S keys, block sizes 3..24 that rarely divide T or S.
+
+    ``window``: None, "small" (1 .. smaller block - 1) or "large" (larger block + 1 .. larger block + S + 8).
+    """
+    cases = []
+    while len(cases) < count:
+        S = _size(rng, 3, max_s)
+        T = _size(rng, 2, S + 1)
+        block_q, block_k = int(rng.integers(3, 25)), int(rng.integers(3, 25))
+        W = None
+        if window == "small":
+            block_q, block_k = max(block_q, 4), max(block_k, 4)
+            W = int(rng.integers(1, min(block_q, block_k)))
+        elif window == "large":
+            W = int(rng.integers(max(block_q, block_k) + 1, max(block_q, block_k) + S + 9))
+        cases.append(Case(T, S, block_q, block_k, W))
+    return cases
+
+
+def check_dtype_and_shape(ex):
+    """Returns an int array of shape [ceil(T / block_q), ceil(S / block_k)], ragged tiles counted."""
+    for case in [Case(1, 1, 1, 1), Case(3, 7, 2, 3), Case(6, 6, 4, 4), Case(2, 97, 1, 16),
+                 Case(45, 67, 8, 16), Case(5, 130, 64, 128, window=7)]:
+        _grid(ex, case)
+
+
+def check_exposes_labels(ex):
+    """The module defines SKIP, PARTIAL, FULL = 0, 1, 2."""
+    got = (ex.candidate.SKIP, ex.candidate.PARTIAL, ex.candidate.FULL)
+    if got != (0, 1, 2) or any(isinstance(v, bool) for v in got):
+        fail(f"SKIP, PARTIAL, FULL are {got!r}; expected 0, 1, 2")
+
+
+def check_aligned_tiles(ex):
+    """T > 1 with block sizes that divide T and S exactly, no window."""
+    rng, cases = ex.rng, [Case(12, 48, 4, 8), Case(20, 60, 5, 3), Case(24, 36, 6, 6)]
+    while len(cases) < 10:
+        block_q, block_k = int(rng.integers(2, 10)), int(rng.integers(2, 13))
+        T = block_q * int(rng.integers(1, 8))
+        S = block_k * int(rng.integers(1, 12))
+        if 1 < T <= S:
+            cases.append(Case(T, S, block_q, block_k))
+    _expect_cases(ex, cases)
+
+
+def check_ragged_tiles(ex):
+    """Block sizes that divide neither T nor S: the last query tile and the last key tile are short."""
+    cases = [Case(45, 67, 8, 16), Case(97, 130, 10, 12), Case(7, 100, 3, 9), Case(13, 13, 5, 6)]
+    for case in random_cases(ex.rng, 60):
+        T, S, block_q, block_k, _ = case
+        if T % block_q and S % block_k and len(cases) < 24:
+            cases.append(case)
+    _expect_cases(ex, cases)
+
+
+def check_plain_decode(ex):
+    """T = 1: the single query sees every key, so every tile is FULL."""
+    cases = [Case(1, 1, 1, 1), Case(1, 37, 1, 8), Case(1, 130, 4, 12), Case(1, 4099, 1, 128),
+             Case(1, 1000, 64, 96)]
+    cases += [Case(1, _size(ex.rng, 2, 3000), 16, int(ex.rng.integers(3, 200))) for _ in range(4)]
+    _expect_cases(ex, cases, context=" (plain decode)")
+
+
+def check_prefill(ex):
+    """T = S: prefill from an empty cache, equal and unequal tile sizes."""
+    _expect_cases(ex, [Case(5, 5, 2, 2), Case(31, 31, 4, 4), Case(97, 97, 8, 8), Case(130, 130, 16, 12),
+                       Case(45, 45, 7, 5), Case(67, 67, 3, 10)], context=" (prefill)")
+
+
+def check_random_shapes(ex):
+    """Random T > 1 over S keys and tile sizes, not powers of two, match the element mask."""
+    _expect_cases(ex, random_cases(ex.rng, 40))
+
+
+def check_window_smaller_than_tile(ex):
+    """Sliding windows narrower than a tile (down to W = 1): W keys per query, itself included."""
+    cases = [Case(9, 40, 4, 8, window=1), Case(1, 50, 1, 8, window=3), Case(20, 61, 6, 5, window=4)]
+    _expect_cases(ex, cases + random_cases(ex.rng, 22, window="small"), context=" (sliding window)")
+
+
+def check_window_larger_than_tile(ex):
+    """Sliding windows wider than a tile, up to wider than the whole sequence."""
+    cases = [Case(1, 300, 1, 16, window=50), Case(33, 200, 8, 16, window=37), Case(10, 30, 4, 4, window=30),
+             Case(64, 97, 9, 11, window=200)]
+    _expect_cases(ex, cases + random_cases(ex.rng, 22, window="large"), context=" (sliding window)")
+
+
+def _sample_tiles(rng, case, count=100):
+    """Tiles worth brute-forcing in a large grid: near each boundary, the edges, and random ones."""
+    T, S, block_q, block_k, window = case
+    nq, nk = case.grid_shape
+    tiles = {(0, 0), (nq - 1, nk - 1), (0, nk - 1), (nq - 1, 0)}
+    for a in range(nq):
+        rows = oracle.tile_span(T, block_q, a)
+        first, last = S - T + rows.start, S - T + rows.stop - 1  # positions of the tile's queries
+        edges = [first, last] + ([] if window is None else [first - window, last - window + 1])
+        for position in edges:
+            for b in range(position // block_k - 1, position // block_k + 2):
+                if 0 <= b < nk:
+                    tiles.add((a, b))
+    tiles.update(zip(rng.integers(0, nq, count).tolist(), rng.integers(0, nk, count).tolist()))
+    return sorted(tiles)
+
+
+def check_large_context(ex):
+    """S in the hundreds of thousands: sampled tiles, brute-forced from positions, are right."""
+    rng = ex.rng
+    S = _size(rng, 200_000, 300_000)
+    for case in [Case(1031, S, 64, 128), Case(1, S, 64, 128), Case(777, S, 64, 128, window=int(rng.integers(1000, 9000))),
+                 Case(1, S, 16, 96, window=4095)]:
+        got = _grid(ex, case)
+        tiles = _sample_tiles(rng, case)
+        wrong = [(a, b, want) for a, b in tiles if (want := oracle.classify_tile(*case[:4], a, b, case[4])) != got[a, b]]
+        if wrong:
+            a, b, want = wrong[0]
+            message = (f"{case.call} is wrong in {len(wrong)} of {len(tiles)} tiles brute-forced from "
+                       f"positions; first {_tile_text(case, a, b)}: expected {_name(want)}, got {_name(got[a, b])}")
+            found = diagnosis.matches(got, *case)
+            if found:
+                diagnosis_id, sentence = next(iter(found.items()))
+                ex.diagnose(diagnosis_id, sentence)
+                message += f"; {sentence}"
+            fail(message, case=case.details(ex.seed))
+
+
+def check_no_dense_mask(ex):
+    """A chunk over hundreds of thousands of keys: peak memory stays far below T x S bytes."""
+    case = Case(1031, _size(ex.rng, 200_000, 300_000), 64, 128)
+    T, S = case[:2]
+    try:
+        _grid(ex, case, measure_memory=True)
+    except CandidateRaised as exc:
+        if exc.is_a("MemoryError"):
+            ex.diagnose("dense_mask_built", f"{case.call} ran out of memory: a {T:,} x {S:,} mask alone "
+                                            f"is {T * S / 2**20:,.0f} MiB; compare tile edges instead")
+        raise
+    peak = ex.sandbox.last_call.peak_bytes
+    if peak is not None and peak >= T * S / DENSE_FRACTION:
+        ex.diagnose("dense_mask_built",
+                    f"{case.call} allocated up to {peak / 2**20:,.0f} MiB, of the order of the {T:,} x {S:,} "
+                    f"element mask ({T * S / 2**20:,.0f} MiB as bools) for a grid of only "
+                    f"{case.grid_shape[0]} x {case.grid_shape[1]} tiles: classify from the tile edges")
+        fail(f"{case.call} peaked at {peak:,} bytes; a classification from tile edges needs far less than "
+             f"T x S / {DENSE_FRACTION} = {T * S // DENSE_FRACTION:,} bytes", case=case.details(ex.seed))
+
+
+def _expect_rejected(ex, args, kwargs, why):
+    text = f"classify_tiles({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+    try:
+        expect_raises(ex.candidate.classify_tiles, *args, call=text, case={"args": list(map(repr, args)), **kwargs},
+                      **kwargs)
+    except AssertionError:
+        ex.diagnose("accepts_invalid_arguments", f"{text} did not raise ValueError although {why}")
+        raise
+
+
+def check_rejects_invalid_sizes(ex):
+    """T, S or a block size below 1, T > S, or a window below 1 raise ValueError."""
+    for args, kwargs, why in [((0, 5, 4, 4), {}, "T < 1"), ((6, 5, 4, 4), {}, "T > S"),
+                              ((-2, 4, 2, 2), {}, "T < 1"), ((1, 0, 4, 4), {}, "T > S and S < 1"),
+                              ((3, 8, 0, 4), {}, "block_q < 1"), ((3, 8, 4, 0), {}, "block_k < 1"),
+                              ((3, 8, -4, 4), {}, "block_q < 1"), ((3, 8, 4, 4), {"window": 0}, "window < 1"),
+                              ((3, 8, 4, 4), {"window": -3}, "window < 1")]:
+        _expect_rejected(ex, args, kwargs, why)
+
+
+def check_rejects_non_integers(ex):
+    """Floats, strings and bools (True is not a size) raise ValueError."""
+    for args, kwargs, why in [((3.0, 8, 4, 4), {}, "T is a float"), ((3, "8", 4, 4), {}, "S is a string"),
+                              ((3, 8, 2.5, 4), {}, "block_q is a float"), ((True, 8, 4, 4), {}, "T is a bool"),
+                              ((3, 8, 4, True), {}, "block_k is a bool"),
+                              ((3, 8, 4, 4), {"window": 2.5}, "window is a float"),
+                              ((3, 8, 4, 4), {"window": True}, "window is a bool")]:
+        _expect_rejected(ex, args, kwargs, why)

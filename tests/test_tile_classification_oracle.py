@@ -1,0 +1,118 @@
+"""The hidden oracle for tile_classification agrees with an independent statement of the rule."""
+import numpy as np
+import pytest
+
+from grader.hidden.tile_classification import diagnosis, oracle
+
+SKIP, PARTIAL, FULL = 0, 1, 2
+
+
+def counted(T, S, block_q, block_k, window=None):
+    # Stated differently on purpose: each query row sees one interval of keys; count how many
+    # keys of a tile fall in it, and compare the sum with the tile's area.
+    grid = []
+    for a in range(0, T, block_q):
+        row = []
+        for b in range(0, S, block_k):
+            rows, keys = range(a, min(a + block_q, T)), range(b, min(b + block_k, S))
+            seen = 0
+            for i in rows:
+                p = S - T + i
+                lo = 0 if window is None else max(0, p - window + 1)
+                seen += max(0, min(p, keys[-1]) - max(lo, keys[0]) + 1)
+            row.append(SKIP if seen == 0 else FULL if seen == len(rows) * len(keys) else PARTIAL)
+        grid.append(row)
+    return np.array(grid)
+
+
+def random_case(rng, window):
+    S = int(rng.integers(1, 70))
+    T = int(rng.integers(1, S + 1))
+    W = None if not window else int(rng.integers(1, S + 10))
+    return T, S, int(rng.integers(1, 12)), int(rng.integers(1, 12)), W
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("window", [False, True])
+def test_oracle_matches_the_counted_rule_on_random_shapes(seed, window):
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        case = random_case(rng, window)
+        np.testing.assert_array_equal(oracle.classify_tiles(*case), counted(*case), err_msg=str(case))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_closed_form_used_for_diagnoses_matches_the_oracle(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(40):
+        case = random_case(rng, window=bool(rng.integers(2)))
+        np.testing.assert_array_equal(diagnosis.right(*case), oracle.classify_tiles(*case), err_msg=str(case))
+
+
+def test_single_tiles_agree_with_the_whole_grid():
+    T, S, block_q, block_k, W = 45, 67, 8, 16, 20
+    grid = oracle.classify_tiles(T, S, block_q, block_k, W)
+    for a in range(grid.shape[0]):
+        for b in range(grid.shape[1]):
+            assert oracle.classify_tile(T, S, block_q, block_k, a, b, W) == grid[a, b]
+
+
+def test_seed_tile_rules_hold_without_a_window():
+    # A key tile starting after the query tile's last position is skipped; one ending at or
+    # before its first position is fully visible; only the tiles in between are partial.
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        T, S, block_q, block_k, _ = random_case(rng, window=False)
+        grid = oracle.classify_tiles(T, S, block_q, block_k)
+        for a in range(grid.shape[0]):
+            q_first, q_last = S - T + a * block_q, S - T + min((a + 1) * block_q, T) - 1
+            for b in range(grid.shape[1]):
+                k_first, k_last = b * block_k, min((b + 1) * block_k, S) - 1
+                if k_first > q_last:
+                    assert grid[a, b] == SKIP
+                elif k_last <= q_first:
+                    assert grid[a, b] == FULL
+                else:
+                    assert grid[a, b] == PARTIAL
+
+
+def test_decode_puts_the_diagonal_at_the_right_edge():
+    assert (oracle.classify_tiles(1, 4099, 1, 128) == FULL).all()  # one query sees everything
+    # speculative verification, T = 4 over S = 4,096: the 6 masked pairs are all in the last key tile
+    grid = oracle.classify_tiles(4, 4096, 4, 128)
+    assert grid.shape == (1, 32)
+    assert (grid[0, :-1] == FULL).all() and grid[0, -1] == PARTIAL
+
+
+def test_window_counts_itself():
+    # W = 1: each query sees only its own key; W >= S: the same as no window
+    assert (oracle.element_mask(5, 9, range(5), range(9), 1) == np.eye(5, 9, k=4, dtype=bool)).all()
+    np.testing.assert_array_equal(oracle.classify_tiles(7, 30, 3, 4, 30), oracle.classify_tiles(7, 30, 3, 4))
+    # W = 3: the query at position 5 sees keys 3, 4, 5 (the prompt's example)
+    assert oracle.element_mask(1, 6, range(1), range(6), 3).tolist() == [[False] * 3 + [True] * 3]
+
+
+def test_prompt_worked_example():
+    assert oracle.classify_tiles(6, 6, 2, 3).tolist() == [[1, 0], [2, 1], [2, 1]]
+
+
+# Cases to try each known mistake on: decode, chunks, prefill, ragged tiles and windows.
+CASES = [(5, 37, 4, 8, None), (20, 45, 4, 6, None), (9, 17, 4, 6, None), (6, 16, 3, 5, None),
+         (6, 15, 3, 5, None), (1, 50, 1, 8, 3), (7, 40, 3, 5, 9), (13, 13, 5, 6, None)]
+
+
+def test_every_variant_is_named_and_the_right_answer_is_not():
+    for case in CASES:
+        assert diagnosis.matches(oracle.classify_tiles(*case), *case) == {}
+    for diagnosis_id, variant, _ in diagnosis.VARIANTS:
+        differing = [case for case in CASES if variant(*case) is not None
+                     and not np.array_equal(variant(*case), oracle.classify_tiles(*case))]
+        assert differing, f"no case shows {diagnosis_id}"
+        for case in differing:
+            assert diagnosis_id in diagnosis.matches(variant(*case), *case), (diagnosis_id, case)
+
+
+def test_top_left_sentence_gives_concrete_figures():
+    case = (4, 4096, 4, 128, None)
+    found = diagnosis.matches(diagnosis._top_left(*case), *case)
+    assert "sits at position 4,092" in found["top_left_alignment"]
