@@ -9,13 +9,16 @@ import click
 
 from . import __version__, catalog
 from .engine import grade as run_grading
-from .notes import Notes, NotesError
+from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
 from .render import terminal
+from .render.common import for_candidate
+from .result import Result
 from .submission import SubmissionError
 
 
 def _exercise_ids(ctx, param, values):
     known = {e.id for e in catalog.exercises()}
+    values = [v.strip() for value in values for v in value.split(",") if v.strip()]
     for value in values:
         if value not in known:
             raise click.BadParameter(f"unknown exercise {value!r}; choose from {', '.join(sorted(known))}")
@@ -45,39 +48,218 @@ def main():
     """
 
 
+OUTPUTS = [
+    click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'."),
+    click.option("--html", "html_out", metavar="FILE", help="Write a self-contained HTML report (opens offline, prints well)."),
+    click.option("--markdown", "markdown_out", metavar="FILE|-", help="Write a Markdown report, for a hiring system or an issue."),
+    click.option("--junit", "junit_out", metavar="FILE", help="Write JUnit XML (one testcase per hidden check), for CI."),
+    click.option("--gradescope", "gradescope_out", metavar="FILE",
+                 help="Write Gradescope's results.json, to use the kit as a course autograder."),
+]
+FEEDBACK = click.option(
+    "--feedback", type=click.Choice(["summary", "detail"]), default=None,
+    help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
+         "detail: everything, with cases, pictures and reproduce lines. Default: detail.")
+
+
+def _options(options):
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+def _load_notes(notes_path):
+    try:
+        return Notes.load(notes_path) if notes_path else None
+    except NotesError as exc:
+        raise click.BadParameter(str(exc), param_hint="--notes") from None
+
+
+def _emit(result, json_out=None, html_out=None, markdown_out=None, junit_out=None, gradescope_out=None):
+    """Write every requested format from the one result; the terminal summary unless stdout is taken."""
+    from .render import gradescope, html, junit, markdown
+
+    if json_out:
+        _write_text(json_out, json.dumps(result.to_dict(), indent=2))
+    if html_out:
+        _write_text(html_out, html.render(result))
+    if markdown_out:
+        _write_text(markdown_out, markdown.render(result))
+    if junit_out:
+        _write_text(junit_out, junit.render(result))
+    if gradescope_out:
+        _write_text(gradescope_out, json.dumps(gradescope.render(result), indent=2))
+    if "-" not in (json_out, markdown_out):
+        click.echo(terminal.summary(result))
+
+
 @main.command()
-@click.argument("path", type=click.Path(path_type=str))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Grade only this exercise (repeatable). Default: all; missing ones are listed as not attempted.")
+              help="Grade only this exercise (repeatable, or comma-separated): the interview set. "
+                   "Default: all; exercises not attempted are listed, never counted against the candidate.")
 @click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
               help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
 @click.option("--check", "checks", multiple=True, metavar="CHECK_ID",
               help="Run only this check (repeatable); used by the reproduce lines in reports.")
-@click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'.")
+@_options(OUTPUTS)
 @click.option("--notes", "notes_path", type=click.Path(path_type=str),
               help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
-@click.option("--feedback", type=click.Choice(["summary", "detail"]), default="detail", show_default=True,
-              help="summary: which checks passed, without hidden inputs (for candidates); detail: everything.")
-def grade(path, exercises, seed, checks, json_out, notes_path, feedback):
+@FEEDBACK
+@click.option("--out", "out_dir", metavar="DIR", help="With several PATHs: the batch folder (default: kvgrade-batch).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="With several PATHs: submissions graded at once (default: the number of cores).")
+def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, junit_out, gradescope_out,
+          notes_path, feedback, out_dir, jobs):
     """Grade a submission folder against the hidden tests.
 
-    PATH holds <id>/<id>.py or <id>.py for each exercise attempted. Exit status is 0 whenever
-    grading worked, whatever the level.
+    PATH holds <id>/<id>.py or <id>.py for each exercise attempted. Give several PATHs (or use
+    `kvgrade batch`) to grade many candidates at once into a ranked summary. Exit status is 0
+    whenever grading worked, whatever the level.
     """
+    feedback = feedback or "detail"
+    if len(paths) > 1:
+        single = {"--json": json_out, "--html": html_out, "--markdown": markdown_out, "--junit": junit_out,
+                  "--gradescope": gradescope_out, "--notes": notes_path, "--check": checks}
+        used = [name for name, value in single.items() if value]
+        if used:
+            raise click.UsageError(f"{', '.join(used)} apply to one submission; a batch writes every "
+                                   "candidate's reports into --out")
+        _run_batch(paths, exercises, seed, feedback, out_dir or "kvgrade-batch", jobs)
+        return
+    notes = _load_notes(notes_path)
     try:
-        notes = Notes.load(notes_path) if notes_path else None
-    except NotesError as exc:
-        raise click.BadParameter(str(exc), param_hint="--notes") from None
-    try:
-        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=set(checks) or None,
-                             progress=_progress)
+        result = run_grading(paths[0], exercises or None, seed=seed, notes=notes,
+                             only_checks=set(checks) or None, progress=_progress)
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
-    result.feedback = feedback
-    if json_out:
-        _write_text(json_out, json.dumps(result.to_dict(), indent=2))
-    if json_out != "-":
-        click.echo(terminal.summary(result, detail=feedback == "detail"))
+    result.feedback = "detail"
+    if feedback == "summary":
+        result = for_candidate(result)
+    _emit(result, json_out, html_out, markdown_out, junit_out, gradescope_out)
+
+
+@main.command()
+@click.argument("paths", metavar="FOLDER...", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
+              help="Grade only this exercise (repeatable, or comma-separated): the interview set.")
+@click.option("--seed", type=int, default=0, show_default=True, callback=_seed, help="Seed for the hidden tests.")
+@click.option("--out", "out_dir", default="kvgrade-batch", show_default=True, metavar="DIR",
+              help="Where each candidate's reports and the ranked summary go.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Submissions graded at once (default: the number of cores).")
+@FEEDBACK
+def batch(paths, exercises, seed, out_dir, jobs, feedback):
+    """Grade many submissions in parallel and rank them.
+
+    Each FOLDER is a submission, or a folder of submissions (one subfolder per candidate).
+    Writes DIR/<name>/{result.json,report.html,report.md}, DIR/index.html and DIR/summary.md.
+    A broken submission becomes a row with its error; the batch always finishes.
+    """
+    _run_batch(paths, exercises, seed, feedback or "detail", out_dir, jobs)
+
+
+def _run_batch(paths, exercises, seed, feedback, out_dir, jobs):
+    from .batch import grade_many, submissions
+
+    found = submissions(list(paths))
+    if not found:
+        raise click.BadParameter("no submission folders found", param_hint="FOLDER")
+    with click.progressbar(length=len(found), label=f"grading {len(found)} submissions", file=sys.stderr,
+                           show_pos=True) as bar:
+        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback, jobs=jobs,
+                          on_done=lambda row: bar.update(1))
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
+            f"{terminal.level_text(r['level'])}  {r['score']:.0%} of checks"
+        click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
+    click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
+
+
+@main.command()
+@click.argument("result_path", metavar="RESULT.json", type=click.Path(exists=True, dir_okay=False, path_type=str))
+@click.option("--notes", "notes_path", type=click.Path(path_type=str),
+              help="Interviewer notes (TOML) to record: observed criteria and free text per exercise.")
+@_options(OUTPUTS)
+@FEEDBACK
+def report(result_path, notes_path, json_out, html_out, markdown_out, junit_out, gradescope_out, feedback):
+    """Re-render reports from a saved result, without grading again.
+
+    With --notes, the observed criteria and the levels they imply are recorded first (levels
+    follow the rubric from the saved check results). --feedback summary turns a detailed
+    result into the candidate's version.
+    """
+    result = _load_result(result_path)
+    notes = _load_notes(notes_path)
+    if notes:
+        if result.feedback == "summary":
+            raise click.BadParameter("this result was saved with --feedback summary; add notes to the detailed one",
+                                     param_hint="--notes")
+        for problem in notes.problems(result):
+            click.echo(click.style("warning: ", fg="yellow") + problem, err=True)
+        apply_notes(result, notes)
+    if feedback == "summary":
+        result = for_candidate(result)
+    _emit(result, json_out, html_out, markdown_out, junit_out, gradescope_out)
+
+
+@main.command(name="notes")
+@click.argument("result_path", metavar="RESULT.json", type=click.Path(exists=True, dir_okay=False, path_type=str))
+def notes_template(result_path):
+    """Print a notes template (TOML) for the graded exercises of a saved result.
+
+    Fill it in during or after the interview, then `kvgrade report RESULT.json --notes FILE`.
+    """
+    click.echo(write_notes_template(_load_result(result_path)), nl=False)
+
+
+def _load_result(path: str) -> Result:
+    try:
+        return Result.from_dict(json.loads(Path(path).read_text()))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise click.BadParameter(f"{path} is not a kvgrade result: {exc}", param_hint="RESULT.json") from None
+
+
+@main.command()
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
+@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
+              help="Only this exercise (repeatable, or comma-separated). Default: all.")
+def start(directory, exercises):
+    """Make a fresh self-study workspace: prompts, stubs and public tests.
+
+    Then `python -m pytest DIR` runs the public tests and `kvgrade grade DIR` the hidden ones.
+    """
+    from .workspace import WorkspaceError, start as make_workspace
+
+    try:
+        chosen = make_workspace(directory, exercises or None)
+    except WorkspaceError as exc:
+        raise click.BadParameter(str(exc), param_hint="DIR") from None
+    click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}")
+    click.echo(f"  read {directory}/README.md; public tests: python -m pytest {directory}; "
+               f"hidden tests: kvgrade grade {directory}")
+
+
+@main.command()
+@click.argument("out", metavar="OUT")
+@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
+              help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
+def bundle(out, exercises):
+    """Build what an interviewer sends a candidate: a folder, or a zip if OUT ends in .zip.
+
+    Prompts, stubs, public tests, kit helper files and a README on how to work and submit;
+    never solutions, known-wrong versions, hidden tests or rubrics.
+    """
+    from .workspace import WorkspaceError, bundle as make_bundle
+
+    try:
+        chosen = make_bundle(out, exercises or None)
+    except WorkspaceError as exc:
+        raise click.BadParameter(str(exc), param_hint="OUT") from None
+    click.echo(f"bundle {out}: {', '.join(e.id for e in chosen)}")
 
 
 def _progress(exercise_id, check):

@@ -45,3 +45,66 @@ class Notes:
 
     def text(self, exercise_id: str) -> str:
         return str(self.data.get(exercise_id, {}).get("notes", ""))
+
+    def problems(self, result) -> list[str]:
+        """Sentences for notes that match nothing in ``result`` (a typo would otherwise be ignored)."""
+        out = []
+        by_id = {e.id: e for e in result.exercises}
+        for key, section in self.data.items():
+            if key not in by_id:
+                out.append(f"notes for [{key}], which is not in this result")
+                continue
+            observable = {c.id for c in by_id[key].criteria if c.kind == "observed"}
+            out += [f"[{key}.observed] {name} is not an observed criterion of {key}"
+                    for name in section.get("observed", {}) if observable and name not in observable]
+        return out
+
+
+def apply(result, notes: Notes):
+    """Record ``notes`` in a saved result: observed criteria, free text, and the levels they imply.
+
+    Levels come from the rubric exactly as during grading (``grader.rubric``), from the check
+    results already in the result: nothing is graded again.
+    """
+    from . import catalog, rubric
+
+    for e in result.exercises:
+        e.notes = notes.text(e.id)
+        if e.status != "graded":
+            continue
+        try:
+            exercise_rubric = catalog.get(e.id).rubric
+        except KeyError:
+            continue
+        e.criteria = rubric.criteria(exercise_rubric, {c.id: c.passed for c in e.checks}, notes.observed(e.id))
+        e.level = rubric.level(e.criteria, e.diagnoses)
+    return result
+
+
+def template(result) -> str:
+    """A notes file to fill in for the exercises of ``result``, from their rubrics.
+
+    Criteria already recorded in the result are filled in; the others are commented out, so
+    a criterion nobody discussed stays "to observe" instead of counting as missed.
+    """
+    lines = [f"# Interviewer notes for {result.submission} (seed {result.seed}).",
+             "# For each observed criterion: uncomment it and write true (seen) or false (not seen);",
+             "# leave it commented out if it never came up. Then re-render without grading again:",
+             "#   kvgrade report RESULT.json --notes THIS_FILE --html report.html --markdown report.md", ""]
+    for e in result.exercises:
+        if e.status == "not_attempted":
+            lines += [f"# {e.id}: not attempted", ""]
+            continue
+        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", "", f"[{e.id}.observed]"]
+        for c in (c for c in e.criteria if c.kind == "observed"):
+            lines.append(f"# ({c.level.replace('_', ' ')}) {' '.join(c.text.split())}")
+            value = {"met": "true", "missed": "false"}.get(c.status)
+            lines.append(f"{c.id} = {value}" if value else f"# {c.id} = true")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_string(text: str) -> str:
+    if "\n" in text:
+        return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"""') + '"""'
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

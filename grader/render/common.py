@@ -1,0 +1,51 @@
+"""What every renderer shares: words for levels, reproduce lines, and candidate-safe redaction.
+
+Nothing here decides a verdict: levels, statuses and diagnoses come from the ``Result``.
+"""
+from __future__ import annotations
+
+import copy
+import shlex
+
+from ..result import Result
+
+LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}
+STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted (not counted)", "error": "error"}
+CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
+
+
+def level_word(level: str | None) -> str:
+    return LEVEL_WORDS.get(level, str(level))
+
+
+def reproduce(result: Result, exercise_id: str, check_id: str) -> str:
+    """One command that re-runs a single check on the same submission with the same seed."""
+    return (f"kvgrade grade {shlex.quote(result.submission)} -e {exercise_id} --seed {result.seed} "
+            f"--check {check_id} --feedback detail")
+
+
+def case_text(case: dict | None) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in (case or {}).items())
+
+
+def shows_detail(result: Result) -> bool:
+    return result.feedback != "summary"
+
+
+def for_candidate(result: Result) -> Result:
+    """A copy safe to hand to a candidate: which checks passed and what each tries, nothing more.
+
+    Hidden inputs live in failure messages, cases, pictures and the concrete sentences of
+    diagnoses; those go. A diagnosis keeps its id and the rubric's general explanation. The
+    interviewer's side (observed criteria, notes, follow-up questions) goes too.
+    """
+    safe = copy.deepcopy(result)
+    safe.feedback = "summary"
+    for e in safe.exercises:
+        for c in e.checks:
+            c.message, c.case, c.picture = "", None, None
+        for d in e.diagnoses:
+            d.message = d.explain or d.id.replace("_", " ")
+        e.criteria = [c for c in e.criteria if c.kind == "check"]
+        e.follow_ups, e.notes = [], ""
+    return safe

@@ -1,0 +1,45 @@
+"""One self-contained HTML report (inline CSS and SVG, no network), rendered with Jinja."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from ..result import Result
+from . import pictures
+from .common import CRITERION_MARKS, STATUS_WORDS, case_text, level_word, reproduce, shows_detail
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(["html", "html.j2"]),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["level"] = level_word
+    env.filters["case"] = case_text
+    env.globals.update(status_word=STATUS_WORDS, criterion_mark=CRITERION_MARKS,
+                       picture_svg=lambda p: Markup(pictures.svg(p)),
+                       picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
+                       differing_cells=pictures.differing_cells)
+    return env
+
+
+def render(result: Result) -> str:
+    template = environment().get_template("report.html.j2")
+    return template.render(result=result, detail=shows_detail(result), css=Markup(_css()),
+                           reproduce=lambda e, c: reproduce(result, e.id, c.id))
+
+
+def render_batch(rows: list[dict], title: str, seed: int, exercises: list[str]) -> str:
+    """The ranking table of a batch, each row linking to its candidate's report."""
+    template = environment().get_template("batch.html.j2")
+    return template.render(rows=rows, title=title, seed=seed, exercises=exercises, css=Markup(_css()))
+
+
+@lru_cache(maxsize=1)
+def _css() -> str:
+    return (TEMPLATES / "report.css").read_text()

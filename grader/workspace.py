@@ -1,0 +1,68 @@
+"""Folders for people who solve the exercises: a self-study workspace and a candidate bundle.
+
+Both hold, per exercise, the prompt, the stub, the public tests and the kit's helper files,
+plus a README on how to work; never a solution, a mutant, a hidden check or a rubric.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from . import catalog
+from .render.html import environment
+
+PYTEST_INI = "[pytest]\n# Makes this folder pytest's root, so `python -m pytest` here runs the public tests.\n"
+
+
+class WorkspaceError(Exception):
+    pass
+
+
+def exercise_files(exercise: catalog.Exercise) -> list[Path]:
+    """What a candidate may see of an exercise: prompt, stub, public tests, helper files."""
+    return [exercise.prompt_path, exercise.stub_path, *exercise.public_tests, *exercise.helper_files]
+
+
+def _fill(target: Path, exercise_ids: list[str] | None, for_candidate: bool, shown_path: str):
+    chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
+    for ex in chosen:
+        folder = target / ex.id
+        folder.mkdir(parents=True)
+        for path in exercise_files(ex):
+            shutil.copyfile(path, folder / path.name)
+    readme = environment().get_template("workspace_README.md.j2").render(
+        exercises=chosen, for_candidate=for_candidate, path=shown_path)
+    (target / "README.md").write_text(readme)
+    (target / "pytest.ini").write_text(PYTEST_INI)
+    return chosen
+
+
+def start(directory: str | Path, exercise_ids: list[str] | None = None) -> list[catalog.Exercise]:
+    """A fresh self-study workspace in ``directory`` (which must not exist or be empty)."""
+    target = Path(directory)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise WorkspaceError(f"{target} already exists and is not an empty folder; choose a new one")
+    target.mkdir(parents=True, exist_ok=True)
+    return _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
+
+
+def bundle(out: str | Path, exercise_ids: list[str] | None = None) -> list[catalog.Exercise]:
+    """What an interviewer sends a candidate: a folder, or a zip when ``out`` ends in ``.zip``."""
+    out = Path(out)
+    if out.exists():
+        raise WorkspaceError(f"{out} already exists; choose a new name")
+    if out.suffix != ".zip":
+        out.mkdir(parents=True)
+        return _fill(out, exercise_ids, for_candidate=True, shown_path=".")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / out.stem
+        root.mkdir()
+        chosen = _fill(root, exercise_ids, for_candidate=True, shown_path=".")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(root.rglob("*")):
+                if path.is_file():
+                    zf.write(path, path.relative_to(root.parent))
+    return chosen

@@ -1,0 +1,244 @@
+"""The three workflows as a new user meets them: interviewer, candidate, self-study (via the CLI)."""
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader import catalog
+from grader.cli import main
+
+KIT = catalog.KIT_ROOT
+MUTANTS = KIT / "solutions" / "mutants" / "decode_mask"
+HIDDEN_INPUTS = ["decode_causal_mask(5, 11)", "T = 5", "509", "with T = 1 over S = 2"]
+
+
+def complete_exercises():
+    """Exercises with every part in place (others may be half-built while the kit grows)."""
+    return [e for e in catalog.exercises()
+            if e.rubric_path.is_file() and e.stub_path.is_file() and e.hidden_checks.is_file()]
+
+
+INTERVIEW_OTHERS = [e.id for e in complete_exercises() if e.id != "decode_mask"][:1]
+
+
+def run(*args, ok=True):
+    out = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    if ok:
+        assert out.exit_code == 0, out.output
+    return out
+
+
+def separate_streams() -> CliRunner:
+    """A runner with stderr apart from stdout (click 8.1 needs asking; 8.2 always does)."""
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def reference_submission(root: Path) -> Path:
+    root.mkdir(parents=True)
+    shutil.copyfile(KIT / "solutions" / "decode_mask.py", root / "decode_mask.py")
+    shutil.copyfile(KIT / "solutions" / "test_decode_mask.py", root / "test_decode_mask.py")
+    return root
+
+
+def top_left_submission(root: Path) -> Path:
+    root.mkdir(parents=True)
+    shutil.copyfile(MUTANTS / "top_left.py", root / "decode_mask.py")
+    shutil.copyfile(MUTANTS / "t1_only_tests" / "test_decode_mask.py", root / "test_decode_mask.py")
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The top-left submission graded once into every format, and the reference into JSON."""
+    tmp = tmp_path_factory.mktemp("graded")
+    sub = top_left_submission(tmp / "ada")
+    out = {name: tmp / name for name in ("result.json", "report.html", "report.md", "junit.xml", "gradescope.json")}
+    terminal = run("grade", sub, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
+                   "--markdown", out["report.md"], "--junit", out["junit.xml"],
+                   "--gradescope", out["gradescope.json"]).output
+    # the reference, graded as an interview set: decode_mask plus one exercise it does not attempt
+    reference, interview_set = tmp / "reference.json", ["decode_mask"] + INTERVIEW_OTHERS
+    run("grade", reference_submission(tmp / "ref"), "-e", ",".join(interview_set), "--json", reference)
+    return {"tmp": tmp, "sub": sub, "terminal": terminal, "reference": reference, **out}
+
+
+def test_grade_writes_every_format_from_one_result(graded):
+    data = json.loads(graded["result.json"].read_text())
+    assert data["overall"]["level"] == "weak"
+    assert "top_left_alignment" in graded["terminal"] and "rerun: kvgrade grade" in graded["terminal"]
+    page = graded["report.html"].read_text()
+    assert "<svg" in page and "top_left_alignment" in page
+    assert "**Overall: weak**" in graded["report.md"].read_text()
+    assert ET.parse(graded["junit.xml"]).getroot().get("failures") == "6"
+    scores = json.loads(graded["gradescope.json"].read_text())
+    assert (scores["score"], scores["max_score"]) == (4.0, 10.0)
+
+
+def test_the_reproduce_line_reruns_exactly_one_failing_check(graded):
+    data = json.loads(graded["result.json"].read_text())
+    line = next(l for l in graded["report.md"].read_text().splitlines() if "--check random_shapes" in l)
+    args = line.split("`")[1].split()[1:]
+    assert args[:2] == ["grade", str(graded["sub"])]
+    again = json.loads(run(*args, "--json", "-").output)
+    (check,) = again["exercises"][0]["checks"]
+    first = next(c for c in data["exercises"][0]["checks"] if c["id"] == "random_shapes")
+    assert check == {**first, "seconds": check["seconds"]}
+
+
+def test_notes_template_then_report_records_the_interview(graded, tmp_path):
+    template = run("notes", graded["reference"]).output
+    assert "[decode_mask]" in template and "# names_library_conventions = true" in template
+    filled = (template.replace("# names_library_conventions = true", "names_library_conventions = false")
+              .replace("# explains_why_decode_hides_the_bug = true", "explains_why_decode_hides_the_bug = true")
+              .replace('notes = ""', 'notes = "Found the offset quickly; unsure which library uses which."'))
+    notes = tmp_path / "notes.toml"
+    notes.write_text(filled)
+    page, md, js = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.json"
+    before = json.loads(graded["reference"].read_text())
+    assert before["overall"]["level"] == "strong_hire"
+    run("report", graded["reference"], "--notes", notes, "--html", page, "--markdown", md, "--json", js)
+    after = json.loads(js.read_text())
+    ex = after["exercises"][0]
+    assert ex["id"] == "decode_mask"
+    assert after["overall"]["level"] == ex["level"] == "hire"  # a missed strong_hire observation
+    status = {c["id"]: c["status"] for c in ex["criteria"]}
+    assert status["names_library_conventions"] == "missed" and status["explains_why_decode_hides_the_bug"] == "met"
+    assert status["maps_rule_to_tiles"] == "to_observe"
+    assert [c["passed"] for c in ex["checks"]] == [c["passed"] for c in before["exercises"][0]["checks"]]
+    assert "unsure which library uses which" in page.read_text() and "unsure which library" in md.read_text()
+    again = run("notes", js).output  # the template of a noted result keeps what was recorded
+    assert "names_library_conventions = false" in again and "unsure which library" in again
+
+
+def test_notes_that_match_nothing_are_warned_about(graded, tmp_path):
+    notes = tmp_path / "notes.toml"
+    notes.write_text("[decode_mask.observed]\nnames_library_convention = true\n[tree_mask]\nnotes = 'x'\n")
+    out = separate_streams().invoke(main, ["report", str(graded["reference"]), "--notes", str(notes)])
+    assert out.exit_code == 0
+    assert "names_library_convention is not an observed criterion" in out.stderr
+    assert "[tree_mask], which is not in this result" in out.stderr
+
+
+def test_summary_feedback_hides_hidden_inputs_in_every_format(graded, tmp_path):
+    """What a candidate gets: from a saved detailed result (the same redaction as grade --feedback summary)."""
+    files = {name: tmp_path / name for name in ("r.json", "r.html", "r.md", "j.xml", "g.json")}
+    out = run("report", graded["result.json"], "--feedback", "summary", "--json", files["r.json"],
+              "--html", files["r.html"], "--markdown", files["r.md"], "--junit", files["j.xml"],
+              "--gradescope", files["g.json"]).output
+    for text in [out] + [f.read_text() for f in files.values()]:
+        for secret in HIDDEN_INPUTS + ["--check", "listen_for", "Listen for"]:
+            assert secret not in text, secret
+        assert "random_shapes" in text
+    data = json.loads(files["r.json"].read_text())
+    checks = data["exercises"][0]["checks"]
+    assert data["feedback"] == "summary" and all(c["case"] is None and c["picture"] is None for c in checks)
+    detailed = json.loads(graded["result.json"].read_text())["exercises"][0]["checks"]
+    assert [c["passed"] for c in checks] == [c["passed"] for c in detailed]
+    assert all(c["description"] for c in checks)
+
+
+def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
+    folder = tmp_path / "candidates"
+    reference_submission(folder / "grace")
+    top_left_submission(folder / "ada")
+    (folder / "broken").mkdir()
+    (folder / "broken" / "decode_mask.py").write_text("def decode_causal_mask(T, S)\n    return None\n")
+    (folder / "stub").mkdir()
+    shutil.copyfile(KIT / "exercises" / "decode_mask" / "decode_mask.py", folder / "stub" / "decode_mask.py")
+    not_a_folder = tmp_path / "notes.txt"
+    not_a_folder.write_text("not a submission")
+    out = tmp_path / "out"
+    result = separate_streams().invoke(
+        main, ["grade", str(folder), str(not_a_folder), "-e", "decode_mask", "--out", str(out), "--jobs", "2"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    ranking = [line.split()[1] for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert ranking[:2] == ["grace", "ada"] and ranking[-1] == "notes.txt" and len(ranking) == 5
+    summary = (out / "summary.md").read_text()
+    assert "| 1 | `grace` | **strong hire** |" in summary and "[report](grace/report.html)" in summary
+    assert "broken: SubmissionError" in summary and "not attempted" in summary
+    broken = json.loads((out / "broken" / "result.json").read_text())["exercises"][0]
+    assert broken["status"] == "error" and "SyntaxError" in broken["error"]
+    index = (out / "index.html").read_text()
+    for name in ("grace", "ada", "broken", "stub"):
+        assert f'href="{name}/report.html"' in index and (out / name / "report.html").is_file()
+
+
+def test_batch_of_nothing_is_a_usage_error(tmp_path):
+    out = CliRunner().invoke(main, ["batch", str(tmp_path)])
+    assert out.exit_code == 2 and "no submission folders" in out.output
+
+
+def test_several_paths_refuse_single_report_options(tmp_path):
+    out = CliRunner().invoke(main, ["grade", str(tmp_path), str(tmp_path), "--html", "x.html"])
+    assert out.exit_code == 2 and "--html apply to one submission" in out.output
+
+
+def test_start_makes_a_workspace_for_pytest_and_the_grader(tmp_path):
+    ws = tmp_path / "ws"
+    run("start", ws, "-e", "decode_mask")
+    assert sorted(p.name for p in (ws / "decode_mask").iterdir()) == [
+        "README.md", "decode_mask.py", "test_decode_mask_public.py"]
+    assert "kvgrade grade" in (ws / "README.md").read_text()
+    graded = json.loads(run("grade", ws, "--json", "-", "-e", "decode_mask").output)
+    assert graded["exercises"][0]["status"] == "not_attempted" and graded["overall"]["level"] is None
+    shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ws)],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert tests.returncode == 0 and " passed" in tests.stdout, tests.stdout + tests.stderr
+    again = CliRunner().invoke(main, ["start", str(ws)])
+    assert again.exit_code == 2 and "not an empty folder" in again.output
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_bundle_holds_prompts_stubs_and_public_tests_but_nothing_secret(tmp_path):
+    zipped = tmp_path / "interview.zip"
+    chosen = complete_exercises()
+    run("bundle", zipped, "-e", ",".join(e.id for e in chosen))
+    secret_roots = [KIT / "solutions", KIT / "grader" / "hidden", KIT / "rubrics"]
+    secrets = {_digest(p.read_bytes()) for root in secret_roots for p in root.rglob("*") if p.is_file()}
+    with zipfile.ZipFile(zipped) as zf:
+        names = zf.namelist()
+        contents = {name: zf.read(name) for name in names}
+    assert "interview/README.md" in names and "interview/pytest.ini" in names
+    readme = contents["interview/README.md"].decode()
+    assert "How to submit" in readme and "kvgrade" not in readme
+    for ex in chosen:
+        for path in (ex.prompt_path, ex.stub_path, *ex.public_tests, *ex.helper_files):
+            assert contents[f"interview/{ex.id}/{path.name}"] == path.read_bytes()
+    for name, data in contents.items():
+        assert _digest(data) not in secrets, f"{name} is a copy of a solution, mutant, hidden check or rubric"
+        assert not any(word in name for word in ("solution", "mutant", "hidden", "rubric", "oracle"))
+    folder = tmp_path / "as_folder"
+    run("bundle", folder, "-e", "decode_mask")
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "decode_mask", "pytest.ini"]
+    assert CliRunner().invoke(main, ["bundle", str(folder)]).exit_code == 2
+
+
+def test_an_interview_set_lists_the_others_without_counting_them(graded):
+    if not INTERVIEW_OTHERS:
+        pytest.skip("only one exercise in the kit")
+    data = json.loads(graded["reference"].read_text())
+    status = {e["id"]: e["status"] for e in data["exercises"]}
+    assert status == {"decode_mask": "graded", INTERVIEW_OTHERS[0]: "not_attempted"}
+    assert data["overall"]["level"] == "strong_hire"
+    assert f"# {INTERVIEW_OTHERS[0]}: not attempted" in run("notes", graded["reference"]).output
+
+
+def test_report_rejects_a_file_that_is_not_a_result(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"schema": "something/else"}')
+    out = CliRunner().invoke(main, ["report", str(bad)])
+    assert out.exit_code == 2 and "not a kvgrade result" in out.output
