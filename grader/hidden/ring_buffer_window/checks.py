@@ -1,0 +1,417 @@
+"""Hidden checks for ring_buffer_window. Each ``check_*`` is one stable check id (without the prefix).
+
+Streams: a whole sequence q, k, v [N, D] is fed to a fresh cache in chunks; every output is
+compared with sliding-window attention over the whole sequence (the oracle). The cache state
+and ``window_mask`` are also checked on their own, so a submission wrong in one part only is
+failed (and diagnosed) in that part only.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture
+
+from . import diagnosis, oracle
+
+
+def _odd(rng, low, high):
+    """An integer in [low, high] that is not a power of two (when the range allows it)."""
+    for _ in range(100):
+        n = int(rng.integers(low, high + 1))
+        if n & (n - 1):
+            return n
+    return int(low)
+
+
+def chunk_sizes(rng, tokens, low, high, p_one=0.3):
+    """Random chunk sizes summing to ``tokens``: T = 1 with probability ``p_one``, else low..high."""
+    sizes, done = [], 0
+    while done < tokens:
+        T = 1 if rng.random() < p_one else int(rng.integers(low, high + 1))
+        sizes.append(min(T, tokens - done))
+        done += sizes[-1]
+    return sizes
+
+
+# -- the cache ------------------------------------------------------------------------------
+
+
+def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
+    """The candidate's cache holds what the ring oracle holds (filled slots only, for keys/values)."""
+    C, D = ring.keys.shape
+    length = len(cache)
+    if length != ring.length:
+        fail(f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)", case)
+    positions = expect_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
+    if not np.array_equal(positions, ring.positions):
+        slot = int(np.flatnonzero(positions != ring.positions)[0])
+        message = (f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
+                   f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})")
+        as_slots = np.where(ring.positions >= 0, np.arange(C), -1)
+        if ring.length > C and np.array_equal(positions, as_slots):
+            sentence = (f"the cache records slot indices, not positions: after {ring.length} tokens in "
+                        f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")
+            ex.diagnose("slot_index_positions", sentence)
+            message += f"; {sentence}"
+        fail(message, case)
+    filled = ring.positions >= 0
+    for name, want in (("keys", ring.keys), ("values", ring.values)):
+        got = expect_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
+        bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=diagnosis.TOLERANCE).all(axis=1) & filled)
+        if bad.size:
+            slot = int(bad[0])
+            fail(f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
+                 f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ", case)
+
+
+def _short(a) -> str:
+    a = [int(x) for x in a]
+    return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} slots)"
+
+
+def _append_stream(ex, C, D, sizes, check_every=1):
+    rng = ex.rng
+    cache = ex.candidate.RingKVCache(C, D)
+    ring = oracle.Ring(C, D)
+    done = 0
+    for n, T in enumerate(sizes):
+        k, v = rng.standard_normal((T, D)), rng.standard_normal((T, D))
+        cache.call("append", k, v)
+        ring.append(k, v)
+        done += T
+        if n % check_every == 0 or n == len(sizes) - 1:
+            case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
+            _expect_state(ex, cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+
+
+def check_fresh_cache(ex):
+    """A new cache is empty: len 0, every position -1, keys and values of shape [capacity, head_dim]."""
+    for C, D in [(1, 1), (7, 3), (45, 67), (_odd(ex.rng, 9, 200), _odd(ex.rng, 3, 100))]:
+        cache = ex.candidate.RingKVCache(C, D)
+        _expect_state(ex, cache, oracle.Ring(C, D), {"capacity": C, "head_dim": D}, "for a new cache")
+
+
+def check_append_wraps_slots(ex):
+    """append writes position p to slot p % capacity and records p; the ring wraps many times (T = 1 and T > 1)."""
+    rng = ex.rng
+    for _ in range(2):
+        C, D = _odd(rng, 5, 40), _odd(rng, 2, 24)
+        sizes = chunk_sizes(rng, _odd(rng, 6 * C, 8 * C), 2, C)[:25]
+        _append_stream(ex, C, D, sizes)
+
+
+def check_append_longer_than_capacity(ex):
+    """A chunk longer than the whole ring leaves its last capacity tokens in their slots."""
+    rng = ex.rng
+    for C in (1, 7, _odd(rng, 10, 30)):
+        D = _odd(rng, 2, 9)
+        _append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1])
+
+
+# -- window_mask ------------------------------------------------------------------------------
+
+
+def _mask(ex, q_pos, k_pos, W, case):
+    call = f"window_mask(q_positions[{len(q_pos)}], k_positions[{len(k_pos)}], window={W})"
+    return expect_array(ex.candidate.window_mask(q_pos, k_pos, W), call=call,
+                        shape=(len(q_pos), len(k_pos)), kind="b", case=case)
+
+
+def _expect_masks(ex, cases, what):
+    """Each (q_positions, k_positions, W) must give the oracle's mask; report the smallest failure."""
+    failures = []
+    for q_pos, k_pos, W in cases:
+        case = {"q_positions": _short(q_pos), "k_positions": _short(k_pos), "window": W, "seed": ex.seed}
+        got, want = _mask(ex, q_pos, k_pos, W, case), oracle.window_mask(q_pos, k_pos, W)
+        if not np.array_equal(got, want):
+            failures.append((got.size, q_pos, k_pos, W, got, want, case))
+    if not failures:
+        return
+    found = diagnosis.diagnose_masks([(f[4], f[1], f[2], f[3]) for f in failures])
+    _, q_pos, k_pos, W, got, want, case = min(failures, key=lambda f: f[0])
+    row, col = (int(x) for x in np.argwhere(got != want)[0])
+    message = (f"window_mask over {what} (window {W}) differs from the rule in {int((got != want).sum())} "
+               f"of {got.size} cells; first: query at position {q_pos[row]}, key at position "
+               f"{k_pos[col]} (column {col}): expected {bool(want[row, col])}")
+    for diagnosis_id, sentence in found:
+        ex.diagnose(diagnosis_id, sentence)
+    if found:
+        message += f"; {found[0][1]}"
+    fail(message, case, grid_picture(want, got, f"window_mask, window {W}: rows are queries "
+                                                f"(positions {_short(q_pos)}), columns keys "
+                                                f"(positions {_short(k_pos)})"))
+
+
+def _ring_positions(length, C):
+    ring = oracle.Ring(C, 1)
+    ring.append(np.zeros((length, 1)), np.zeros((length, 1)))
+    return ring.positions
+
+
+def check_window_mask_dtype_and_shape(ex):
+    """window_mask returns a numpy bool array of shape [T, C]."""
+    for T, C in [(1, 1), (3, 7), (2, 45)]:
+        q = np.arange(C, C + T, dtype=np.int64)
+        _mask(ex, q, np.arange(C, dtype=np.int64), 2, {"T": T, "C": C})
+
+
+def check_window_mask_contiguous(ex):
+    """T > 1 queries, the last T of S contiguous positions: each sees the last W keys, itself included."""
+    rng, cases = ex.rng, []
+    for _ in range(20):
+        S = _odd(rng, 3, 140)
+        T, W = int(rng.integers(2, S + 1)), int(rng.integers(1, S + 1))
+        cases.append((np.arange(S - T, S), np.arange(S), W))
+    _expect_masks(ex, cases, "contiguous positions")
+
+
+def check_window_mask_ring_positions(ex):
+    """Ring-buffer positions: unsorted, with empty (-1) slots before the ring fills."""
+    rng, cases = ex.rng, []
+    for n in range(24):
+        C = _odd(rng, 3, 60)
+        length = int(rng.integers(1, C)) if n % 3 == 0 else int(rng.integers(C + 1, 9 * C))
+        W = int(rng.integers(1, C + 1))
+        ring = _ring_positions(length, C)
+        T = int(rng.integers(2, C + 1))
+        if n % 2:  # the next chunk against the ring plus the chunk's own keys
+            q = length + np.arange(T)
+            cases.append((q, np.concatenate([ring, q]), W))
+        else:  # the last T tokens against the ring
+            T = min(T, length)
+            cases.append((np.arange(length - T, length), ring, W))
+    for _ in range(4):  # arbitrary order on both sides
+        k = rng.permutation(np.concatenate([rng.choice(200, 30, replace=False), -np.ones(5, int)]))
+        cases.append((rng.integers(0, 220, 9), k, int(rng.integers(1, 40))))
+    _expect_masks(ex, cases, "ring-buffer positions")
+
+
+def check_window_mask_boundaries(ex):
+    """window = 1 sees only the query itself; a window longer than the sequence is plain causal."""
+    rng, cases = ex.rng, []
+    for _ in range(4):
+        C = _odd(rng, 5, 40)
+        ring = _ring_positions(int(rng.integers(C + 1, 5 * C)), C)
+        q = np.sort(ring)[-3:]
+        cases += [(q, ring, 1), (q, ring, C), (np.arange(C - 3, C), np.arange(C), 10 * C)]
+    _expect_masks(ex, cases, "boundary windows")
+
+
+# -- windowed_attention_step on streams ------------------------------------------------------
+
+
+@dataclass
+class Stream:
+    capacity: int
+    window: int
+    chunks: list
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+
+    @property
+    def head_dim(self):
+        return self.q.shape[1]
+
+    def case(self, seed):
+        return {"capacity": self.capacity, "head_dim": self.head_dim, "window": self.window,
+                "tokens": len(self.q), "chunks": _short(self.chunks), "seed": seed}
+
+
+def make_stream(rng, capacity, window, chunks, head_dim=None) -> Stream:
+    D = head_dim or _odd(rng, 3, 40)
+    N = sum(chunks)
+    q, k, v = (rng.standard_normal((N, D)) for _ in range(3))
+    return Stream(capacity, window, chunks, q, k, v)
+
+
+def _differs(got, want):
+    """Per-row error of a chunk's outputs (NaN counts as infinite)."""
+    return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1)
+
+
+def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
+    """Feed the stream to a fresh candidate cache; the outputs, chunk by chunk.
+
+    With ``want`` (the oracle's outputs), it stops ``after_failure`` chunks after the first
+    wrong one: enough to tell mistakes apart, without paying for the rest of the stream.
+    """
+    cache = ex.candidate.RingKVCache(s.capacity, s.head_dim)
+    ring = oracle.Ring(s.capacity, s.head_dim) if watch_state else None
+    outputs, start, stop = [], 0, len(s.chunks)
+    for n, T in enumerate(s.chunks):
+        if n >= stop:
+            break
+        part = slice(start, start + T)
+        call = (f"windowed_attention_step(cache, q, k, v, window={s.window}) for positions "
+                f"{start}..{start + T - 1} (RingKVCache({s.capacity}, {s.head_dim}))")
+        out = ex.candidate.windowed_attention_step(cache, s.q[part], s.k[part], s.v[part], s.window)
+        outputs.append(expect_array(out, call=call, shape=(T, s.head_dim), kind="f", case=s.case(ex.seed)))
+        if ring is not None:
+            ring.append(s.k[part], s.v[part])
+            _expect_state(ex, cache, ring, s.case(ex.seed), f"after the step for positions {start}..{start + T - 1}")
+        if want is not None and stop == len(s.chunks) and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
+            stop = min(stop, n + 1 + after_failure)
+        start += T
+    return outputs
+
+
+def _stream_picture(example: diagnosis.Example, s: Stream):
+    rows = example.chunk_rows[:16]
+    first = max(0, rows[0][0] - s.window - 1)
+    last = rows[-1][0] + 1
+    columns = range(first, last + 1)
+    want = np.array([[c in diagnosis.wanted_positions(p, s.window) for c in columns] for p, _ in rows])
+    seen = np.array([[c in set(visible) for c in columns] for _, visible in rows])
+    return grid_picture(want, seen, f"queries at positions {rows[0][0]}..{rows[-1][0]} (rows) over key "
+                                    f"positions {first}..{last} (columns); 'submitted' = the keys your "
+                                    "outputs are consistent with")
+
+
+def expect_stream(ex, s: Stream, what: str, watch_state=False):
+    want = oracle.sliding_window_attention(s.q, s.k, s.v, s.window)
+    outputs = run_stream(ex, s, watch_state, want)
+    start = 0
+    for n, (T, got) in enumerate(zip(s.chunks, outputs)):
+        error = _differs(got, want[start:start + T])
+        if (error > diagnosis.TOLERANCE).any():
+            p = start + int(np.argmax(error > diagnosis.TOLERANCE))
+            where = f"position {start}" if T == 1 else f"positions {start}..{start + T - 1}"
+            message = (f"{what}: RingKVCache({s.capacity}, {s.head_dim}) fed {len(s.q)} tokens in "
+                       f"{len(s.chunks)} chunks, window {s.window}; the step for {where} "
+                       f"(chunk {n + 1}, T = {T}) returned outputs that differ "
+                       f"from sliding-window attention over the whole sequence by up to {error.max():.3g} "
+                       f"(first at position {p})")
+            if not np.isfinite(got).all():
+                message += "; some rows are NaN or infinite"
+            done = s.chunks[:len(outputs)]
+            found, example = diagnosis.diagnose_stream(outputs, s.capacity, s.window, s.q, s.k, s.v, done)
+            for diagnosis_id, sentence in found:
+                ex.diagnose(diagnosis_id, sentence)
+            if found:
+                message += f"; {found[0][1]}"
+            fail(message, s.case(ex.seed), _stream_picture(example, s) if example else None)
+        start += T
+
+
+def check_decode_stream(ex):
+    """T = 1 decode over a few hundred tokens: every output matches full sliding-window attention."""
+    rng = ex.rng
+    C = _odd(rng, 9, 29)
+    W = int(rng.integers(2, C))
+    expect_stream(ex, make_stream(rng, C, W, [1] * _odd(rng, 170, 200)), "plain decode (T = 1)")
+
+
+def check_chunked_stream(ex):
+    """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
+    rng = ex.rng
+    for _ in range(3):
+        C = _odd(rng, 20, 70)
+        W = int(rng.integers(2, C - 3))
+        chunks = chunk_sizes(rng, _odd(rng, 300, 500), 2, C - W + 1)
+        expect_stream(ex, make_stream(rng, C, W, chunks), "chunked steps")
+
+
+def check_chunk_overwrites_needed_slots(ex):
+    """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
+    rng = ex.rng
+    C = _odd(rng, 5, 24)
+    expect_stream(ex, make_stream(rng, C, C, chunk_sizes(rng, _odd(rng, 250, 330), 2, C, p_one=0.1)),
+                  "capacity = window, chunks of T > 1")
+    C = _odd(rng, 12, 40)
+    W = int(rng.integers(C // 2, C))
+    expect_stream(ex, make_stream(rng, C, W, chunk_sizes(rng, _odd(rng, 250, 330), C - W + 2, C, p_one=0)),
+                  "chunks long enough to overwrite keys their own queries need")
+
+
+def check_chunk_longer_than_capacity(ex):
+    """A prompt longer than the whole cache in one chunk, then decode and short chunks."""
+    rng = ex.rng
+    for _ in range(2):
+        C = _odd(rng, 5, 30)
+        W = int(rng.integers(1, C + 1))
+        chunks = [C + int(rng.integers(1, 4 * C))] + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C)
+        expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
+
+
+def check_before_the_ring_fills(ex):
+    """The first tokens, before every slot is written: empty slots (-1) are never attended to."""
+    rng = ex.rng
+    for chunks in ([1] * 11, [3, 1, 5, 2], [7, 1, 1, 6, 1]):
+        C = _odd(rng, sum(chunks) + 2, 3 * sum(chunks))
+        W = int(rng.integers(sum(chunks), C + 1))
+        expect_stream(ex, make_stream(rng, C, W, chunks), "a cache that is not yet full")
+
+
+def check_window_one(ex):
+    """window = 1: each token attends to itself only, so its output is its own value."""
+    rng = ex.rng
+    expect_stream(ex, make_stream(rng, 1, 1, [1] * 23), "window 1 with capacity 1")
+    C = _odd(rng, 3, 20)
+    expect_stream(ex, make_stream(rng, C, 1, chunk_sizes(rng, _odd(rng, 150, 200), 2, C)), "window 1, chunked")
+
+
+def check_window_equals_capacity(ex):
+    """window = capacity, T = 1 decode: the oldest token in the ring is still visible."""
+    rng = ex.rng
+    C = _odd(rng, 6, 25)
+    expect_stream(ex, make_stream(rng, C, C, [1] * _odd(rng, 90, 120)), "window = capacity, T = 1")
+
+
+def check_step_leaves_tokens_appended(ex):
+    """After each step, len(cache), its positions and its keys/values hold every token so far."""
+    rng = ex.rng
+    C = _odd(rng, 7, 30)
+    W = int(rng.integers(1, C + 1))
+    chunks = chunk_sizes(rng, _odd(rng, 3 * C, 4 * C), 2, max(2, C // 3))[:40]
+    run_stream(ex, make_stream(rng, C, W, chunks), watch_state=True)
+
+
+# -- invalid arguments -----------------------------------------------------------------------
+
+
+def check_rejects_invalid_arguments(ex):
+    """Bad sizes, windows and shapes raise ValueError, and a rejected call leaves the cache as it was."""
+    rng = ex.rng
+    try:
+        _rejections(ex, rng)
+    except AssertionError as exc:
+        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
+            ex.diagnose("accepts_invalid_arguments", f"{str(exc).split(';')[0]}: invalid arguments must "
+                                                     "raise ValueError, not give a silent answer")
+        raise
+
+
+def _rejections(ex, rng):
+    for C, D in [(0, 4), (4, 0), (-3, 2)]:
+        expect_raises(ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})")
+    C, D = 6, 4
+    cache = ex.candidate.RingKVCache(C, D)
+    x = rng.standard_normal((3, D))
+    cache.call("append", x, x)
+    snapshot = np.array(cache.positions)
+    r = rng.standard_normal
+    bad_appends = [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
+                   (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
+                   (r(D), r(D), "1-D k and v")]
+    for k, v, what in bad_appends:
+        expect_raises(cache.append, k, v, call=f"cache.append with {what}")
+        _unchanged(ex, cache, snapshot, f"cache.append with {what}")
+    q = np.arange(5, 8)
+    for W in (0, -2):
+        expect_raises(ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})")
+    step = ex.candidate.windowed_attention_step
+    bad_steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
+                 (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
+                 (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
+                 (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns")]
+    for q, k, v, W, what in bad_steps:
+        expect_raises(step, cache, q, k, v, W, call=f"windowed_attention_step with {what}")
+        _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
+
+
+def _unchanged(ex, cache, snapshot, call):
+    length, positions = len(cache), np.asarray(cache.positions)
+    if length != 3 or not np.array_equal(positions, snapshot):
+        fail(f"{call} raised ValueError but changed the cache first: len {length} (expected 3), "
+             f"positions {_short(positions)} (expected {_short(snapshot)})")
