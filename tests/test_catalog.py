@@ -52,6 +52,9 @@ def test_rubric_knows_every_diagnosis_and_check(ex):
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_public_tests_pass_on_the_reference(ex, tmp_path):
+    for other in EXERCISES:  # beside it, as the grader places a submission's other modules
+        if other.id != ex.id and other.reference_path.is_file():
+            (tmp_path / other.reference_path.name).write_text(other.reference_path.read_text())
     for f in ex.folder.glob("*.py"):
         if f != ex.stub_path:
             (tmp_path / f.name).write_text(f.read_text())

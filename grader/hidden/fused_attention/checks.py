@@ -1,0 +1,353 @@
+"""Hidden checks for fused_attention. Each ``check_*`` is one stable check id (without the prefix).
+
+The kernel reads K and V only through the grader's ``KVSource`` (kv_source.py), which lives in
+this process and logs every load; outputs are compared with the row-by-row oracle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture, summarize
+
+from . import diagnosis, oracle
+from .kv_source import KVSource
+
+TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4}
+
+
+@dataclass
+class Case:
+    label: str
+    q: np.ndarray  # [T, D]
+    k: np.ndarray  # [S, D]
+    v: np.ndarray  # [S, D]
+    q_pos: np.ndarray  # int64 [T]
+    k_pos: np.ndarray  # int64 [S], -1 = empty slot
+    window: int | None = None
+    block_q: int = 64
+    block_k: int = 128
+
+    @property
+    def T(self):
+        return self.q.shape[0]
+
+    @property
+    def S(self):
+        return self.k.shape[0]
+
+    @property
+    def D(self):
+        return self.q.shape[1]
+
+    @property
+    def tol(self):
+        return TOLERANCE[np.result_type(self.q, self.k)]
+
+    def call_text(self):
+        return (f"flash_attention(q [{self.T}, {self.D}], kv with {self.S:,} keys ({self.label}), q_positions, "
+                f"window={self.window}, block_q={self.block_q}, block_k={self.block_k})")
+
+    def describe(self, seed):
+        return {"case": self.label, "T": self.T, "S": self.S, "D": self.D, "window": self.window,
+                "block_q": self.block_q, "block_k": self.block_k, "dtype": str(self.q.dtype), "seed": seed}
+
+
+def _tensors(rng, T, S, D, dtype=np.float64):
+    q, k, v = (rng.standard_normal(shape).astype(dtype) for shape in ((T, D), (S, D), (S, D)))
+    return q, k, v
+
+
+def contiguous(rng, T, S, D, label, window=None, block_q=64, block_k=128, dtype=np.float64):
+    """The T queries are the last T of S positions; key j sits at position j."""
+    q, k, v = _tensors(rng, T, S, D, dtype)
+    return Case(label, q, k, v, np.arange(S - T, S, dtype=np.int64), np.arange(S, dtype=np.int64),
+                window, block_q, block_k)
+
+
+def ring(rng, capacity, written, T, D, label, window=None, block_q=64, block_k=128, holes=0):
+    """A ring buffer of ``capacity`` slots after ``written`` tokens, ``holes`` slots emptied;
+    the queries are the last T tokens written."""
+    positions = oracle.ring_positions(capacity, written)
+    if holes:
+        positions[rng.choice(capacity, size=holes, replace=False)] = -1
+    q, k, v = _tensors(rng, T, capacity, D)
+    return Case(label, q, k, v, np.arange(written - T, written, dtype=np.int64), positions,
+                window, block_q, block_k)
+
+
+def run(ex, case, measure_memory=False):
+    """Call the kernel on ``case``; (o, lse, source) once the outputs have the right form."""
+    source = KVSource(case.k, case.v, case.k_pos)
+    value = ex.candidate.flash_attention(case.q, source, case.q_pos, window=case.window,
+                                         block_q=case.block_q, block_k=case.block_k,
+                                         measure_memory=measure_memory)
+    call, where = case.call_text(), case.describe(ex.seed)
+    if not isinstance(value, tuple) or len(value) != 2:
+        fail(f"{call} returned {summarize(value)}; expected a tuple (o, lse)", where)
+    o = expect_array(value[0], call=f"{call}[0] (o)", shape=(case.T, case.D), kind="f", case=where)
+    lse = expect_array(value[1], call=f"{call}[1] (lse)", shape=(case.T,), kind="f", case=where)
+    return o, lse, source
+
+
+def _first_difference(got, want, tol):
+    """Index of the first entry (row for 2-D) where got and want disagree."""
+    bad = ~np.isclose(got, want, rtol=tol, atol=tol, equal_nan=False)
+    bad |= np.isnan(got) != np.isnan(want)
+    bad = bad.any(axis=1) if bad.ndim == 2 else bad
+    return int(np.flatnonzero(bad)[0])
+
+
+def _error(got, want):
+    """Largest absolute difference; a NaN, or an infinity where the other side differs, counts as inf."""
+    got, want = got.astype(np.float64), np.asarray(want, dtype=np.float64)
+    both = np.isfinite(got) & np.isfinite(want)
+    diff = np.abs(np.where(both, got, 0.0) - np.where(both, want, 0.0))
+    diff[~both & ~(got == want)] = np.inf
+    return diff
+
+
+def expect_outputs(ex, case, o, lse):
+    """o and lse must match the oracle; name a known mistake when they match one instead."""
+    want_o, want_lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+    ok_o, ok_lse = diagnosis.same(o, want_o, case.tol), diagnosis.same(lse, want_lse, case.tol)
+    if ok_o and ok_lse:
+        return
+    name, got, want = ("o", o, want_o) if not ok_o else ("lse", lse, want_lse)
+    row = _first_difference(got, want, case.tol)
+    error = _error(got, want)
+    seen = int(oracle.visible_keys(int(case.q_pos[row]), case.k_pos, case.window).sum())
+    message = (f"{case.call_text()}: {name} differs from the expected value in row {row} (position "
+               f"{int(case.q_pos[row]):,}, which sees {seen:,} key{'s' if seen != 1 else ''}), by up to {float(error.max()):.3g} "
+               f"over all rows")
+    if name == "lse":
+        message += f"; row {row}: got {float(lse[row]):.6g}, expected {float(want_lse[row]):.6g}"
+    found = diagnosis.diagnose(case, o, lse, case.tol)
+    if found:
+        ex.diagnose(*found)
+        message += f"; {found[1]}"
+    fail(message, case.describe(ex.seed))
+
+
+def expect_cases(ex, cases):
+    for case in cases:
+        o, lse, _ = run(ex, case)
+        expect_outputs(ex, case, o, lse)
+
+
+def _odd(rng, low, high):
+    """A random size in [low, high) that is not a power of two."""
+    while True:
+        n = int(rng.integers(low, high))
+        if n & (n - 1):
+            return n
+
+
+def check_returns_output_and_lse(ex):
+    """Returns (o [T, D], lse [T]) as float arrays, for float64 and float32 inputs."""
+    rng = ex.rng
+    for dtype in (np.float64, np.float32):
+        case = contiguous(rng, 3, 45, 8, "contiguous", block_q=2, block_k=16, dtype=dtype)
+        o, lse, _ = run(ex, case)
+        expect_outputs(ex, case, o, lse)
+
+
+def check_plain_decode(ex):
+    """Plain decode, T = 1: the single query sees every cached key."""
+    rng = ex.rng
+    expect_cases(ex, [contiguous(rng, 1, 1, 4, "decode, one key"),
+                      contiguous(rng, 1, _odd(rng, 30, 200), 16, "decode", block_k=7),
+                      contiguous(rng, 1, 4099, 64, "decode"),
+                      contiguous(rng, 1, 3001, 32, "decode, float32", dtype=np.float32)])
+
+
+def check_speculative_verify(ex):
+    """Speculative verification, T = 5 (a 4-token draft plus one) over a long cache."""
+    rng = ex.rng
+    expect_cases(ex, [contiguous(rng, 5, 4099, 32, "speculative verify"),
+                      contiguous(rng, 5, _odd(rng, 100, 400), 16, "speculative verify", block_q=3, block_k=11)])
+
+
+def check_chunked_prefill(ex):
+    """Chunked prefill: a chunk of T new tokens after many cached ones (S = cached + T)."""
+    rng = ex.rng
+    cached = _odd(rng, 1_000, 3_000)
+    chunk = _odd(rng, 60, 200)
+    expect_cases(ex, [contiguous(rng, chunk, cached + chunk, 16, "chunked prefill", block_q=32, block_k=96),
+                      contiguous(rng, 509, 4099, 16, "chunked prefill")])
+
+
+def check_full_prefill(ex):
+    """Full prefill, T = S: the causal triangle, with the diagonal crossing tiles."""
+    rng = ex.rng
+    expect_cases(ex, [contiguous(rng, 97, 97, 8, "prefill", block_q=16, block_k=16),
+                      contiguous(rng, 130, 130, 16, "prefill", block_q=13, block_k=29),
+                      contiguous(rng, 300, 300, 16, "prefill")])
+
+
+def check_odd_block_sizes(ex):
+    """Random T x S with block sizes that divide nothing (down to 1 x 1 tiles)."""
+    rng = ex.rng
+    cases = []
+    for _ in range(6):
+        S = _odd(rng, 5, 160)
+        T = int(rng.integers(2, min(S, 40) + 1))
+        cases.append(contiguous(rng, T, S, int(rng.integers(1, 20)), "contiguous",
+                                block_q=int(rng.integers(1, T + 3)), block_k=int(rng.integers(1, 50))))
+    cases.append(contiguous(rng, 7, 45, 5, "contiguous", block_q=1, block_k=1))
+    expect_cases(ex, cases)
+
+
+def check_sliding_window(ex):
+    """Contiguous positions with a sliding window: each query sees exactly W positions."""
+    rng = ex.rng
+    S = _odd(rng, 300, 900)
+    expect_cases(ex, [contiguous(rng, 1, S, 16, "decode, window", window=_odd(rng, 20, 200)),
+                      contiguous(rng, 45, S, 16, "chunk, window", window=67, block_q=16, block_k=20),
+                      contiguous(rng, 97, 97, 8, "prefill, window", window=13, block_q=10, block_k=7),
+                      contiguous(rng, 12, 40, 4, "window of one", window=1, block_q=5, block_k=3),
+                      contiguous(rng, 9, 50, 4, "window wider than the cache", window=1_000, block_q=4, block_k=6)])
+
+
+def check_ring_buffer_positions(ex):
+    """Ring-buffer positions (unsorted, empty slots), no window: the rule uses stored positions."""
+    rng = ex.rng
+    capacity = _odd(rng, 100, 300)
+    expect_cases(ex, [ring(rng, capacity, int(rng.integers(capacity + 20, 3 * capacity)), 5, 16,
+                           "ring buffer, wrapped", block_q=2, block_k=16),
+                      ring(rng, capacity, int(rng.integers(40, capacity - 20)), 7, 8,
+                           "ring buffer, not yet full", block_q=3, block_k=13),
+                      ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", block_q=4, block_k=6, holes=7)])
+
+
+def check_ring_buffer_window(ex):
+    """Ring-buffer positions with a sliding window, including a chunk that overwrote old keys."""
+    rng = ex.rng
+    capacity = _odd(rng, 100, 300)
+    window = int(rng.integers(capacity // 3, capacity - 20))
+    expect_cases(ex, [ring(rng, capacity, int(rng.integers(2 * capacity, 5 * capacity)), 1, 16,
+                           "ring buffer decode, window", window=window, block_k=32),
+                      ring(rng, capacity, int(rng.integers(2 * capacity, 5 * capacity)), 40, 8,
+                           "ring buffer chunk, window", window=window, block_q=16, block_k=24),
+                      ring(rng, 67, 300, 30, 8, "ring buffer chunk, window, holes", window=50,
+                           block_q=7, block_k=10, holes=9)])
+
+
+def _expect_loads(ex, case, source):
+    """The keys read are exactly those of the visible tiles, each at most once per query tile."""
+    tiles = oracle.visible_tiles(case.q_pos, case.k_pos, case.window, case.block_q, case.block_k)
+    allowed = np.repeat(tiles.sum(axis=0), case.block_k)[:case.S]  # query tiles needing each key
+    times = source.times_loaded()  # [S]
+    tile_of = np.arange(case.S) // case.block_k
+    where = case.describe(ex.seed)
+    picture = grid_picture((allowed > 0)[None, ::case.block_k].astype(int),
+                           (np.maximum.reduceat(times, np.arange(0, case.S, case.block_k)) > 0)[None].astype(int),
+                           f"key tiles loaded (#) for {case.label}; columns are key tiles of {case.block_k}")
+    never = (allowed == 0) & (times > 0)
+    if never.any():
+        b = int(tile_of[np.flatnonzero(never)[0]])
+        invisible = int((tiles.sum(axis=0) == 0).sum())
+        loaded = len(set(tile_of[never].tolist()))
+        ex.diagnose("loads_skipped_tiles",
+                    f"{loaded} of the {invisible} key tiles that no query may see were loaded anyway "
+                    f"(first: keys {b * case.block_k}..{min((b + 1) * case.block_k, case.S) - 1}, "
+                    f"in {case.label} with T = {case.T}, S = {case.S:,}); decide from positions before loading")
+        fail(f"{case.call_text()} loaded key tile {b} (keys {b * case.block_k}..."
+             f"{min((b + 1) * case.block_k, case.S) - 1}), which no query may see", where, picture)
+    extra = times > allowed
+    if extra.any():
+        j = int(np.flatnonzero(extra)[0])
+        b = int(tile_of[j])
+        ex.diagnose("loads_skipped_tiles",
+                    f"key tile {b} was loaded {int(times[j])} times though only {int(allowed[j])} query "
+                    f"tile(s) may see it: it is loaded for query tiles that must skip it "
+                    f"({case.label}, T = {case.T}, S = {case.S:,})")
+        fail(f"{case.call_text()} loaded key {j} (tile {b}) {int(times[j])} times; only "
+             f"{int(allowed[j])} query tile(s) may see that tile", where, picture)
+    missing = (allowed > 0) & (times == 0)
+    if missing.any():
+        j = int(np.flatnonzero(missing)[0])
+        fail(f"{case.call_text()} never loaded key {j} (tile {int(tile_of[j])}), though a query "
+             f"tile may see that tile: load whole tiles", where, picture)
+
+
+def check_loads_exactly_visible_tiles(ex):
+    """Loads exactly the key tiles some query of the query tile may see, never a skipped one."""
+    rng = ex.rng
+    S = _odd(rng, 1_000, 2_000)
+    cases = [contiguous(rng, 1, S, 8, "decode", block_k=64),
+             contiguous(rng, 75, 75, 8, "prefill", block_q=16, block_k=10),
+             contiguous(rng, 61, S, 8, "chunk, window", window=101, block_q=16, block_k=32),
+             contiguous(rng, 1, S, 8, "decode, window", window=300, block_k=50),
+             ring(rng, 97, 1_000, 20, 8, "ring buffer, window", window=40, block_q=8, block_k=9),
+             ring(rng, 97, 60, 6, 8, "ring buffer, not yet full", block_q=3, block_k=10, holes=5),
+             ring(rng, 67, 0, 3, 8, "empty ring buffer", block_q=2, block_k=10)]
+    cases[-1].q_pos = np.array([0, 1, 2], dtype=np.int64)
+    for case in cases:
+        _, _, source = run(ex, case)
+        _expect_loads(ex, case, source)
+
+
+def check_no_dense_allocation(ex):
+    """Peak memory of a call stays far below T x S bytes (no dense mask or score matrix)."""
+    rng = ex.rng
+    case = contiguous(rng, 1021, 40_009, 16, "chunk, window", window=1021, block_k=1000)
+    run(ex, case, measure_memory=True)
+    peak = ex.sandbox.last_call.peak_bytes
+    if peak is None:
+        return  # the child could not measure; nothing to judge
+    dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
+    if peak >= dense // 2:
+        ex.diagnose("dense_mask_materialized",
+                    f"a call with T = {case.T:,} queries over S = {case.S:,} keys peaked at {peak / 2**20:.1f} MiB; "
+                    f"a T x S boolean mask alone is {dense / 2**20:.1f} MiB, while the tiles of "
+                    f"{case.block_q} x {case.block_k} need well under 2 MiB")
+        fail(f"{case.call_text()} allocated up to {peak:,} bytes; a T x S bool mask is {dense:,} bytes, "
+             f"and a tiled kernel needs a few tiles", case.describe(ex.seed))
+
+
+def check_rows_that_see_nothing(ex):
+    """A row that sees no key gives o = 0 and lse = -inf, with no NaN and no numpy warning."""
+    rng = ex.rng
+    empty = ring(rng, 37, 0, 4, 8, "every slot empty", block_q=3, block_k=10)
+    empty.q_pos = np.array([0, 5, 9, 40], dtype=np.int64)
+    holes = contiguous(rng, 6, 40, 8, "own slot emptied, window of one", window=1, block_q=4, block_k=7)
+    holes.k_pos[[35, 37, 39]] = -1  # rows 1, 3, 5 lose the only key they could see
+    early = ring(rng, 50, 300, 3, 8, "queries older than every stored key", block_q=2, block_k=16)
+    early.q_pos = np.array([100, 260, 299], dtype=np.int64)  # the first sees nothing still stored
+    for case in (empty, holes, early):
+        o, lse, _ = run(ex, case)
+        warnings = list(ex.sandbox.last_call.warnings)
+        expect_outputs(ex, case, o, lse)
+        if warnings:
+            fail(f"{case.call_text()} raised numpy warnings: {'; '.join(warnings[:3])}; a row that sees "
+                 "nothing must be handled without computing -inf - (-inf) or dividing by zero",
+                 case.describe(ex.seed))
+
+
+def check_rejects_invalid_arguments(ex):
+    """Malformed q, q_positions, window or block sizes raise ValueError."""
+    rng = ex.rng
+    good = contiguous(rng, 3, 20, 4, "contiguous")
+    bad = [("q is 1-D", dict(q=good.q[0])),
+           ("q holds ints", dict(q=np.ones((3, 4), dtype=np.int64))),
+           ("q_positions has 2 entries for 3 rows", dict(q_pos=good.q_pos[:2])),
+           ("window = 0", dict(window=0)),
+           ("window = -5", dict(window=-5)),
+           ("block_q = 0", dict(block_q=0)),
+           ("block_k = 0", dict(block_k=0)),
+           ("block_k = 2.5", dict(block_k=2.5))]
+    for what, change in bad:
+        args = dict(q=good.q, q_pos=good.q_pos, window=None, block_q=4, block_k=8) | change
+        source = KVSource(good.k, good.v, good.k_pos)
+        call = f"flash_attention with {what}"
+        try:
+            expect_raises(ex.candidate.flash_attention, args["q"], source, args["q_pos"],
+                          window=args["window"], block_q=args["block_q"], block_k=args["block_k"],
+                          call=call, case={"T": 3, "S": 20, "D": 4, "problem": what})
+        except AssertionError:
+            ex.diagnose("accepts_invalid_arguments",
+                        f"{call} did not raise ValueError: a malformed call gives a silent answer or "
+                        "fails deep inside")
+            raise

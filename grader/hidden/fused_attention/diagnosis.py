@@ -1,0 +1,114 @@
+"""Known-wrong kernels, as the outputs they would give, and the sentence that names a match.
+
+Each variant recomputes the oracle with one classic mistake built in. A submission whose
+(o, lse) equals a variant's on the same input, while the right answer differs, shows that
+mistake.
+"""
+import numpy as np
+
+from . import oracle
+
+
+def same(got, want, tol) -> bool:
+    """Equal up to ``tol``, with -inf (and NaN) in the same places."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return False
+    finite = np.isfinite(want)
+    if not np.array_equal(finite, np.isfinite(got)) or not np.array_equal(np.isnan(got), np.isnan(want)):
+        return False
+    if not np.array_equal(got[np.isinf(got)], want[np.isinf(want)]):
+        return False
+    return bool(np.allclose(got[finite], want[finite], rtol=tol, atol=tol))
+
+
+def _slot_indices(case):
+    if np.array_equal(case.k_pos, np.arange(case.S)):
+        return None
+    return oracle.attention(case.q, case.k, case.v, case.q_pos, np.arange(case.S), case.window)
+
+
+def _slot_sentence(case):
+    slot = int(np.flatnonzero(case.k_pos != np.arange(case.S))[0])
+    return (f"the mask compares slot indices with query positions instead of the positions stored in "
+            f"kv.positions: slot {slot} holds position {int(case.k_pos[slot]):,}, not {slot:,}, "
+            f"in this ring buffer of {case.S} slots")
+
+
+def _top_left(case):
+    if np.array_equal(case.q_pos, np.arange(case.T)):
+        return None
+    return oracle.attention(case.q, case.k, case.v, np.arange(case.T), case.k_pos, case.window)
+
+
+def _top_left_sentence(case):
+    return (f"query row i is treated as position i, not q_positions[i]: with T = {case.T} over "
+            f"S = {case.S:,} keys, row 0 sees as if it stood at position 0 instead of "
+            f"{int(case.q_pos[0]):,}")
+
+
+def _window(delta):
+    def variant(case):
+        if case.window is None or case.window + delta < 1:
+            return None
+        return oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window + delta)
+    return variant
+
+
+def _window_sentence(case):
+    return (f"the window admits one key too many or too few: window = {case.window} must let each "
+            f"query see exactly {case.window} positions, itself included (k > p - W, k <= p)")
+
+
+def _no_window(case):
+    if case.window is None:
+        return None
+    return oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, None)
+
+
+def _lse_unscaled_max(case):
+    """o right; lse = m + log(l) with m the max of the UNSCALED scores and l the scaled sum."""
+    o, lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+    top = np.zeros(case.T)
+    for i in range(case.T):
+        seen = oracle.visible_keys(int(case.q_pos[i]), case.k_pos, case.window)
+        if seen.any():
+            top[i] = (case.k[seen].astype(np.float64) @ case.q[i]).max() / np.sqrt(case.D)
+    return o, lse + (np.sqrt(case.D) - 1) * top
+
+
+VARIANTS = [  # (diagnosis id, variant (o, lse) or None when it cannot differ, sentence)
+    ("slot_index_positions", _slot_indices, _slot_sentence),
+    ("top_left_alignment", _top_left, _top_left_sentence),
+    ("window_off_by_one", _window(+1), _window_sentence),
+    ("window_off_by_one", _window(-1), _window_sentence),
+    ("window_ignored", _no_window,
+     lambda case: f"the window is not applied: with window = {case.window}, each query still sees "
+                  "every earlier key"),
+    ("lse_unscaled", _lse_unscaled_max,
+     lambda case: f"o is right but lse adds the running max of the unscaled scores q . k to the log of "
+                  f"the scaled sum; both must use q . k / sqrt(D), here D = {case.D}"),
+]
+
+
+def diagnose(case, o, lse, tol):
+    """(diagnosis id, sentence) for the known mistake (o, lse) matches, or None."""
+    want_o, want_lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+    empty = np.isneginf(want_lse)
+    if empty.any() and np.isnan(o[empty]).any():
+        rows = int(np.isnan(o[empty]).any(axis=1).sum())
+        return ("nan_on_fully_masked_row",
+                f"{rows} of the {int(empty.sum())} rows that see no key come back as NaN: their running "
+                "max stays -inf and exp(s - m) computes -inf - (-inf); such a row must give o = 0, lse = -inf")
+    matches = {}
+    for diagnosis_id, variant, sentence in VARIANTS:
+        found = variant(case)
+        if found is None:
+            continue
+        var_o, var_lse = found
+        if same(var_o, want_o, tol) and same(var_lse, want_lse, tol):
+            continue  # this input cannot tell the mistake from the right answer
+        if same(o, var_o, tol) and same(lse, var_lse, tol):
+            matches.setdefault(diagnosis_id, sentence(case))
+    # two mistakes giving the same output (say, every row sees nothing) name neither
+    return next(iter(matches.items())) if len(matches) == 1 else None

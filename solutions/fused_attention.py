@@ -1,0 +1,199 @@
+"""Reference: a tiled attention forward pass with online softmax (the algorithm of FlashAttention).
+
+Written from the other references: ``tile_classification`` decides what each (query tile, key
+tile) pair needs, ``nan_safe_softmax`` holds the online-softmax state and merges it. Per query
+tile the stages are:
+
+    classify   every key tile is SKIP, PARTIAL or FULL for this query tile, from positions only.
+               Contiguous positions (decode, chunked prefill): ``classify_tiles``. Any other
+               positions (a ring buffer: unsorted, empty slots): ``classify_by_position_ranges``,
+               the same rule applied to each tile's range of stored positions.
+    skip       the tile is never loaded.
+    full       every query sees every key: no mask. Adjacent FULL tiles are still loaded one by
+               one, then joined into a run that costs one product, one softmax and one merge
+               (a view when the source hands out slices of one buffer, else a copy).
+    partial    the mask is built from positions for this tile alone, before loading it; a tile
+               whose mask turns out empty (possible with unsorted positions) is skipped too.
+    epilogue   o = acc / l_i and lse = m_i + log(l_i); a row that saw nothing: o = 0, lse = -inf.
+
+Nothing of size T x S is ever built: the largest arrays are one run's scores, capped at
+``RUN_SCORES`` pairs, and the [T, D] output.
+"""
+from itertools import groupby
+
+import numpy as np
+
+from nan_safe_softmax import finalize, merge_partials, partial_attention
+from tile_classification import FULL, PARTIAL, SKIP, classify_tiles, seen_by_all, seen_by_some
+
+RUN_SCORES = 1 << 16  # scores of one FULL run: at most 65,536 (query, key) pairs
+
+
+def may_attend(q_pos, k_pos, window=None):
+    """The rule: key k is visible from query p when the slot holds a key, k <= p, k > p - W."""
+    seen = (k_pos >= 0) & (k_pos <= q_pos)
+    return seen if window is None else seen & (k_pos > q_pos - window)
+
+
+def tile_starts(n: int, block: int) -> np.ndarray:
+    return np.arange(0, n, block)
+
+
+def position_ranges(positions: np.ndarray, block: int):
+    """Per tile of ``positions``: (lo, hi) over the filled slots, and whether a slot is empty.
+
+    A tile with no filled slot has lo > hi."""
+    starts = tile_starts(len(positions), block)
+    filled = positions >= 0
+    lo = np.minimum.reduceat(np.where(filled, positions, np.iinfo(np.int64).max), starts)
+    hi = np.maximum.reduceat(np.where(filled, positions, -1), starts)
+    has_empty = ~np.logical_and.reduceat(filled, starts)
+    return lo, hi, has_empty
+
+
+def classify_by_position_ranges(q_positions, k_positions, block_q, block_k, window=None):
+    """SKIP / PARTIAL / FULL [query tiles, key tiles] for any positions (e.g. a ring buffer).
+
+    Generalises ``classify_tiles``: a query tile spans positions [q_lo, q_hi], a key tile
+    stores positions within [k_lo, k_hi], maybe with empty slots. FULL needs no empty slot and
+    the whole key range inside what every query sees (exact); SKIP needs the key range outside
+    what some query may see (a safe test; PARTIAL tiles are refined element-wise later)."""
+    q_lo, q_hi, _ = position_ranges(q_positions, block_q)
+    k_lo, k_hi, k_empty = position_ranges(k_positions, block_k)
+    q_lo, q_hi = q_lo[:, None], q_hi[:, None]  # [nq, 1]
+    some_lo, some_hi = seen_by_some(q_lo, q_hi, window)
+    all_lo, all_hi = seen_by_all(q_lo, q_hi, window)
+    skip = (k_lo > k_hi) | (k_lo > some_hi) | (k_hi < some_lo)  # [nq, nk]
+    full = ~k_empty & (k_lo >= all_lo) & (k_hi <= all_hi)  # [nq, nk]
+    return np.where(skip, SKIP, np.where(full, FULL, PARTIAL)).astype(np.int8)
+
+
+def classify(q_positions, k_positions, block_q, block_k, window=None):
+    """Tile decisions; contiguous positions use tile_classification as it stands."""
+    T, S = len(q_positions), len(k_positions)
+    if T <= S and np.array_equal(k_positions, np.arange(S)) and np.array_equal(q_positions, np.arange(S - T, S)):
+        return classify_tiles(T, S, block_q, block_k, window)
+    return classify_by_position_ranges(q_positions, k_positions, block_q, block_k, window)
+
+
+def runs(classes: np.ndarray, block_k: int, S: int, run_tiles: int):
+    """(kind, [(start, stop), ...]) in key order: each PARTIAL tile alone, adjacent FULL
+    tiles together in runs of at most ``run_tiles``; SKIP tiles are left out."""
+    b = 0
+    for kind, group in groupby(classes.tolist()):
+        n = len(list(group))
+        tiles = [(t * block_k, min((t + 1) * block_k, S)) for t in range(b, b + n)]
+        b += n
+        if kind == FULL:
+            for i in range(0, n, run_tiles):
+                yield FULL, tiles[i:i + run_tiles]
+        elif kind == PARTIAL:
+            yield from ((PARTIAL, [tile]) for tile in tiles)
+
+
+def join_rows(blocks):
+    """The rows of consecutive loaded tiles as one [n, D] array, without copying when possible.
+
+    A source that hands out slices of one buffer gives tiles lying end to end in memory: they
+    are joined as a read-only view of exactly those rows, after checking every tile's address.
+    Tiles from anywhere else (fresh arrays, pages out of order) are copied together."""
+    first = blocks[0]
+    if len(blocks) == 1:
+        return first
+    base, dtype, width = first.base, first.dtype, first.shape[-1]
+    if base is None or not all(b.base is base and b.dtype is dtype and b.shape[-1] == width
+                               and b.flags.c_contiguous for b in blocks):
+        return np.concatenate(blocks)
+    address = first.__array_interface__["data"][0]
+    for block in blocks:
+        if block.__array_interface__["data"][0] != address:
+            return np.concatenate(blocks)
+        address += block.nbytes
+    n = sum(len(block) for block in blocks)
+    return np.lib.stride_tricks.as_strided(first, (n, width), first.strides, writeable=False)
+
+
+def full_run_state(q_tile, kv, tiles):
+    """FULL stage, no mask: the state of a run of adjacent tiles every query sees.
+
+    Each tile is loaded on its own; the run is then one product and one softmax."""
+    loaded = [kv.load(start, stop) for start, stop in tiles]  # [(k [nb, D], v [nb, D]), ...]
+    k, v = join_rows([k for k, _ in loaded]), join_rows([v for _, v in loaded])  # [n, D] each
+    return partial_attention(q_tile, k, v)  # mask=None: every key is allowed
+
+
+def partial_tile_state(q_tile, q_pos, kv, k_positions, tile, window):
+    """PARTIAL stage: mask this tile from positions; None (nothing loaded) when it is empty."""
+    start, stop = tile
+    mask = may_attend(q_pos[:, None], k_positions[None, start:stop], window)  # [Tq, nb]
+    if not mask.any():
+        return None
+    k, v = kv.load(start, stop)
+    return partial_attention(q_tile, k, v, mask)
+
+
+def lse_of(state) -> np.ndarray:
+    """Epilogue: log-sum-exp of the scaled visible scores, -inf where nothing was seen."""
+    m_i, l_i, _ = state
+    lse = np.full_like(m_i, -np.inf)
+    seen = l_i > 0
+    lse[seen] = m_i[seen] + np.log(l_i[seen])
+    return lse
+
+
+def _check_block(name, value, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1{' or None' if allow_none else ''}, got {value!r}")
+
+
+def _validate(q, kv, q_positions, window, block_q, block_k):
+    if not isinstance(q, np.ndarray) or q.ndim != 2 or not np.issubdtype(q.dtype, np.floating):
+        raise ValueError(f"q must be a floating array [T, D], got {getattr(q, 'shape', type(q).__name__)}")
+    T, D = q.shape
+    if T < 1 or D < 1:
+        raise ValueError(f"q must have T >= 1 rows and D >= 1 columns, got shape {q.shape}")
+    q_positions = np.asarray(q_positions)
+    if q_positions.shape != (T,) or not np.issubdtype(q_positions.dtype, np.integer):
+        raise ValueError(f"q_positions must be {T} integers (one per query row), got "
+                         f"{q_positions.dtype} of shape {q_positions.shape}")
+    if (q_positions < 0).any():
+        raise ValueError("q_positions must be >= 0")
+    k_positions = np.asarray(kv.positions)
+    if k_positions.shape != (len(kv),):
+        raise ValueError(f"kv.positions must have len(kv) = {len(kv)} entries, got shape {k_positions.shape}")
+    _check_block("window", window, allow_none=True)
+    _check_block("block_q", block_q)
+    _check_block("block_k", block_k)
+    return q_positions.astype(np.int64), k_positions.astype(np.int64)
+
+
+def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128):
+    """Attention of q [T, D] over the keys of ``kv`` (read only through ``kv.load``).
+
+    Returns (o [T, D], lse [T]). Query i sits at q_positions[i]; key j at kv.positions[j]
+    (-1 = empty slot). Scale 1/sqrt(D). Raises ValueError on malformed arguments."""
+    q_pos, k_pos = _validate(q, kv, q_positions, window, block_q, block_k)
+    (T, D), S = q.shape, len(k_pos)
+    o = np.zeros((T, D), q.dtype)  # [T, D]
+    lse = np.full(T, -np.inf, q.dtype)  # [T]
+    if S == 0:
+        return o, lse
+    classes = classify(q_pos, k_pos, block_q, block_k, window)  # [nq, nk]
+    for a, row0 in enumerate(range(0, T, block_q)):
+        rows = slice(row0, min(row0 + block_q, T))
+        q_tile, q_tile_pos = q[rows], q_pos[rows]  # [Tq, D], [Tq]
+        run_tiles = max(1, RUN_SCORES // (len(q_tile_pos) * block_k))
+        state = (np.full(len(q_tile_pos), -np.inf, q.dtype), np.zeros(len(q_tile_pos), q.dtype),
+                 np.zeros((len(q_tile_pos), D), q.dtype))  # (m_i, l_i, acc), empty
+        for kind, tiles in runs(classes[a], block_k, S, run_tiles):
+            if kind == FULL:
+                part = full_run_state(q_tile, kv, tiles)
+            else:
+                part = partial_tile_state(q_tile, q_tile_pos, kv, k_pos, tiles[0], window)
+            if part is not None:
+                state = merge_partials(state, part)
+        o[rows] = finalize(state)  # epilogue
+        lse[rows] = lse_of(state)
+    return o, lse

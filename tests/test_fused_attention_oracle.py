@@ -1,0 +1,134 @@
+"""The hidden oracle for fused_attention agrees with an independent statement of the rule."""
+import numpy as np
+import pytest
+
+from grader.hidden.fused_attention import checks, diagnosis, oracle
+from grader.hidden.fused_attention.kv_source import KVSource
+
+
+def dense_rule(q_pos, k_pos, window):
+    # Stated differently on purpose: the distance p - k must lie in [0, W), on filled slots.
+    distance = np.asarray(q_pos)[:, None] - np.asarray(k_pos)[None, :]
+    limit = np.inf if window is None else window
+    return (np.asarray(k_pos)[None, :] != -1) & (distance >= 0) & (distance < limit)
+
+
+def dense_attention(q, k, v, mask):
+    s = np.where(mask, q @ k.T / np.sqrt(q.shape[1]), -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.logaddexp.reduce(s, axis=1)
+        w = np.exp(s - lse[:, None])
+    w = np.nan_to_num(w)
+    return w @ v, lse
+
+
+def random_case(rng):
+    S, T, D = int(rng.integers(1, 80)), int(rng.integers(1, 12)), int(rng.integers(1, 9))
+    if rng.random() < 0.5:
+        k_pos = oracle.ring_positions(S, int(rng.integers(0, 3 * S)))
+        k_pos[rng.random(S) < 0.2] = -1
+    else:
+        k_pos = np.arange(S)
+    q_pos = rng.integers(0, 3 * S + 1, size=T)
+    window = None if rng.random() < 0.4 else int(rng.integers(1, S + 5))
+    return rng.standard_normal((T, D)), rng.standard_normal((S, D)), rng.standard_normal((S, D)), q_pos, k_pos, window
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_attention_matches_the_dense_rule(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        q, k, v, q_pos, k_pos, window = random_case(rng)
+        mask = dense_rule(q_pos, k_pos, window)
+        o, lse = oracle.attention(q, k, v, q_pos, k_pos, window)
+        want_o, want_lse = dense_attention(q, k, v, mask)
+        np.testing.assert_allclose(o, want_o, atol=1e-12)
+        np.testing.assert_array_equal(np.isneginf(lse), ~mask.any(axis=1))
+        np.testing.assert_allclose(lse[mask.any(axis=1)], want_lse[mask.any(axis=1)], atol=1e-12)
+        assert not np.isnan(o).any() and (o[~mask.any(axis=1)] == 0).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_visible_tiles_match_blocks_of_the_dense_rule(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        _, _, _, q_pos, k_pos, window = random_case(rng)
+        bq, bk = int(rng.integers(1, 6)), int(rng.integers(1, 20))
+        mask = dense_rule(q_pos, k_pos, window)
+        tiles = oracle.visible_tiles(q_pos, k_pos, window, bq, bk)
+        for a in range(tiles.shape[0]):
+            for b in range(tiles.shape[1]):
+                assert tiles[a, b] == mask[a * bq:(a + 1) * bq, b * bk:(b + 1) * bk].any()
+
+
+def test_ring_positions_keep_the_last_token_of_each_slot():
+    for capacity, written in [(5, 0), (5, 3), (5, 5), (5, 13), (7, 100)]:
+        slots = np.arange(capacity)
+        last = slots + capacity * ((written - 1 - slots) // capacity)  # largest t < written, t % C == s
+        np.testing.assert_array_equal(oracle.ring_positions(capacity, written),
+                                      np.where(slots < written, last, -1))
+
+
+def test_speculative_verify_figures_from_the_seed():
+    # T = 4 over S = 4,096: 6 masked entries, and every tile of 64 x 128 must be loaded
+    q_pos, k_pos = np.arange(4092, 4096), np.arange(4096)
+    seen = np.array([oracle.visible_keys(p, k_pos) for p in q_pos])
+    assert (~seen).sum() == 6
+    assert oracle.visible_tiles(q_pos, k_pos, None, 64, 128).all()
+
+
+def test_windowed_decode_needs_only_the_last_tiles():
+    k_pos = np.arange(1000)
+    tiles = oracle.visible_tiles(np.array([999]), k_pos, 100, 64, 128)
+    assert np.flatnonzero(tiles[0]).tolist() == [7]  # keys 900..999 lie in tile 7 (896..1000)
+
+
+def test_kv_source_counts_loads_and_refuses_bad_ranges():
+    k = np.arange(20.0).reshape(10, 2)
+    source = KVSource(k, -k, np.arange(10))
+    got_k, got_v = source.load(2, 5)
+    np.testing.assert_array_equal(got_k, k[2:5])
+    np.testing.assert_array_equal(got_v, -k[2:5])
+    source.load(np.int64(4), 6)
+    assert source.times_loaded().tolist() == [0, 0, 1, 1, 2, 1, 0, 0, 0, 0]
+    for start, stop in [(3, 3), (-1, 2), (5, 11), (1.0, 3), (True, 3)]:
+        with pytest.raises(ValueError):
+            source.load(start, stop)
+    assert len(source.loads) == 2
+
+
+def _case(**kw):
+    rng = np.random.default_rng(3)
+    return checks.ring(rng, 40, 130, 6, 4, "ring", **kw) if kw.pop("ring", False) else \
+        checks.contiguous(rng, 6, 40, 4, "contiguous", **kw)
+
+
+@pytest.mark.parametrize("diagnosis_id, variant_index, case", [
+    ("slot_index_positions", 0, dict(ring=True)),
+    ("top_left_alignment", 1, dict()),
+    ("window_off_by_one", 2, dict(window=7)),
+    ("window_off_by_one", 3, dict(window=7)),
+    ("window_ignored", 4, dict(window=7)),
+    ("lse_unscaled", 5, dict()),
+])
+def test_each_variant_is_named_and_the_right_answer_is_not(diagnosis_id, variant_index, case):
+    case = _case(**case)
+    right = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+    assert diagnosis.diagnose(case, *right, case.tol) is None
+    wrong = diagnosis.VARIANTS[variant_index][1](case)
+    assert diagnosis.diagnose(case, *wrong, case.tol)[0] == diagnosis_id
+
+
+def test_nan_in_an_empty_row_is_named():
+    case = _case(window=1)
+    case.k_pos[[35, 37]] = -1  # rows 1 and 3 see nothing
+    o, lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+    o[1] = np.nan
+    found = diagnosis.diagnose(case, o, lse, case.tol)
+    assert found[0] == "nan_on_fully_masked_row" and "1 of the 2 rows" in found[1]
+
+
+def test_same_treats_infinities_and_nan_strictly():
+    assert diagnosis.same(np.array([-np.inf, 1.0]), np.array([-np.inf, 1.0 + 1e-12]), 1e-9)
+    assert not diagnosis.same(np.array([np.nan, 1.0]), np.array([-np.inf, 1.0]), 1e-9)
+    assert not diagnosis.same(np.array([0.0, 1.0]), np.array([-np.inf, 1.0]), 1e-9)
