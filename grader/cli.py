@@ -91,7 +91,7 @@ def _emit(result, json_out=None, html_out=None, markdown_out=None, junit_out=Non
         _write_text(junit_out, junit.render(result))
     if gradescope_out:
         _write_text(gradescope_out, json.dumps(gradescope.render(result), indent=2))
-    if "-" not in (json_out, markdown_out):
+    if "-" not in (json_out, html_out, markdown_out, junit_out, gradescope_out):
         click.echo(terminal.summary(result))
 
 
@@ -136,6 +136,7 @@ def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, juni
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
     result.feedback = "detail"
+    _warn_about(notes, result)
     if feedback == "summary":
         result = for_candidate(result)
     _emit(result, json_out, html_out, markdown_out, junit_out, gradescope_out)
@@ -198,8 +199,7 @@ def report(result_path, notes_path, json_out, html_out, markdown_out, junit_out,
         if result.feedback == "summary":
             raise click.BadParameter("this result was saved with --feedback summary; add notes to the detailed one",
                                      param_hint="--notes")
-        for problem in notes.problems(result):
-            click.echo(click.style("warning: ", fg="yellow") + problem, err=True)
+        _warn_about(notes, result)
         apply_notes(result, notes)
     if feedback == "summary":
         result = for_candidate(result)
@@ -214,6 +214,11 @@ def notes_template(result_path):
     Fill it in during or after the interview, then `kvgrade report RESULT.json --notes FILE`.
     """
     click.echo(write_notes_template(_load_result(result_path)), nl=False)
+
+
+def _warn_about(notes, result):
+    for problem in notes.problems(result) if notes else []:
+        click.echo(click.style("warning: ", fg="yellow") + problem, err=True)
 
 
 def _load_result(path: str) -> Result:

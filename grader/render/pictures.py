@@ -89,9 +89,11 @@ def _palette(picture: dict) -> dict[int, str]:
 
 
 def svg(picture: dict, max_panel_px: int = 330) -> str:
-    """Three grids as one inline SVG: expected, submitted, and the cells that differ (red)."""
+    """Three grids as one inline SVG: expected, submitted, and the cells that differ (red).
+
+    Each run of equal cells in a row is one rectangle; thin lines then draw the cell grid."""
     rows, cols = _size(picture)
-    cell = max(4, min(18, max_panel_px // max(cols, 1), 240 // max(rows, 1)))
+    cell = max(4, min(22, max_panel_px // max(cols, 1), 240 // max(rows, 1)))
     gap, top, pad = 28, 22, 1
     panel_w, panel_h = cols * cell, rows * cell
     step = max(panel_w, 72) + gap  # room for each panel's name even when the grid is narrow
@@ -106,19 +108,28 @@ def svg(picture: dict, max_panel_px: int = 330) -> str:
         out.append(f'<text x="{x0}" y="14" font-size="12" font-family="sans-serif" fill="#333">{name}</text>')
         out.append(f'<g transform="translate({x0},{top})">')
         for r in range(rows):
-            for c in range(cols):
-                if name == "differ":
-                    fill = DIFF_FILL if differs(picture, r, c) else SAME_FILL
-                else:
-                    value = _cell(picture[name], r, c)
-                    fill = "none" if value is None else palette.get(value, OTHER)
-                out.append(f'<rect x="{c * cell}" y="{r * cell}" width="{cell}" height="{cell}" fill="{fill}"/>')
+            fills = [_fill(picture, name, palette, r, c) for c in range(cols)]
+            c = 0
+            while c < cols:  # one rectangle per run of equal cells keeps the file small
+                run = 1
+                while c + run < cols and fills[c + run] == fills[c]:
+                    run += 1
+                out.append(f'<rect x="{c * cell}" y="{r * cell}" width="{run * cell}" height="{cell}" '
+                           f'fill="{fills[c]}"/>')
+                c += run
         stroke = 'stroke="#b8c0cc" stroke-width="0.5"'
         out += [f'<line x1="0" y1="{r * cell}" x2="{panel_w}" y2="{r * cell}" {stroke}/>' for r in range(rows + 1)]
         out += [f'<line x1="{c * cell}" y1="0" x2="{c * cell}" y2="{panel_h}" {stroke}/>' for c in range(cols + 1)]
         out.append("</g>")
     out.append("</svg>")
     return "".join(out)
+
+
+def _fill(picture: dict, name: str, palette: dict, r: int, c: int) -> str:
+    if name == "differ":
+        return DIFF_FILL if differs(picture, r, c) else SAME_FILL
+    value = _cell(picture[name], r, c)
+    return "none" if value is None else palette.get(value, OTHER)
 
 
 def svg_legend(picture: dict) -> list[tuple[str, str]]:
