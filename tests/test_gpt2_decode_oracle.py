@@ -114,5 +114,9 @@ def test_c_attn_counts_the_rows_it_projects(gpt2):
     q, k, v = np.split(W, 3, axis=1)
     results = [x @ q, x @ k, x @ v, np.dot(x[0], W), np.einsum("tc,cd->td", x, W), W.T @ x.T]
     assert model.rows_projected == pytest.approx([5.0, 5.0 + 3 + 1 + 3 + 3])
+    assert model.widest_projection == [5.0, 5.0]
     assert all(type(r) is np.ndarray for r in results)
+    model.reset_counts()
+    x[:2] @ W
+    assert model.rows_projected == [0.0, 2.0] and model.widest_projection == [0.0, 2.0]
     assert type(W * 2) is np.ndarray and np.array_equal(np.asarray(W) * 2, W * 2)

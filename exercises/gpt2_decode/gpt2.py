@@ -11,9 +11,10 @@ model. Linear layers store their weight as [in, out] and are applied as ``x @ W 
 Counting rows (how the grader sees what is recomputed): each block's ``attn.c_attn.weight``
 is an ndarray subclass that notes how many input rows pass through it in a matrix product
 (``x @ W``, ``np.matmul``, ``np.dot``, ``np.einsum``, ``np.tensordot``, also through views
-such as ``W[:, :C]`` or ``W.T``; a product with a third of the columns counts as a third of
-a row). Apart from that it behaves as a plain float64 array, and results are plain arrays.
-``model.rows_projected[i]`` is the running total for block i.
+such as ``W[:, :C]`` or ``W.T``). Apart from that it behaves as a plain float64 array, and
+products with it are plain arrays. For block i, since the last ``model.reset_counts()``:
+``model.rows_projected[i]`` is the total (a product with a third of the columns counts a
+third of each row) and ``model.widest_projection[i]`` the most rows in any one product.
 """
 from __future__ import annotations
 
@@ -56,10 +57,10 @@ def softmax(x, axis=-1):
 
 
 class _Tally:
-    """A running count of rows through one weight."""
+    """Rows through one weight: the total, and the most in one product."""
 
     def __init__(self):
-        self.rows = 0.0
+        self.rows, self.widest = 0.0, 0.0
 
 
 class _CountedWeight(np.ndarray):
@@ -81,7 +82,9 @@ class _CountedWeight(np.ndarray):
                 continue
             size = np.size(other) if not isinstance(other, str) else 0
             if size:
-                self._tally.rows += size / self._in * (self.size / self._whole)
+                rows = size / self._in
+                self._tally.rows += rows * (self.size / self._whole)
+                self._tally.widest = max(self._tally.widest, rows)
                 return
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -111,8 +114,17 @@ class GPT2:
 
     @property
     def rows_projected(self) -> list:
-        """Rows that have passed through each block's c_attn (Q, K, V projection) so far."""
+        """Rows that passed through each block's c_attn (Q, K, V projection) since the last reset."""
         return [t.rows for t in self._tallies]
+
+    @property
+    def widest_projection(self) -> list:
+        """The most rows in one product with each block's c_attn since the last reset."""
+        return [t.widest for t in self._tallies]
+
+    def reset_counts(self) -> None:
+        for tally in self._tallies:
+            tally.rows, tally.widest = 0.0, 0.0
 
     @classmethod
     def random(cls, config: GPT2Config, seed: int) -> "GPT2":
