@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from .notes import Notes
 from .plugin import CollectChecks
 from .result import ExerciseResult, Result
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
+from .sandbox.launch import isolation_level
 from .submission import candidate_files, check_root, locate
 
 
@@ -30,6 +30,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
 
     runs = {eid: _prepare(catalog.get(eid), path, modules, root, seed, limits)
             for eid, path in found.items()}
+    isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
     try:
         collected = _run_checks(runs, only_checks, progress)
@@ -37,7 +38,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     finally:
         for run in runs.values():
             run.sandbox.close()
-    return Result(seed=seed, submission=str(submission), exercises=exercises,
+    return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=isolation,
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
@@ -53,15 +54,20 @@ def _prepare(exercise: Exercise, module: Path, modules, root, seed, limits) -> E
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
-    """Start every child at once: imports overlap instead of queueing behind each other."""
-    def start(run):
+    """Start every child at once, so imports overlap, then wait for each import in turn.
+
+    All from this thread: a sandboxed child dies with the thread that started it.
+    """
+    for run in runs.values():
+        try:
+            run.sandbox.launch()
+        except CandidateFault:
+            pass
+    for run in runs.values():
         try:
             run.sandbox.start()
         except CandidateFault:
             pass  # kept in sandbox.load_error and reported as the exercise's error
-
-    with ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
-        list(pool.map(start, runs.values()))
 
 
 def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:

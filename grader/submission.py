@@ -8,7 +8,7 @@ MAX_FILES = 50
 
 
 class SubmissionError(Exception):
-    """The submission path itself is unusable (missing, not a folder)."""
+    """The submission path itself is unusable (missing, not a folder, unreadable, empty)."""
 
 
 def check_root(root: Path) -> Path:
@@ -16,6 +16,13 @@ def check_root(root: Path) -> Path:
         raise SubmissionError(f"{root} does not exist")
     if not root.is_dir():
         raise SubmissionError(f"{root} is not a folder; a submission is a folder of modules")
+    try:
+        empty = next(root.iterdir(), None) is None
+    except OSError as exc:
+        raise SubmissionError(f"{root} cannot be read: {exc.strerror}") from None
+    if empty:
+        raise SubmissionError(f"{root} is empty; a submission holds <id>/<id>.py or <id>.py "
+                              "for each exercise attempted")
     return root
 
 

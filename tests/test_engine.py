@@ -43,6 +43,7 @@ def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
 
 
 def test_a_missing_module_is_not_attempted(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing for decode_mask here")  # an empty folder is refused
     ex = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")
     assert (ex.status, ex.level) == ("not_attempted", None)
 

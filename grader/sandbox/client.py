@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import wire
-from .launch import Limits, Scratch, describe_exit, kill, spawn
+from .launch import Limits, Scratch, describe_exit, exit_status, kill, spawn
 
 
 class CandidateFault(Exception):
@@ -112,10 +112,12 @@ class Worker:
         self.module, self.limits = module, limits
         self.scratch = Scratch()
         self.proc = None
+        self.loading: dict | None = None
         self.hosts: dict[int, Lent] = {}
         self.exports: list[str] = []
 
-    def start(self):
+    def launch(self):
+        """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
         child = self.scratch.add_runtime()
         kit = self.scratch.add_files("kit", self.module.helper_files)
         cand = self.scratch.add_files("candidate", self.module.candidate_files)
@@ -127,13 +129,29 @@ class Worker:
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
-        load = {"op": "load", "name": self.module.name, "path": str(cand / f"{self.module.name}.py"),
-                "sys_path": [str(kit), str(cand)]}
-        header, _ = self._exchange(load, [], self.limits.load_seconds, f"importing {self.module.name}")
+        os.set_blocking(self.to_child, False)  # writes wait with a deadline, see _write
+        self.loading = {"op": "load", "name": self.module.name,
+                        "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)]}
+        try:  # the child imports while other children start; finish_load reads its answer
+            self._write(wire.pack(self.loading, []), time.monotonic() + self.limits.load_seconds)
+        except (_Deadline, OSError):
+            pass  # it died at once: finish_load reports how
+
+    def finish_load(self):
+        what = f"importing {self.module.name}"
+        header, _ = self._exchange(None, [], self.limits.load_seconds, what)
         if not header.get("ok"):
-            raise CandidateLoadError(str(CandidateRaised(f"importing {self.module.name}.py",
-                                                         header.get("error", {}))))
-        self.exports = header.get("value") or []
+            raise CandidateLoadError(str(CandidateRaised(f"{what}.py", _error_of(header))))
+        value = header.get("value")
+        self.exports = [str(v) for v in value] if isinstance(value, list) else []
+
+    def start(self):
+        self.launch()
+        self.finish_load()
+
+    @property
+    def isolation(self) -> str:
+        return getattr(self.proc, "kvgrade_level", "process")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -142,9 +160,9 @@ class Worker:
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
-                    wire.write_frame(self.to_child, {"op": "exit"}, [])
+                    self._write(wire.pack({"op": "exit"}, []), time.monotonic() + 0.5)
                     self.proc.wait(timeout=1)
-                except (OSError, Exception):  # noqa: BLE001  any trouble: it is killed below
+                except Exception:  # noqa: BLE001  any trouble: it is killed below
                     pass
             kill(self.proc)
             for fd in (self.to_child, self.from_child):
@@ -184,33 +202,38 @@ class Worker:
         return wire.encode(tree_value, arrays, export), arrays
 
     def _exchange(self, header, arrays, timeout, what):
-        """Send a request and wait for its reply, serving callbacks meanwhile."""
+        """Send a request (unless ``header`` is None) and wait for its reply, serving callbacks."""
         deadline = time.monotonic() + timeout
 
         def read(fd, n):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise _Deadline
-            return os.read(fd, n)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Deadline
+                if select.select([fd], [], [], min(remaining, 0.25))[0]:
+                    return os.read(fd, n)
+                if self.proc.poll() is not None:  # died, though a process it forked holds the pipe
+                    raise EOFError("the candidate process exited")
 
+        message = wire.pack(header, arrays) if header is not None else b""  # None: already sent
         try:
-            wire.write_frame(self.to_child, header, arrays)
+            self._write(message, deadline)
             while True:
                 reply, reply_arrays = wire.read_frame(self.from_child, read)
                 if reply.get("op") != "callback":
                     return reply, reply_arrays
-                self._serve_callback(reply, reply_arrays)
+                self._serve_callback(reply, reply_arrays, deadline)
         except _Deadline:
             kill(self.proc)
             raise CandidateTimeout(f"{what} did not finish within {timeout:g} s; "
                                    "the candidate process was stopped") from None
         except (EOFError, BrokenPipeError, OSError):
-            code = self.proc.poll() if self.proc else None
-            if code is None and self.proc is not None:
+            if self.proc is not None and self.proc.poll() is None:
                 try:
-                    code = self.proc.wait(timeout=2)
+                    self.proc.wait(timeout=2)
                 except Exception:  # noqa: BLE001
-                    code = None
+                    pass
+            code = exit_status(self.proc)
             kill(self.proc)
             tail = self.scratch.output_tail(160).splitlines()
             last = f"; its last output: {tail[-1][:160]!r}" if tail else ""
@@ -220,23 +243,60 @@ class Worker:
             kill(self.proc)
             raise BadValue(f"{what} sent back data the grader cannot read ({exc})") from None
 
-    def _serve_callback(self, request, arrays):
-        host = self.hosts.get(request.get("host"))
+    def _write(self, data: bytes, deadline: float):
+        """Write a whole message, but never wait past ``deadline`` for a child that stops reading."""
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.to_child], [], remaining)[1]:
+                raise _Deadline
+            try:
+                view = view[os.write(self.to_child, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+
+    def _serve_callback(self, request, arrays, deadline):
+        host = self.hosts.get(request.get("host")) if isinstance(request.get("host"), int) else None
+        name = request.get("name")
         try:
-            if host is None or request.get("name") not in host.wire_methods:
-                raise ValueError(f"no such method {request.get('name')!r}")
+            if host is None or not isinstance(name, str) or name not in host.wire_methods:
+                raise ValueError(f"no such method {str(name)[:80]!r}")
             args = wire.decode(request.get("args", []), arrays)
-            value = getattr(host, request["name"])(*args)
+            if not isinstance(args, list):
+                raise ValueError("callback arguments must be a list")
+            value = getattr(host, name)(*args)
             out_arrays: list = []
-            tree = wire.encode(value, out_arrays)
-            wire.write_frame(self.to_child, {"ok": True, "value": tree}, out_arrays)
+            reply = wire.pack({"ok": True, "value": wire.encode(value, out_arrays)}, out_arrays)
         except Exception as exc:  # noqa: BLE001  the candidate asked for something invalid
-            wire.write_frame(self.to_child, {"ok": False, "error": f"{type(exc).__name__}: {exc}"}, [])
+            reply = wire.pack({"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:500]}"}, [])
+        self._write(reply, deadline)
 
     def request(self, header, arrays, what) -> tuple[object, CallStats, dict]:
         reply, reply_arrays = self._exchange(header, arrays, self.limits.call_seconds, what)
-        stats = CallStats(reply.get("seconds", 0.0), reply.get("peak_bytes"), reply.get("warnings", []))
-        return reply, reply_arrays, stats
+        return reply, reply_arrays, _stats_of(reply)
+
+
+def _number(value, kind, default):
+    return value if type(value) in kind else default
+
+
+def _stats_of(reply: dict) -> CallStats:
+    """What the child says about a call; it is candidate-controlled, so only well-typed fields count."""
+    warnings = reply.get("warnings")
+    warnings = [w[:500] for w in warnings[:20] if isinstance(w, str)] if isinstance(warnings, list) else []
+    return CallStats(float(_number(reply.get("seconds"), (int, float), 0.0)),
+                     _number(reply.get("peak_bytes"), (int,), None), warnings)
+
+
+def _error_of(reply: dict) -> dict:
+    error = reply.get("error")
+    if not isinstance(error, dict):
+        return {"type": "Exception", "message": str(error)[:500] if error else ""}
+    mro = error.get("mro")
+    return {"type": str(error.get("type", "Exception"))[:100],
+            "mro": [str(m) for m in mro[:50]] if isinstance(mro, list) else [],
+            "message": str(error.get("message", ""))[:2000],
+            "where": str(error.get("where", ""))[:200]}
 
 
 class _Deadline(Exception):
@@ -270,28 +330,64 @@ class Sandbox:
         self.last_call = CallStats()
         self.calls_ok = 0
         self.calls_not_implemented = 0
+        self.spent = 0.0  # seconds spent waiting on candidate code: loads and calls
+        self._started_at = 0.0
         self.module = RemoteObject(self, None, module.name, False, 0)
+
+    def launch(self) -> "Sandbox":
+        """Start the child and let it import the module, without waiting (see ``start``).
+
+        Launch every exercise's child from the same long-lived thread that later uses it:
+        a sandboxed child dies with the thread that started it (``--die-with-parent``).
+        """
+        if self.worker is not None or self.load_error:
+            return self
+        self._check_budget()
+        self.worker = Worker(self.spec, self.limits)
+        self.generation += 1
+        self._started_at = time.monotonic()
+        try:
+            self.worker.launch()
+        except OSError as exc:  # the machine could not start a process
+            self._discard_worker()
+            raise CandidateUnavailable(f"the candidate process could not start: {exc}") from None
+        return self
 
     def start(self) -> "Sandbox":
         """Start the child and import the module; a failed import is kept in ``load_error``."""
-        if self.worker is not None and self.worker.alive():
+        if self.worker is not None and self.worker.alive() and self.worker.loading is None:
             return self
         if self.load_error:
             raise CandidateUnavailable(self.load_error)
-        if len(self.faults) >= self.limits.max_faults:
-            raise CandidateUnavailable(
-                f"not run: the candidate's code already failed {len(self.faults)} times "
-                f"(last: {self.faults[-1]})")
-        self._discard_worker()
-        self.worker = Worker(self.spec, self.limits)
-        self.generation += 1
+        if self.worker is not None and (not self.worker.alive() or self.worker.loading is None):
+            self._discard_worker()
+        self.launch()
         try:
-            self.worker.start()
+            self.worker.finish_load()
+            self.worker.loading = None
         except CandidateFault as exc:
             self.load_error = str(exc)
             self._discard_worker()
             raise CandidateLoadError(self.load_error) from None
+        finally:
+            self.spent += time.monotonic() - self._started_at
         return self
+
+    @property
+    def isolation(self) -> str:
+        """The isolation level the child runs at (``bwrap``, ``uid`` or ``process``)."""
+        from .launch import isolation_level
+        return self.worker.isolation if self.worker else isolation_level(self.limits)
+
+    def _check_budget(self):
+        if len(self.faults) >= self.limits.max_faults:
+            raise CandidateUnavailable(
+                f"not run: the candidate's code already failed {len(self.faults)} times "
+                f"(last: {self.faults[-1]})")
+        if self.spent > self.limits.exercise_seconds:
+            raise CandidateUnavailable(
+                f"not run: the candidate's code already used {self.spent:.0f} s, over this "
+                f"exercise's budget of {self.limits.exercise_seconds:g} s")
 
     def close(self):
         self._discard_worker()
@@ -306,6 +402,7 @@ class Sandbox:
 
     def _request(self, obj: "RemoteObject", header: dict, what: str, args=(), kwargs=None,
                  measure_memory=False):
+        self._check_budget()
         self.start()
         if obj.generation not in (0, self.generation):
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "

@@ -16,7 +16,11 @@ import struct
 
 import numpy as np
 
-MAX_FRAME_BYTES = 512 * 1024 * 1024  # one header or one array
+MAX_FRAME_BYTES = 256 * 1024 * 1024  # one array
+MAX_HEADER_BYTES = 16 * 1024 * 1024  # the JSON header of a message
+MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a whole message: header and every array
+MAX_ARRAYS = 4096  # arrays in one message
+MAX_DEPTH = 64  # nesting of lists, tuples and dicts in a value
 _LEN = struct.Struct(">Q")
 
 
@@ -30,11 +34,13 @@ class WireError(Exception):
 # {"$obj": id} an object living in the child, {"$host": id, ...} an object living in the grader.
 
 
-def encode(value, arrays: list, export=None):
+def encode(value, arrays: list, export=None, depth: int = 0):
     """Turn ``value`` into a JSON-able tree, appending arrays to ``arrays``.
 
     ``export(value)`` is asked for anything else and returns a tagged dict, or None to refuse.
     """
+    if depth > MAX_DEPTH:
+        raise WireError(f"a value nested more than {MAX_DEPTH} levels deep cannot cross the wire")
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, float)) and type(value) in (int, float):
@@ -46,36 +52,49 @@ def encode(value, arrays: list, export=None):
         arrays.append(arr)
         return {"$nd": len(arrays) - 1, "scalar": isinstance(value, np.generic)}
     if isinstance(value, tuple):
-        return {"$tuple": [encode(v, arrays, export) for v in value]}
+        return {"$tuple": [encode(v, arrays, export, depth + 1) for v in value]}
     if isinstance(value, list):
-        return [encode(v, arrays, export) for v in value]
+        return [encode(v, arrays, export, depth + 1) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) and not k.startswith("$") for k in value):
-        return {k: encode(v, arrays, export) for k, v in value.items()}
+        return {k: encode(v, arrays, export, depth + 1) for k, v in value.items()}
     tagged = export(value) if export else None
     if tagged is None:
         raise WireError(f"a value of type {type(value).__name__} cannot cross the wire")
     return tagged
 
 
-def decode(tree, arrays: list, resolve=None):
-    """Inverse of :func:`encode`; ``resolve(tagged, arrays)`` rebuilds object references."""
+def decode(tree, arrays: list, resolve=None, depth: int = 0):
+    """Inverse of :func:`encode`; ``resolve(tagged, arrays)`` rebuilds object references.
+
+    Anything malformed (whoever wrote the frame) is a :class:`WireError`, never another error.
+    """
+    if depth > MAX_DEPTH:
+        raise WireError(f"a value nested more than {MAX_DEPTH} levels deep")
     if isinstance(tree, list):
-        return [decode(v, arrays, resolve) for v in tree]
+        return [decode(v, arrays, resolve, depth + 1) for v in tree]
     if not isinstance(tree, dict):
-        return tree
+        if tree is None or isinstance(tree, (bool, int, float, str)):
+            return tree
+        raise WireError(f"a frame holds a {type(tree).__name__}")
     if "$nd" in tree:
         index = tree["$nd"]
-        if not isinstance(index, int) or not 0 <= index < len(arrays):
+        if type(index) is not int or not 0 <= index < len(arrays):
             raise WireError("a frame refers to an array it does not hold")
         arr = arrays[index]
-        return arr[()] if tree.get("scalar") else arr
+        if tree.get("scalar"):
+            if arr.ndim != 0:
+                raise WireError("a scalar in a frame is not 0-dimensional")
+            return arr[()]
+        return arr
     if "$tuple" in tree:
-        return tuple(decode(v, arrays, resolve) for v in tree["$tuple"])
+        if not isinstance(tree["$tuple"], list):
+            raise WireError("a tuple in a frame is not a list")
+        return tuple(decode(v, arrays, resolve, depth + 1) for v in tree["$tuple"])
     if any(k.startswith("$") for k in tree):
         if resolve is None:
-            raise WireError(f"unexpected object reference {sorted(tree)}")
+            raise WireError(f"unexpected object reference {sorted(tree)[:5]}")
         return resolve(tree, arrays)
-    return {k: decode(v, arrays, resolve) for k, v in tree.items()}
+    return {k: decode(v, arrays, resolve, depth + 1) for k, v in tree.items()}
 
 
 # -- frames -------------------------------------------------------------------------------
@@ -96,45 +115,75 @@ def pack(header: dict, arrays: list) -> bytes:
     parts = [json.dumps(header, allow_nan=True).encode()]
     parts += [_npy_bytes(a) for a in arrays]
     out = bytearray()
+    if len(parts[0]) > MAX_HEADER_BYTES:
+        raise WireError(f"a message header of {len(parts[0]):,} bytes exceeds the cap")
+    if len(arrays) > MAX_ARRAYS or sum(map(len, parts[1:])) > MAX_MESSAGE_BYTES:
+        raise WireError(f"a message of {len(arrays)} arrays and {sum(map(len, parts)):,} bytes "
+                        "exceeds the cap")
+    if any(len(part) > MAX_FRAME_BYTES for part in parts[1:]):
+        raise WireError(f"an array of {max(map(len, parts[1:])):,} bytes exceeds the cap")
     for part in parts:
-        if len(part) > MAX_FRAME_BYTES:
-            raise WireError(f"a message part of {len(part):,} bytes exceeds the cap")
         out += _LEN.pack(len(part)) + part
     return bytes(out)
 
 
-def _read_exact(fd: int, n: int, read=os.read) -> bytes:
-    chunks, remaining = [], n
-    while remaining:
-        chunk = read(fd, min(remaining, 1 << 20))
+def _read_exact(fd: int, n: int, read=os.read) -> bytearray:
+    out = bytearray()
+    while len(out) < n:
+        chunk = read(fd, min(n - len(out), 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the pipe")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        out += chunk
+    return out
 
 
-def _read_part(fd: int, read) -> bytes:
+def _read_part(fd: int, read, cap: int) -> bytearray:
     (n,) = _LEN.unpack(_read_exact(fd, _LEN.size, read))
-    if n > MAX_FRAME_BYTES:
-        raise WireError(f"a message part announces {n:,} bytes, over the cap")
+    if n > cap:
+        raise WireError(f"a message part announces {n:,} bytes, over the cap of {cap:,}")
     return _read_exact(fd, n, read)
+
+
+def _array(buf: bytearray) -> np.ndarray:
+    """A .npy part as an array, strictly: no pickles, no object dtypes, exactly the bytes announced."""
+    stream = io.BytesIO(buf)
+    try:
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, TypeError, SyntaxError, OverflowError, MemoryError) as exc:
+        raise WireError(f"an array in a message is not valid .npy data: {exc}") from None
+    if dtype.hasobject:
+        raise WireError(f"an array of Python objects ({dtype}) cannot cross the wire")
+    count = 1
+    for n in shape:
+        count *= n
+    offset = stream.tell()
+    if count * dtype.itemsize != len(buf) - offset:
+        raise WireError(f"an array announces shape {shape} of {dtype} but carries "
+                        f"{len(buf) - offset:,} bytes")
+    flat = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)  # writable: buf is a bytearray
+    return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
 
 
 def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
     """Read one frame: (header, arrays). ``read`` may enforce a deadline."""
     try:
-        header = json.loads(_read_part(fd, read))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise WireError(f"a message header is not JSON: {exc}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("arrays"), int):
-        raise WireError("a message header is not a JSON object with an array count")
-    arrays = []
-    for _ in range(header["arrays"]):
-        try:
-            arrays.append(np.load(io.BytesIO(_read_part(fd, read)), allow_pickle=False))
-        except (ValueError, OSError) as exc:
-            raise WireError(f"an array in a message is not valid .npy data: {exc}") from None
+        header = json.loads(_read_part(fd, read, MAX_HEADER_BYTES))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise WireError(f"a message header is not JSON: {str(exc)[:200]}") from None
+    count = header.get("arrays") if isinstance(header, dict) else None
+    if type(count) is not int or not 0 <= count <= MAX_ARRAYS:
+        raise WireError("a message header is not a JSON object with a valid array count")
+    arrays, total = [], 0
+    for _ in range(count):
+        part = _read_part(fd, read, min(MAX_FRAME_BYTES, MAX_MESSAGE_BYTES - total))
+        total += len(part)
+        arrays.append(_array(part))
     return header, arrays
 
 

@@ -1,0 +1,216 @@
+"""OS isolation of candidate code: what a child can see and reach, at each level this machine has.
+
+With bubblewrap present (CI installs it and sets KVGRADE_REQUIRE_BWRAP=1, which turns a skip
+into a failure), a submission can read neither the references nor the hidden tests nor the
+rubrics, cannot write outside its scratch directory, cannot reach the network, and every
+process it starts dies with it. The plain "process" level is always tested too.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import catalog, engine
+from grader.sandbox import Limits, ModuleToLoad, Sandbox, launch
+
+KIT = catalog.KIT_ROOT
+HAS_BWRAP = launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
+
+
+def needs_bwrap():
+    if HAS_BWRAP:
+        return
+    if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
+        pytest.fail("KVGRADE_REQUIRE_BWRAP is set but bubblewrap is missing or does not work here")
+    pytest.skip("bubblewrap is not installed or does not work here")
+
+
+PROBE = '''
+import os, socket, subprocess, sys
+
+def can_read(path):
+    try:
+        with open(path, "rb") as fh:
+            return len(fh.read(100)) > 0
+    except OSError:
+        return False
+
+def can_list(path):
+    try:
+        return len(os.listdir(path)) > 0
+    except OSError:
+        return False
+
+def can_write(path):
+    try:
+        with open(path, "w") as fh:
+            fh.write("written by a candidate")
+        return True
+    except OSError:
+        return False
+
+def can_connect():
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+def processes():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+def escape(token, clean_env):
+    """Start a grandchild in a session of its own that outlives this process unless killed."""
+    env = {} if clean_env else None
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", token], env=env,
+                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return True
+'''
+
+
+@pytest.fixture
+def probe(tmp_path):
+    boxes = []
+
+    def make(isolation):
+        path = tmp_path / "probe.py"
+        path.write_text(PROBE)
+        box = Sandbox(ModuleToLoad("probe", [path], []), Limits(call_seconds=5, isolation=isolation))
+        boxes.append(box)
+        return box
+
+    yield make
+    for box in boxes:
+        box.close()
+
+
+SECRETS = [
+    KIT / "solutions" / "decode_mask.py",
+    KIT / "grader" / "hidden" / "decode_mask" / "oracle.py",
+    KIT / "grader" / "hidden" / "decode_mask" / "checks.py",
+    KIT / "rubrics" / "decode_mask.toml",
+    KIT / "grader" / "sandbox" / "client.py",
+]
+
+
+def test_with_bubblewrap_the_kit_is_out_of_sight(probe, tmp_path):
+    needs_bwrap()
+    box = probe("bwrap")
+    module = box.module
+    assert box.start().isolation == "bwrap"
+    for secret in SECRETS:
+        assert secret.is_file()  # the grader sees it ...
+        assert not module.can_read(str(secret)), f"the child read {secret}"  # ... the child does not
+    for folder in (KIT, KIT / "solutions", KIT / "grader" / "hidden", KIT / "rubrics", Path("/work")):
+        assert not module.can_list(str(folder)), f"the child listed {folder}"
+    (tmp_path / "other_candidate_file.txt").write_text("not copied into the sandbox")
+    assert not module.can_read(str(tmp_path / "other_candidate_file.txt"))
+    # the grader's memory: no other process is visible, the grader's pid least of all
+    assert os.getpid() not in module.processes() and len(module.processes()) <= 3
+    assert not module.can_read(f"/proc/{os.getpid()}/environ")
+
+
+def test_with_bubblewrap_writes_stay_in_scratch_and_there_is_no_network(probe, tmp_path):
+    needs_bwrap()
+    box = probe("bwrap")
+    module = box.module
+    outside = tmp_path / "planted.txt"
+    assert not module.can_write(str(outside)) and not outside.exists()
+    assert not module.can_write(str(KIT / "solutions" / "planted.py"))
+    assert not module.can_write("/usr/lib/planted")
+    assert module.can_write("scratch_file.txt")  # the working directory is the scratch dir
+    assert module.can_write("/tmp/fine.txt")  # a private /tmp, gone with the child
+    assert not Path("/tmp/fine.txt").exists()
+    assert not module.can_connect()
+
+
+def _alive_with(token: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                    if token.encode() in fh.read().split(b"\0"):
+                        found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _wait_gone(token, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and _alive_with(token):
+        time.sleep(0.05)
+    return _alive_with(token)
+
+
+@pytest.mark.parametrize("level,clean_env", [("bwrap", True), ("process", False)])
+def test_a_grandchild_that_escapes_with_setsid_is_killed(probe, level, clean_env):
+    """bwrap: its pid namespace dies with the child, whatever the grandchild did to its
+    environment. process: the grandchild is found by the marker in its environment."""
+    if level == "bwrap":
+        needs_bwrap()
+    box = probe(level)
+    token = f"kvgrade-escapee-{os.getpid()}-{level}"
+    assert box.module.escape(token, clean_env)
+    deadline = time.monotonic() + 5
+    while not _alive_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive_with(token), "the grandchild never started"
+    box.close()
+    assert _wait_gone(token) == []
+
+
+def reference(submission):
+    return submission({name: (KIT / "solutions" / name).read_text()
+                       for name in ("decode_mask.py", "test_decode_mask.py")})
+
+
+def test_the_plain_path_can_be_forced_and_is_reported(submission):
+    root = reference(submission)
+    result = engine.grade(root, ["decode_mask"], limits=Limits(isolation="process"))
+    assert result.isolation == "process" and result.to_dict()["isolation"] == "process"
+    assert result.exercise("decode_mask").level == "strong_hire"
+
+
+def test_the_level_used_is_in_every_result(submission):
+    root = reference(submission)
+    result = engine.grade(root, ["decode_mask"], only_checks={"plain_decode"})
+    assert result.isolation == launch.isolation_level() and result.isolation in launch.LEVELS
+    if HAS_BWRAP:
+        assert result.isolation == "bwrap"
+
+
+def test_an_unknown_level_is_refused():
+    with pytest.raises(ValueError, match="unknown isolation level"):
+        launch.isolation_level(Limits(isolation="vm"))
+
+
+def test_the_uid_level_when_root_without_bubblewrap(probe):
+    """Runs where a fresh uid can start Python (the interpreter must be readable by others)."""
+    if os.geteuid() != 0 or launch.isolation_level(Limits(isolation="uid")) != "uid":
+        pytest.skip("the uid level is not available here (not root, or Python is not world-readable)")
+    box = probe("uid")
+    assert box.start().isolation == "uid"
+    assert not box.module.can_write(str(KIT / "solutions" / "planted.py"))
+    token = f"kvgrade-escapee-{os.getpid()}-uid"
+    assert box.module.escape(token, True)  # a clean environment: found by its uid instead
+    time.sleep(0.5)
+    box.close()
+    assert _wait_gone(token) == []
+
+
+def test_bwrap_binds_only_what_python_needs(tmp_path):
+    needs_bwrap()
+    argv = launch._bwrap_prefix(tmp_path, tmp_path / "work")
+    binds = {argv[i + 1] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")}
+    assert str(tmp_path) in binds and "/" not in binds
+    assert not any(str(KIT) == b or str(KIT).startswith(b + "/") and b != "/usr" for b in binds)
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    assert shutil.which("bwrap") and subprocess.run(["bwrap", "--version"], capture_output=True).returncode == 0
+    assert sys.executable
