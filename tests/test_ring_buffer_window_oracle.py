@@ -82,7 +82,7 @@ def test_every_mask_variant_is_named_and_the_right_mask_is_not():
     cases = [(q, ring.positions), (np.arange(1, 3), early.positions)]
     right = [(oracle.window_mask(qq, kk, W), qq, kk, W) for qq, kk in cases]
     assert diagnosis.diagnose_masks(right) == []
-    for variant in diagnosis.mask_variants()[:6]:  # the single mistakes
+    for variant in [v for v in diagnosis.mask_variants() if len(v.atoms) == 1]:
         wrong = [(diagnosis.variant_mask(variant.mistakes, qq, kk, W), qq, kk, W) for qq, kk in cases]
         wrong = [w for w, r in zip(wrong, right) if not np.array_equal(w[0], r[0])]  # as checks pass them
         assert [i for i, _ in diagnosis.diagnose_masks(wrong)] == variant.ids, variant.atoms
@@ -142,8 +142,8 @@ def test_equivalent_mistakes_are_not_named():
 
 
 def test_sentences_quote_the_case():
-    found = diagnosis.diagnose_masks([(diagnosis.variant_mask(diagnosis.Mistakes(window_delta=1),
-                                                              [20], np.arange(21), 4), [20], np.arange(21), 4)])
+    wide = diagnosis.variant_mask(diagnosis.Mistakes(window_delta=1), [20], np.arange(21), 4)
+    found = diagnosis.diagnose_masks([(wide, [20], np.arange(21), 4)])
     (diagnosis_id, sentence), = found
     assert diagnosis_id == "window_off_by_one"
     assert "5 keys (positions 16..20)" in sentence and "4 keys (positions 17..20)" in sentence

@@ -40,7 +40,7 @@ def window_mask(q_positions: np.ndarray, k_positions: np.ndarray, window: int) -
 
 def windowed_attention_step(cache: RingKVCache, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                             window: int) -> np.ndarray:
-    """Attention outputs [T, D] of the next T tokens; they are appended to ``cache`` as well.
+    """Attention outputs, float64 [T, D], of the next T tokens, which are also appended to ``cache``.
 
     The tokens sit at positions len(cache) .. len(cache) + T - 1; each attends to the keys of
     its last ``window`` positions, itself included, with scores scaled by 1/sqrt(D). Raises

@@ -81,7 +81,8 @@ def _append_stream(ex, C, D, sizes, check_every=1):
         done += T
         if n % check_every == 0 or n == len(sizes) - 1:
             case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
-            _expect_state(ex, cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+            after = f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}"
+            _expect_state(ex, cache, ring, case, after)
 
 
 def check_fresh_cache(ex):
@@ -92,7 +93,7 @@ def check_fresh_cache(ex):
 
 
 def check_append_wraps_slots(ex):
-    """append writes position p to slot p % capacity and records p; the ring wraps many times (T = 1 and T > 1)."""
+    """append writes position p to slot p % capacity and records p, wrapping many times (T = 1 and T > 1)."""
     rng = ex.rng
     for _ in range(2):
         C, D = _odd(rng, 5, 40), _odd(rng, 2, 24)
@@ -249,9 +250,11 @@ def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
         outputs.append(expect_array(out, call=call, shape=(T, s.head_dim), kind="f", case=s.case(ex.seed)))
         if ring is not None:
             ring.append(s.k[part], s.v[part])
-            _expect_state(ex, cache, ring, s.case(ex.seed), f"after the step for positions {start}..{start + T - 1}")
-        if want is not None and stop == len(s.chunks) and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
-            stop = min(stop, n + 1 + after_failure)
+            after = f"after the step for positions {start}..{start + T - 1}"
+            _expect_state(ex, cache, ring, s.case(ex.seed), after)
+        first_failure = stop == len(s.chunks)
+        if want is not None and first_failure and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
+            stop = n + 1 + after_failure
         start += T
     return outputs
 
@@ -348,7 +351,8 @@ def check_window_one(ex):
     rng = ex.rng
     expect_stream(ex, make_stream(rng, 1, 1, [1] * 23), "window 1 with capacity 1")
     C = _odd(rng, 3, 20)
-    expect_stream(ex, make_stream(rng, C, 1, chunk_sizes(rng, _odd(rng, 150, 200), 2, C)), "window 1, chunked")
+    chunks = chunk_sizes(rng, _odd(rng, 150, 200), 2, C)
+    expect_stream(ex, make_stream(rng, C, 1, chunks), "window 1, chunked")
 
 
 def check_window_equals_capacity(ex):

@@ -72,16 +72,13 @@ def window_mask(q_positions, k_positions, window: int) -> np.ndarray:
 
 
 def windowed_attention_step(cache: RingKVCache, q, k, v, window: int) -> np.ndarray:
-    """Outputs [T, D] of the next T tokens over the last ``window`` positions each; appends them.
-
-    The queries attend before their keys are written: the ring as it was, plus the chunk's own
-    keys, so a chunk that overwrites slots its earlier queries still need loses nothing.
-    """
+    """Outputs [T, D] of the next T tokens; appends them first, then attends over the ring."""
     if not _is_int(window) or not 1 <= window <= cache.capacity:
         raise ValueError(f"window must be an integer in 1..capacity={cache.capacity}, got {window!r}")
     q, k, v = (_rows(x, cache.head_dim, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     if not q.shape == k.shape == v.shape:
-        raise ValueError(f"q, k, v must share one shape, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+        shapes = ", ".join(str(list(x.shape)) for x in (q, k, v))
+        raise ValueError(f"q, k, v must share one shape [T, head_dim], got {shapes}")
     cache.append(k, v)
     q_slot = (len(cache) - len(q) + np.arange(len(q))) % cache.capacity  # [T]
     keys, values = cache.keys, cache.values

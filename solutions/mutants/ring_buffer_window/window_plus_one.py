@@ -80,7 +80,8 @@ def windowed_attention_step(cache: RingKVCache, q, k, v, window: int) -> np.ndar
         raise ValueError(f"window must be an integer in 1..capacity={cache.capacity}, got {window!r}")
     q, k, v = (_rows(x, cache.head_dim, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     if not q.shape == k.shape == v.shape:
-        raise ValueError(f"q, k, v must share one shape, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+        shapes = ", ".join(str(list(x.shape)) for x in (q, k, v))
+        raise ValueError(f"q, k, v must share one shape [T, head_dim], got {shapes}")
     q_pos = len(cache) + np.arange(len(q))  # absolute positions of the new tokens      [T]
     keys = np.concatenate([cache.keys, k])  # the ring before this step, then the chunk  [C + T, D]
     values = np.concatenate([cache.values, v])  # [C + T, D]
