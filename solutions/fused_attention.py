@@ -9,9 +9,9 @@ tile the stages are:
                positions (a ring buffer: unsorted, empty slots): ``classify_by_position_ranges``,
                the same rule applied to each tile's range of stored positions.
     skip       the tile is never loaded.
-    full       every query sees every key: no mask. Adjacent FULL tiles are still loaded one by
-               one, then joined into a run that costs one product, one softmax and one merge
-               (a view when the source hands out slices of one buffer, else a copy).
+    full       every query sees every key: no mask. A run of adjacent FULL tiles is loaded in one
+               call (exactly their keys) and costs one product, one softmax and one merge, so
+               decode over a long cache pays no Python overhead per tile.
     partial    the mask is built from positions for this tile alone, before loading it; a tile
                whose mask turns out empty (possible with unsorted positions) is skipped too.
     epilogue   o = acc / l_i and lse = m_i + log(l_i); a row that saw nothing: o = 0, lse = -inf.
@@ -19,6 +19,7 @@ tile the stages are:
 Nothing of size T x S is ever built: the largest arrays are one run's scores, capped at
 ``RUN_SCORES`` pairs, and the [T, D] output.
 """
+import math
 from itertools import groupby
 
 import numpy as np
@@ -77,54 +78,32 @@ def classify(q_positions, k_positions, block_q, block_k, window=None):
 
 
 def runs(classes: np.ndarray, block_k: int, S: int, run_tiles: int):
-    """(kind, [(start, stop), ...]) in key order: each PARTIAL tile alone, adjacent FULL
-    tiles together in runs of at most ``run_tiles``; SKIP tiles are left out."""
+    """(kind, start, stop) key ranges in key order: one per PARTIAL tile, one per run of at
+    most ``run_tiles`` adjacent FULL tiles; SKIP tiles are left out."""
     b = 0
     for kind, group in groupby(classes.tolist()):
-        n = len(list(group))
-        tiles = [(t * block_k, min((t + 1) * block_k, S)) for t in range(b, b + n)]
-        b += n
-        if kind == FULL:
-            for i in range(0, n, run_tiles):
-                yield FULL, tiles[i:i + run_tiles]
-        elif kind == PARTIAL:
-            yield from ((PARTIAL, [tile]) for tile in tiles)
+        end = b + len(list(group))  # tiles b .. end - 1 share this kind
+        step = run_tiles if kind == FULL else 1
+        if kind != SKIP:
+            for t in range(b, end, step):
+                yield kind, t * block_k, min(min(t + step, end) * block_k, S)
+        b = end
 
 
-def join_rows(blocks):
-    """The rows of consecutive loaded tiles as one [n, D] array, without copying when possible.
+def full_run_state(q_tile, kv, start, stop):
+    """FULL stage, no mask: the state (m_i, l_i, acc) of a run of adjacent tiles every query sees.
 
-    A source that hands out slices of one buffer gives tiles lying end to end in memory: they
-    are joined as a read-only view of exactly those rows, after checking every tile's address.
-    Tiles from anywhere else (fresh arrays, pages out of order) are copied together."""
-    first = blocks[0]
-    if len(blocks) == 1:
-        return first
-    base, dtype, width = first.base, first.dtype, first.shape[-1]
-    if base is None or not all(b.base is base and b.dtype is dtype and b.shape[-1] == width
-                               and b.flags.c_contiguous for b in blocks):
-        return np.concatenate(blocks)
-    address = first.__array_interface__["data"][0]
-    for block in blocks:
-        if block.__array_interface__["data"][0] != address:
-            return np.concatenate(blocks)
-        address += block.nbytes
-    n = sum(len(block) for block in blocks)
-    return np.lib.stride_tricks.as_strided(first, (n, width), first.strides, writeable=False)
+    The run is read with one load of exactly its keys. Scores are laid out keys-first, so for
+    a few queries (decode) both products are matrix-vector products over the loaded rows."""
+    k, v = kv.load(start, stop)  # [n, D] each
+    s = (k @ q_tile.T) * (1.0 / math.sqrt(q_tile.shape[1]))  # [n, Tq]
+    m_i = s.max(axis=0)  # [Tq], finite: every query sees every key of the run
+    p = np.exp(s - m_i)  # [n, Tq]
+    return m_i, p.sum(axis=0), (v.T @ p).T  # m_i, l_i [Tq], acc [Tq, D]
 
 
-def full_run_state(q_tile, kv, tiles):
-    """FULL stage, no mask: the state of a run of adjacent tiles every query sees.
-
-    Each tile is loaded on its own; the run is then one product and one softmax."""
-    loaded = [kv.load(start, stop) for start, stop in tiles]  # [(k [nb, D], v [nb, D]), ...]
-    k, v = join_rows([k for k, _ in loaded]), join_rows([v for _, v in loaded])  # [n, D] each
-    return partial_attention(q_tile, k, v)  # mask=None: every key is allowed
-
-
-def partial_tile_state(q_tile, q_pos, kv, k_positions, tile, window):
+def partial_tile_state(q_tile, q_pos, kv, k_positions, start, stop, window):
     """PARTIAL stage: mask this tile from positions; None (nothing loaded) when it is empty."""
-    start, stop = tile
     mask = may_attend(q_pos[:, None], k_positions[None, start:stop], window)  # [Tq, nb]
     if not mask.any():
         return None
@@ -166,7 +145,7 @@ def _validate(q, kv, q_positions, window, block_q, block_k):
     _check_block("window", window, allow_none=True)
     _check_block("block_q", block_q)
     _check_block("block_k", block_k)
-    return q_positions.astype(np.int64), k_positions.astype(np.int64)
+    return q_positions.astype(np.int64, copy=False), k_positions.astype(np.int64, copy=False)
 
 
 def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128):
@@ -187,11 +166,11 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
         run_tiles = max(1, RUN_SCORES // (len(q_tile_pos) * block_k))
         state = (np.full(len(q_tile_pos), -np.inf, q.dtype), np.zeros(len(q_tile_pos), q.dtype),
                  np.zeros((len(q_tile_pos), D), q.dtype))  # (m_i, l_i, acc), empty
-        for kind, tiles in runs(classes[a], block_k, S, run_tiles):
+        for kind, start, stop in runs(classes[a], block_k, S, run_tiles):
             if kind == FULL:
-                part = full_run_state(q_tile, kv, tiles)
+                part = full_run_state(q_tile, kv, start, stop)
             else:
-                part = partial_tile_state(q_tile, q_tile_pos, kv, k_pos, tiles[0], window)
+                part = partial_tile_state(q_tile, q_tile_pos, kv, k_pos, start, stop, window)
             if part is not None:
                 state = merge_partials(state, part)
         o[rows] = finalize(state)  # epilogue
