@@ -92,11 +92,12 @@ def _random_ids(rng, vocab, n):
 
 
 def _random_chunks(rng, total, first, largest=12):
-    """A prefill of ``first`` tokens, then steps of 1 .. largest tokens; several steps of T > 1
-    after a non-empty cache."""
+    """A prefill of ``first`` tokens, then steps of 1 .. largest tokens, mostly T > 1; the step
+    right after the prefill always has T > 1 (when two tokens are left)."""
     chunks, left = [first], total - first
     while left:
-        T = min(left, int(rng.integers(2, largest + 1)) if rng.random() < 0.7 else 1)
+        chunk = len(chunks) == 1 or rng.random() < 0.7
+        T = min(left, int(rng.integers(2, largest + 1)) if chunk else 1)
         chunks.append(T)
         left -= T
     return chunks
