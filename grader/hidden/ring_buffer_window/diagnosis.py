@@ -21,6 +21,8 @@ TOLERANCE = 1e-8  # outputs are float64; only summation order may differ
 @dataclass(frozen=True)
 class Mistakes:
     key_index: bool = False  # keys placed at their index in the key array, not their stored position
+    ring_slots: str = ""  # "all" / "written": the ring's keys (every slot / written slots only) placed at
+    #                      their slot index, while the chunk's own keys keep their positions
     query_slot: bool = False  # ring slots compared with the query's slot p % capacity (after append)
     query_index: bool = False  # query rows taken as positions 0..T-1
     window_delta: int = 0  # the window admits W + delta keys
@@ -34,6 +36,8 @@ class Mistakes:
 ATOMS = [
     ("key_index", {"key_index": True}, ["slot_index_positions"]),
     ("query_slot", {"key_index": True, "query_slot": True, "append_first": True}, ["slot_index_positions"]),
+    ("ring_slots", {"ring_slots": "all"}, ["slot_index_positions"]),
+    ("written_ring_slots", {"ring_slots": "written"}, ["slot_index_positions"]),
     ("query_index", {"query_index": True}, ["slot_index_positions"]),
     ("window_plus_one", {"window_delta": 1}, ["window_off_by_one"]),
     ("window_minus_one", {"window_delta": -1}, ["window_off_by_one"]),
@@ -44,7 +48,7 @@ ATOMS = [
      ["queries_after_append"]),
 ]
 RIGHT = Mistakes()  # no mistake: variant_mask(RIGHT, ...) is the rule (the oracle tests pin it)
-STEP_ONLY = {"query_slot", "append_first", "late_queries"}
+STEP_ONLY = {"query_slot", "ring_slots", "written_ring_slots", "append_first", "late_queries"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ def _combine(atoms) -> Mistakes | None:
     if m.empty_visible and m.key_index:  # indices are never -1: nothing to hide
         return None
     if m.no_lower_bound and m.window_delta:
+        return None
+    if m.ring_slots and (m.append_first or m.key_index):  # the same as key_index after an append
         return None
     return m
 
@@ -114,18 +120,22 @@ def variant_mask(m: Mistakes, q_positions, k_positions, window: int, capacity: i
 
 
 def positions_text(positions) -> str:
-    """'positions 3..7', 'positions 0, 5 and 9', plus empty slots; 'no key at all' when empty."""
+    """'4 keys (positions 3..6)', '10 keys (positions 8..16, 18)', plus empty slots; 'no key at all'."""
     positions = [int(p) for p in positions]
     real = sorted(p for p in positions if p >= 0)
     empty = len(positions) - len(real)
+    runs = []  # [first, last] of each run of consecutive positions
+    for p in real:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    shown = ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs[:4]) + (", ..." if len(runs) > 4 else "")
     if not real:
         text = ""
     elif len(real) == 1:
         text = f"position {real[0]}"
-    elif real == list(range(real[0], real[-1] + 1)):
-        text = f"{len(real)} keys (positions {real[0]}..{real[-1]})"
     else:
-        shown = ", ".join(map(str, real[:6])) + (", ..." if len(real) > 6 else "")
         text = f"{len(real)} keys (positions {shown})"
     if empty:
         text += (" and " if text else "") + f"{empty} empty slot{'s' * (empty > 1)}"
@@ -157,7 +167,7 @@ def sentence(diagnosis_id: str, atoms, e: Example) -> str:
     if diagnosis_id == "slot_index_positions":
         if "query_index" in atoms:
             return f"query rows are taken as positions 0..T-1 instead of q_positions: {saw}, not {want}"
-        if "append_first" in atoms or "query_slot" in atoms:
+        if {"append_first", "query_slot", "ring_slots", "written_ring_slots"} & set(atoms):
             ring = f" (capacity {C}: slot s holds position s only until the ring wraps)"
         else:
             ring = " (key j of the array given to the mask is not position j)"
@@ -264,6 +274,7 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
         q_pos = start + np.arange(T)
         before = (np.concatenate([ring.keys, k[part]]), np.concatenate([ring.values, v[part]]),
                   np.concatenate([ring.positions, q_pos]))
+        ring_before = ring.positions.copy()
         ring.append(k[part], v[part])
         after = (ring.keys.copy(), ring.values.copy(), ring.positions.copy())
         scores = {}
@@ -273,7 +284,13 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
             if m.append_first not in scores:
                 scores[m.append_first] = q[part] @ keys.T / np.sqrt(q.shape[1])
             believed_q = q_pos + T if m.late_queries else q_pos
-            mask = variant_mask(m, believed_q, k_pos, window, capacity)
+            believed_k = k_pos
+            if m.ring_slots:
+                slots = np.arange(capacity)
+                if m.ring_slots == "written":
+                    slots = np.where(ring_before >= 0, slots, -1)
+                believed_k = np.concatenate([slots, q_pos])
+            mask = variant_mask(m, believed_q, believed_k, window, capacity)
             out = _softmax_rows(scores[m.append_first], mask, values)
             if submitted is not None and not same_output(submitted[chunk_index], out):
                 del alive[var]
