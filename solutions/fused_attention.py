@@ -72,7 +72,8 @@ def classify_by_position_ranges(q_positions, k_positions, block_q, block_k, wind
 def classify(q_positions, k_positions, block_q, block_k, window=None):
     """Tile decisions; contiguous positions use tile_classification as it stands."""
     T, S = len(q_positions), len(k_positions)
-    if T <= S and np.array_equal(k_positions, np.arange(S)) and np.array_equal(q_positions, np.arange(S - T, S)):
+    contiguous = np.array_equal(k_positions, np.arange(S)) and np.array_equal(q_positions, np.arange(S - T, S))
+    if T <= S and contiguous:  # the T queries are the last T of S positions
         return classify_tiles(T, S, block_q, block_k, window)
     return classify_by_position_ranges(q_positions, k_positions, block_q, block_k, window)
 
@@ -163,16 +164,17 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
     for a, row0 in enumerate(range(0, T, block_q)):
         rows = slice(row0, min(row0 + block_q, T))
         q_tile, q_tile_pos = q[rows], q_pos[rows]  # [Tq, D], [Tq]
-        run_tiles = max(1, RUN_SCORES // (len(q_tile_pos) * block_k))
-        state = (np.full(len(q_tile_pos), -np.inf, q.dtype), np.zeros(len(q_tile_pos), q.dtype),
-                 np.zeros((len(q_tile_pos), D), q.dtype))  # (m_i, l_i, acc), empty
-        for kind, start, stop in runs(classes[a], block_k, S, run_tiles):
-            if kind == FULL:
+        Tq = len(q_tile_pos)
+        m_i, l_i, acc = np.full(Tq, -np.inf, q.dtype), np.zeros(Tq, q.dtype), np.zeros((Tq, D), q.dtype)
+        state = (m_i, l_i, acc)  # the empty state: nothing seen yet
+        # skip: SKIP tiles never come out of runs(), so they are never loaded
+        for kind, start, stop in runs(classes[a], block_k, S, max(1, RUN_SCORES // (Tq * block_k))):
+            if kind == FULL:  # full: no mask
                 part = full_run_state(q_tile, kv, start, stop)
-            else:
+            else:  # partial: mask from positions, for this tile only
                 part = partial_tile_state(q_tile, q_tile_pos, kv, k_pos, start, stop, window)
             if part is not None:
-                state = merge_partials(state, part)
-        o[rows] = finalize(state)  # epilogue
+                state = merge_partials(state, part)  # online softmax: rescale to the new max, add
+        o[rows] = finalize(state)  # epilogue: acc / l_i, zeros where nothing was seen
         lse[rows] = lse_of(state)
     return o, lse
