@@ -101,10 +101,10 @@ def diagnose_softmax(got, scores, mask, atol):
                 "average over masked entries instead of zeros")
     if breaks_like(got, softmax_without_max(scores, mask), want, atol):
         row = broken_rows(got, want, atol)[0]
-        allowed = _rows(scores)[row][_rows(mask)[row]]
+        allowed = _rows(scores)[row][_rows(mask)[row]].tolist() or [math.nan]
         return ("overflow_without_max",
-                f"{_row_label(shape, row)} of scores {shape} ({scores.dtype}, allowed scores from {allowed.min():.3g} "
-                f"to {allowed.max():.3g}) is broken exactly as exp of the raw scores breaks it: without "
+                f"{_row_label(shape, row)} of scores {shape} ({scores.dtype}, allowed scores from {min(allowed):.3g} "
+                f"to {max(allowed):.3g}) is broken exactly as exp of the raw scores breaks it: without "
                 "subtracting the row max, exp overflows to inf (inf / inf = NaN) or underflows to 0")
     if breaks_like(got, softmax_additive_bias(scores, mask), want, atol):
         row = broken_rows(got, want, atol)[0]
@@ -189,9 +189,9 @@ def diagnose_attention(got, q, k, v, mask, atol, cuts=None):
                 "each side by exp(m_side - max(m_a, m_b))")
     if cuts is None and breaks_like(got, attention_without_max(q, k, v, mask), want, atol):
         row = broken_rows(got, want, atol)[0]
-        scores = oracle.scaled_scores(q[row:row + 1], k)[0][mask[row]]
+        scores = oracle.scaled_scores(q[row:row + 1], k)[0][mask[row]].tolist() or [math.nan]
         return ("overflow_without_max",
-                f"query row {row} (scaled scores from {scores.min():.3g} to {scores.max():.3g}, {q.dtype}) is "
+                f"query row {row} (scaled scores from {min(scores):.3g} to {max(scores):.3g}, {q.dtype}) is "
                 "broken exactly as exp of the raw scores breaks it: without subtracting the running max, "
                 "exp overflows to inf (inf / inf = NaN) or underflows to 0")
     return None

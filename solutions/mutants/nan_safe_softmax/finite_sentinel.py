@@ -37,7 +37,7 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if scores.ndim < 1 or mask.shape != scores.shape:
         raise ValueError(f"scores and mask need the same shape [..., S], got {scores.shape} and {mask.shape}")
     s = np.where(mask, scores, np.array(-1e30, scores.dtype))  # [..., S]
-    m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)  # -inf on empty rows     [..., 1]
+    m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)  # [..., 1]
     p = np.exp(s - _safe_max(m))  # masked entries: exp(-inf) = 0                     [..., S]
     l = p.sum(axis=-1, keepdims=True)  # [..., 1]
     return p / np.where(l > 0, l, np.ones_like(l))
@@ -62,7 +62,7 @@ def partial_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndar
         if mask.shape != (T, n):
             raise ValueError(f"mask must have shape [T, n] = {(T, n)}, got {mask.shape}")
         s = np.where(mask, s, np.array(-1e30, s.dtype))
-    m = np.max(s, axis=-1, initial=-np.inf)  # running max, -inf where nothing seen      [T]
+    m = np.max(s, axis=-1, initial=-np.inf)  # running max                               [T]
     p = np.exp(s - _safe_max(m)[:, None])  # [T, n]
     out = np.result_type(s, v)
     return m.astype(out), p.sum(axis=-1).astype(out), (p @ v).astype(out)

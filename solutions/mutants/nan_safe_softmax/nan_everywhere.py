@@ -8,12 +8,6 @@ import numpy as np
 EXPECTED_DIAGNOSIS = "nan_on_fully_masked_row"
 
 
-def _safe_max(m: np.ndarray) -> np.ndarray:
-    """The max to subtract: m itself, or 0 where m is -inf (an empty row), so that
-    exp(s - m) is exp(-inf) = 0 there instead of exp(nan)."""
-    return np.where(m == -np.inf, np.zeros_like(m), m)
-
-
 def _floating(name: str, x) -> np.ndarray:
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):

@@ -79,7 +79,7 @@ def _state(name: str, state):
 
 def merge_partials(a, b):
     """Combine the states of two disjoint chunks of keys into the state of their union.
-    Each side is rescaled to the common max; an empty side (m = -inf) contributes nothing."""
+    The running max is the larger one; l and o are added."""
     ma, la, oa = _state("a", a)
     mb, lb, ob = _state("b", b)
     if ma.shape != mb.shape or oa.shape != ob.shape:
