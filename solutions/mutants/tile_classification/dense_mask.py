@@ -22,9 +22,7 @@ def classify_tiles(T, S, block_q, block_k, window=None):
     mask = k <= p  # [T, S]
     if window is not None:
         mask &= k > p - window
-    grid = np.empty((-(-T // block_q), -(-S // block_k)), dtype=np.int8)
-    for a in range(grid.shape[0]):
-        for b in range(grid.shape[1]):
-            tile = mask[a * block_q:(a + 1) * block_q, b * block_k:(b + 1) * block_k]
-            grid[a, b] = FULL if tile.all() else PARTIAL if tile.any() else SKIP
-    return grid
+    q_starts, k_starts = np.arange(0, T, block_q), np.arange(0, S, block_k)
+    every = np.logical_and.reduceat(np.logical_and.reduceat(mask, k_starts, axis=1), q_starts, axis=0)
+    some = np.logical_or.reduceat(np.logical_or.reduceat(mask, k_starts, axis=1), q_starts, axis=0)
+    return np.where(every, FULL, np.where(some, PARTIAL, SKIP))
