@@ -69,7 +69,7 @@ def _short(a) -> str:
     return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} slots)"
 
 
-def _append_stream(ex, C, D, sizes, check_every=1):
+def _append_stream(ex, C, D, sizes):
     rng = ex.rng
     cache = ex.candidate.RingKVCache(C, D)
     ring = oracle.Ring(C, D)
@@ -79,10 +79,8 @@ def _append_stream(ex, C, D, sizes, check_every=1):
         cache.call("append", k, v)
         ring.append(k, v)
         done += T
-        if n % check_every == 0 or n == len(sizes) - 1:
-            case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
-            after = f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}"
-            _expect_state(ex, cache, ring, case, after)
+        case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
+        _expect_state(ex, cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
 
 
 def check_fresh_cache(ex):
@@ -219,10 +217,9 @@ class Stream:
                 "tokens": len(self.q), "chunks": _short(self.chunks), "seed": seed}
 
 
-def make_stream(rng, capacity, window, chunks, head_dim=None) -> Stream:
-    D = head_dim or _odd(rng, 3, 40)
-    N = sum(chunks)
-    q, k, v = (rng.standard_normal((N, D)) for _ in range(3))
+def make_stream(rng, capacity, window, chunks) -> Stream:
+    D = _odd(rng, 3, 40)
+    q, k, v = (rng.standard_normal((sum(chunks), D)) for _ in range(3))
     return Stream(capacity, window, chunks, q, k, v)
 
 
