@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from grader.checking import CheckFailure
 from grader.hidden.fused_attention import checks, diagnosis, oracle
 from grader.hidden.fused_attention.kv_source import KVSource
 
@@ -132,3 +133,40 @@ def test_same_treats_infinities_and_nan_strictly():
     assert diagnosis.same(np.array([-np.inf, 1.0]), np.array([-np.inf, 1.0 + 1e-12]), 1e-9)
     assert not diagnosis.same(np.array([np.nan, 1.0]), np.array([-np.inf, 1.0]), 1e-9)
     assert not diagnosis.same(np.array([0.0, 1.0]), np.array([-np.inf, 1.0]), 1e-9)
+
+
+class _Run:
+    seed = 0
+
+    def __init__(self):
+        self.diagnoses = {}
+
+    def diagnose(self, diagnosis_id, message):
+        self.diagnoses[diagnosis_id] = message
+
+
+def test_loads_of_a_contiguous_layout_on_a_ring_buffer_are_named():
+    case = checks.ring(np.random.default_rng(0), 97, 1_000, 20, 4, "ring buffer", window=40, block_q=8, block_k=9)
+    layout = oracle.visible_tiles(np.arange(77, 97), np.arange(97), 40, 8, 9)
+    source = KVSource(case.k, case.v, case.k_pos)
+    for _, b in np.argwhere(layout):
+        source.load(int(b) * 9, min(int(b) * 9 + 9, 97))
+    run = _Run()
+    with pytest.raises(CheckFailure):
+        checks._expect_loads(run, case, source)
+    assert list(run.diagnoses) == ["contiguous_tiles_assumed"]
+
+
+def test_exact_loads_pass_and_one_extra_tile_is_named():
+    case = checks.ring(np.random.default_rng(1), 97, 1_000, 20, 4, "ring buffer", window=40, block_q=8, block_k=9)
+    tiles = oracle.visible_tiles(case.q_pos, case.k_pos, 40, 8, 9)
+    source = KVSource(case.k, case.v, case.k_pos)
+    for _, b in np.argwhere(tiles):
+        source.load(int(b) * 9, min(int(b) * 9 + 9, 97))
+    checks._expect_loads(_Run(), case, source)  # exactly the visible tiles: no failure
+    unseen = int(np.flatnonzero(~tiles.any(axis=0))[0]) * 9  # first key of a tile no query sees
+    source.load(unseen, unseen + 1)
+    run = _Run()
+    with pytest.raises(CheckFailure):
+        checks._expect_loads(run, case, source)
+    assert list(run.diagnoses) == ["loads_skipped_tiles"]

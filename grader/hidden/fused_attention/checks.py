@@ -244,6 +244,7 @@ def _expect_loads(ex, case, source):
     picture = grid_picture((allowed > 0)[None, ::case.block_k].astype(int),
                            (np.maximum.reduceat(times, np.arange(0, case.S, case.block_k)) > 0)[None].astype(int),
                            f"key tiles loaded (#) for {case.label}; columns are key tiles of {case.block_k}")
+    _expect_not_contiguous_layout(ex, case, times, allowed, where, picture)
     never = (allowed == 0) & (times > 0)
     if never.any():
         b = int(tile_of[np.flatnonzero(never)[0]])
@@ -270,6 +271,28 @@ def _expect_loads(ex, case, source):
         j = int(np.flatnonzero(missing)[0])
         fail(f"{case.call_text()} never loaded key {j} (tile {int(tile_of[j])}), though a query "
              f"tile may see that tile: load whole tiles", where, picture)
+
+
+def _expect_not_contiguous_layout(ex, case, times, allowed, where, picture):
+    """Fail when the loads are those of classify_tiles' layout (keys at 0..S-1, queries the last
+    T of S) although this source stores other positions."""
+    if case.T > case.S:
+        return
+    layout = oracle.visible_tiles(np.arange(case.S - case.T, case.S), np.arange(case.S), case.window,
+                                  case.block_q, case.block_k)
+    assumed = np.repeat(layout.sum(axis=0), case.block_k)[:case.S]
+    if np.array_equal(assumed, allowed) or not np.array_equal(times, assumed):
+        return
+    per_tile = np.arange(0, case.S, case.block_k)
+    missed = int(((allowed[per_tile] > 0) & (assumed[per_tile] == 0)).sum())
+    wasted = int(((allowed[per_tile] == 0) & (assumed[per_tile] > 0)).sum())
+    ex.diagnose("contiguous_tiles_assumed",
+                f"tiles were chosen as if key j sat at position j and the queries were the last {case.T} of "
+                f"{case.S} positions, but this {case.label} stores other positions (slot 0 holds "
+                f"{int(case.k_pos[0]):,}): {missed} needed key tile(s) never loaded, {wasted} loaded for "
+                "nothing; classify from the stored positions")
+    fail(f"{case.call_text()} loaded the tiles a contiguous cache would need, not those these stored "
+         "positions need", where, picture)
 
 
 def check_loads_exactly_visible_tiles(ex):
