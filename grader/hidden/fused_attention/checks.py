@@ -241,9 +241,14 @@ def _expect_loads(ex, case, source):
     times = source.times_loaded()  # [S]
     tile_of = np.arange(case.S) // case.block_k
     where = case.describe(ex.seed)
-    picture = grid_picture((allowed > 0)[None, ::case.block_k].astype(int),
-                           (np.maximum.reduceat(times, np.arange(0, case.S, case.block_k)) > 0)[None].astype(int),
-                           f"key tiles loaded (#) for {case.label}; columns are key tiles of {case.block_k}")
+    starts = np.arange(0, case.S, case.block_k)
+    expected = np.minimum(allowed[starts], 10)[None]  # [1, key tiles], 10 stands for 10 or more
+    submitted = np.minimum(np.maximum.reduceat(times, starts), 10)[None]
+    shown = sorted(set(expected.ravel().tolist()) | set(submitted.ravel().tolist()))
+    picture = grid_picture(expected, submitted,
+                           f"times each key tile of {case.block_k} was loaded, {case.label}: expected at most the "
+                           "number of query tiles that see it",
+                           labels={str(n): str(n) if n < 10 else "+" for n in shown})
     _expect_not_contiguous_layout(ex, case, times, allowed, where, picture)
     never = (allowed == 0) & (times > 0)
     if never.any():
@@ -288,7 +293,7 @@ def _expect_not_contiguous_layout(ex, case, times, allowed, where, picture):
     wasted = int(((allowed[per_tile] == 0) & (assumed[per_tile] > 0)).sum())
     ex.diagnose("contiguous_tiles_assumed",
                 f"tiles were chosen as if key j sat at position j and the queries were the last {case.T} of "
-                f"{case.S} positions, but this {case.label} stores other positions (slot 0 holds "
+                f"{case.S} positions, but this cache ({case.label}) stores other positions (slot 0 holds "
                 f"{int(case.k_pos[0]):,}): {missed} needed key tile(s) never loaded, {wasted} loaded for "
                 "nothing; classify from the stored positions")
     fail(f"{case.call_text()} loaded the tiles a contiguous cache would need, not those these stored "

@@ -94,12 +94,14 @@ VARIANTS = [  # (diagnosis id, variant (o, lse) or None when it cannot differ, s
 def diagnose(case, o, lse, tol):
     """(diagnosis id, sentence) for the known mistake (o, lse) matches, or None."""
     want_o, want_lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
-    empty = np.isneginf(want_lse)
-    if empty.any() and np.isnan(o[empty]).any():
-        rows = int(np.isnan(o[empty]).any(axis=1).sum())
+    if np.isnan(o).any():
+        nan_rows = np.isnan(o).any(axis=1)
+        blind = int((nan_rows & np.isneginf(want_lse)).sum())
         return ("nan_on_fully_masked_row",
-                f"{rows} of the {int(empty.sum())} rows that see no key come back as NaN: their running "
-                "max stays -inf and exp(s - m) computes -inf - (-inf); such a row must give o = 0, lse = -inf")
+                f"{int(nan_rows.sum())} of {case.T} rows come back as NaN ({blind} of them see no key at all): "
+                "a row whose running max is still -inf, because a tile or the whole cache hides every key "
+                "from it, computes exp(-inf - (-inf)); such a tile must leave the row's state as it was, "
+                "and a row that never sees a key ends at o = 0, lse = -inf")
     matches = {}
     for diagnosis_id, variant, sentence in VARIANTS:
         found = variant(case)
