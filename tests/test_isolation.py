@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -214,3 +215,32 @@ def test_bwrap_binds_only_what_python_needs(tmp_path):
         assert flag in argv
     assert shutil.which("bwrap") and subprocess.run(["bwrap", "--version"], capture_output=True).returncode == 0
     assert sys.executable
+
+
+def test_uid_level_mechanics_with_a_shell(tmp_path):
+    """The uid level's pieces, with /bin/sh instead of Python (which may not be readable by a
+    fresh uid here): the drop to an unprivileged uid, a network namespace of its own, and the
+    kill by uid that catches a grandchild in a session of its own with a clean environment."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can change uid")
+    uid = 1_899_999_001
+    token = f"kvgrade-uid-escapee-{os.getpid()}"
+    shared = Path(tempfile.mkdtemp(prefix="kvgrade-uid-test-"))
+    shared.chmod(0o777)
+    script = (f"id -u > {shared}/uid; cat /proc/net/dev > {shared}/net; "
+              f"setsid env -i /bin/sh -c 'sleep 120; :' {token} & sleep 120")
+    proc = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True,
+                            preexec_fn=launch._preexec(Limits(), "uid", uid))
+    proc.kvgrade_uid, proc.kvgrade_marker = uid, ""
+    deadline = time.monotonic() + 5
+    while not _alive_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive_with(token), "the grandchild never started"
+    try:
+        assert (shared / "uid").read_text().strip() == str(uid)
+        interfaces = [line.split(":")[0].strip() for line in (shared / "net").read_text().splitlines()[2:]]
+        assert interfaces in (["lo"], []), f"the child sees network interfaces {interfaces}"
+    finally:
+        launch.kill(proc)
+        shutil.rmtree(shared, ignore_errors=True)
+    assert _wait_gone(token) == []

@@ -1,4 +1,6 @@
 """Candidate code runs in a child; its faults become one clear line and never reach the grader."""
+import functools
+import os
 import time
 
 import numpy as np
@@ -190,3 +192,109 @@ def test_values_the_wire_does_not_carry_are_refused(sandbox):
     with pytest.raises(BadValue, match="returns_object_array\\(\\) returned a value the grader cannot read"):
         sandbox.module.returns_object_array()
     assert list(sandbox.module.ok(1)) == [0]
+
+
+# -- a child that writes its own frames: the grader trusts nothing it reads -----------------
+FORGER = '''
+import os, struct, sys, threading, time
+import numpy as np
+
+OUT = int(sys.argv[2])
+wire = sys.modules["wire"]
+
+def raw(data):
+    os.write(OUT, data)
+
+def part(data):
+    return struct.pack(">Q", len(data)) + data
+
+def huge_length():
+    raw(struct.pack(">Q", 1 << 62))
+    time.sleep(5)
+
+def nested_json():
+    raw(part(b"[" * 100000 + b"]" * 100000))
+    time.sleep(5)
+
+def short_array():
+    npy = wire._npy_bytes(np.arange(10))
+    raw(part(b'{"ok": true, "value": {"$nd": 0}, "arrays": 1}') + part(npy[:-8]))
+    time.sleep(5)
+
+def lying_shape():
+    npy = wire._npy_bytes(np.zeros(4)).replace(b"(4,)", b"(9999999999,)")
+    raw(part(b'{"ok": true, "value": {"$nd": 0}, "arrays": 1}') + part(npy))
+    time.sleep(5)
+
+def bad_tuple():
+    raw(part(b'{"ok": true, "value": {"$tuple": 5}, "arrays": 0}'))
+    time.sleep(5)
+
+def odd_error():
+    raw(part(b'{"ok": false, "error": ["not", "a", "dict"], "seconds": "soon", "warnings": 7, "arrays": 0}'))
+    time.sleep(5)
+
+def stop_reading():
+    """Answer this call from a thread, then never read another request."""
+    threading.Thread(target=lambda: raw(wire.pack({"ok": True, "value": 1}, []))).start()
+    time.sleep(3600)
+
+def echo(x):
+    return x
+'''
+
+
+@pytest.fixture
+def forger(tmp_path):
+    path = tmp_path / "forger.py"
+    path.write_text(FORGER)
+    box = Sandbox(ModuleToLoad("forger", [path], []), Limits(call_seconds=2, max_faults=10))
+    yield box
+    box.close()
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("huge_length", "over the cap"),
+    ("nested_json", "not JSON"),
+    ("short_array", "carries"),
+    ("lying_shape", "carries"),
+    ("bad_tuple", "tuple in a frame is not a list"),
+])
+def test_forged_frames_are_bad_values_not_grader_errors(forger, name, pattern):
+    start = time.monotonic()
+    with pytest.raises(BadValue, match=pattern):
+        getattr(forger.module, name)()
+    assert time.monotonic() - start < 2
+    assert forger.module.echo(3) == 3  # a fresh child
+
+
+def test_a_forged_error_reply_is_sanitized(forger):
+    with pytest.raises(CandidateRaised) as info:
+        forger.module.odd_error()
+    assert info.value.type_name == "Exception" and "not" in info.value.message
+    assert forger.last_call.seconds == 0.0 and forger.last_call.warnings == []
+
+
+def test_a_child_that_stops_reading_cannot_block_the_grader(forger):
+    assert forger.module.stop_reading() == 1
+    start = time.monotonic()
+    with pytest.raises(CandidateTimeout):
+        forger.module.echo(np.zeros(8 << 20))  # 64 MiB: more than a pipe holds
+    assert time.monotonic() - start < 4
+
+
+def test_the_wire_checks_shapes_dtypes_and_bytes_strictly():
+    r, w = os.pipe()
+    try:
+        arr = np.arange(12, dtype=np.int32).reshape(3, 4)
+        os.write(w, wire.pack({"value": {"$nd": 0}}, [np.asfortranarray(arr)]))
+        header, arrays = wire.read_frame(r)
+        assert arrays[0].dtype == np.int32 and arrays[0].shape == (3, 4)
+        assert np.array_equal(arrays[0], arr) and arrays[0].flags.writeable
+    finally:
+        os.close(r)
+        os.close(w)
+    with pytest.raises(wire.WireError, match="nested more than"):
+        wire.encode(functools.reduce(lambda acc, _: [acc], range(100), 0), [])
+    with pytest.raises(wire.WireError, match="0-dimensional"):
+        wire.decode({"$nd": 0, "scalar": True}, [np.ones(3)])

@@ -411,6 +411,7 @@ class Sandbox:
         tree, arrays = worker.encode_args({"args": list(args), "kwargs": dict(kwargs or {})})
         header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"],
                       measure_memory=measure_memory)
+        began = time.monotonic()
         try:
             reply, reply_arrays, self.last_call = worker.request(header, arrays, what)
         except (CandidateTimeout, CandidateCrashed, BadValue) as exc:
@@ -419,27 +420,34 @@ class Sandbox:
             raise
         finally:
             worker.hosts.clear()
-        if not reply.get("ok"):
-            error = reply.get("error", {})
+            self.spent += time.monotonic() - began
+        if reply.get("ok") is not True:  # the reply is the child's word: only well-formed fields count
+            error = _error_of(reply)
             if reply.get("bad_value"):
-                raise BadValue(f"{what} returned a value the grader cannot read: {error.get('message')}")
-            if error.get("type") == "NotImplementedError":
+                raise BadValue(f"{what} returned a value the grader cannot read: {error['message']}")
+            if error["type"] == "NotImplementedError":
                 self.calls_not_implemented += 1
             raise CandidateRaised(what, error)
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        try:
+            value = wire.decode(reply.get("value"), reply_arrays,
+                                lambda tagged, arrays: self._resolve(tagged, arrays, kit))
+        except (wire.WireError, BadValue) as exc:
+            self.faults.append(str(exc))
+            self._discard_worker()
+            raise BadValue(f"{what} sent back data the grader cannot read ({exc})") from None
         self.calls_ok += header["op"] == "call" and not kit
-        return wire.decode(reply.get("value"), reply_arrays,
-                           lambda tagged, arrays: self._resolve(tagged, arrays, kit))
+        return value
 
     def helper(self, name: str) -> "RemoteObject":
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""
         return self._request(self.module, {"op": "import", "name": name}, f"import {name}")
 
     def _resolve(self, tagged, arrays, kit=False):
-        if "$obj" in tagged:
-            return RemoteObject(self, tagged["$obj"], tagged.get("type", "object"),
+        if "$obj" in tagged and type(tagged["$obj"]) is int:
+            return RemoteObject(self, tagged["$obj"], str(tagged.get("type", "object"))[:100],
                                 bool(tagged.get("callable")), self.generation, kit)
-        raise BadValue(f"the candidate sent an unknown reference {sorted(tagged)}")
+        raise BadValue(f"the candidate sent an unknown reference {sorted(tagged)[:5]}")
 
 
 class RemoteObject:
