@@ -47,8 +47,12 @@ def _prepare(exercise: Exercise, module: Path, modules, root, seed, limits) -> E
     spec = ModuleToLoad(exercise.id, candidate_files(module, others), exercise.helper_files)
 
     def own_tests_runner(run: ExerciseRun, implementation: Path):
-        return own_tests.run(run.own_tests_path, implementation, exercise.id,
-                             exercise.helper_files, limits)
+        # the candidate's tests are candidate code too: they spend the exercise's time budget
+        with run.sandbox.budgeted(own_tests.TIMEOUT_SECONDS) as timeout:
+            if timeout is None:
+                return own_tests.OwnTestsRun("error", detail=run.sandbox.over_budget())
+            return own_tests.run(run.own_tests_path, implementation, exercise.id,
+                                 exercise.helper_files, limits, timeout=timeout)
 
     return ExerciseRun(exercise, seed, Sandbox(spec, limits), root, module, own_tests_runner)
 

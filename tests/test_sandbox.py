@@ -298,3 +298,20 @@ def test_the_wire_checks_shapes_dtypes_and_bytes_strictly():
         wire.encode(functools.reduce(lambda acc, _: [acc], range(100), 0), [])
     with pytest.raises(wire.WireError, match="0-dimensional"):
         wire.decode({"$nd": 0, "scalar": True}, [np.ones(3)])
+
+
+def test_an_exercise_has_a_time_budget(tmp_path):
+    """Calls that each stay under the per-call limit still cannot add up to an unbounded run."""
+    path = tmp_path / "slow.py"
+    path.write_text("import time\ndef slow():\n    time.sleep(0.4)\n    return 1\n")
+    box = Sandbox(ModuleToLoad("slow", [path], []), Limits(call_seconds=2, exercise_seconds=1.0))
+    try:
+        answers = []
+        with pytest.raises(CandidateUnavailable, match="over this exercise's budget of 1 s"):
+            for _ in range(10):
+                answers.append(box.module.slow())
+        assert 1 <= len(answers) <= 3
+        with box.budgeted(60) as timeout:  # the candidate's own tests get nothing either
+            assert timeout is None
+    finally:
+        box.close()

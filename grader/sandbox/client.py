@@ -7,6 +7,7 @@ become exceptions of the ``CandidateFault`` family, each with one line fit for a
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -379,15 +380,28 @@ class Sandbox:
         from .launch import isolation_level
         return self.worker.isolation if self.worker else isolation_level(self.limits)
 
+    def over_budget(self) -> str:
+        return (f"not run: the candidate's code already used {self.spent:.0f} s, over this "
+                f"exercise's budget of {self.limits.exercise_seconds:g} s")
+
+    @contextlib.contextmanager
+    def budgeted(self, longest: float):
+        """Run other candidate code (its own tests) on this exercise's time budget: yields the
+        timeout to give it (at most ``longest``, at least 5 s), or None when nothing is left."""
+        left = self.limits.exercise_seconds - self.spent
+        began = time.monotonic()
+        try:
+            yield None if left <= 0 else min(longest, max(left, 5.0))
+        finally:
+            self.spent += time.monotonic() - began
+
     def _check_budget(self):
         if len(self.faults) >= self.limits.max_faults:
             raise CandidateUnavailable(
                 f"not run: the candidate's code already failed {len(self.faults)} times "
                 f"(last: {self.faults[-1]})")
         if self.spent > self.limits.exercise_seconds:
-            raise CandidateUnavailable(
-                f"not run: the candidate's code already used {self.spent:.0f} s, over this "
-                f"exercise's budget of {self.limits.exercise_seconds:g} s")
+            raise CandidateUnavailable(self.over_budget())
 
     def close(self):
         self._discard_worker()

@@ -61,7 +61,7 @@ class Limits:
     open_files: int = 256
     processes: int = 0  # RLIMIT_NPROC at the "uid" level (0: 64); other levels rely on the kill
     max_faults: int = 2  # timeouts or crashes before an exercise stops calling the candidate
-    exercise_seconds: float = 180.0  # all candidate calls of one exercise, loads included
+    exercise_seconds: float = 120.0  # one exercise's candidate code: import, calls, own tests
     isolation: str | None = None  # None: the strongest available (or $KVGRADE_ISOLATION)
 
 
