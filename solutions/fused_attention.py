@@ -94,13 +94,14 @@ def runs(classes: np.ndarray, block_k: int, S: int, run_tiles: int):
 def full_run_state(q_tile, kv, start, stop):
     """FULL stage, no mask: the state (m_i, l_i, acc) of a run of adjacent tiles every query sees.
 
-    The run is read with one load of exactly its keys. Scores are laid out keys-first, so for
-    a few queries (decode) both products are matrix-vector products over the loaded rows."""
+    The run is read with one load of exactly its keys. Both products are written keys-first
+    (k @ q^T, v^T @ p^T), which BLAS runs as fast matrix-vector work when there are only a few
+    queries (decode, speculative verification); the softmax runs along contiguous rows."""
     k, v = kv.load(start, stop)  # [n, D] each
-    s = (k @ q_tile.T) * (1.0 / math.sqrt(q_tile.shape[1]))  # [n, Tq]
-    m_i = s.max(axis=0)  # [Tq], finite: every query sees every key of the run
-    p = np.exp(s - m_i)  # [n, Tq]
-    return m_i, p.sum(axis=0), (v.T @ p).T  # m_i, l_i [Tq], acc [Tq, D]
+    s = np.ascontiguousarray((k @ q_tile.T).T) * (1.0 / math.sqrt(q_tile.shape[1]))  # [Tq, n]
+    m_i = s.max(axis=1)  # [Tq], finite: every query sees every key of the run
+    p = np.exp(s - m_i[:, None])  # [Tq, n]
+    return m_i, p.sum(axis=1), (v.T @ p.T).T  # m_i, l_i [Tq], acc [Tq, D]
 
 
 def partial_tile_state(q_tile, q_pos, kv, k_positions, start, stop, window):
