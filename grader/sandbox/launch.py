@@ -297,8 +297,8 @@ def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=()) -> sub
 
 def kill(proc: subprocess.Popen | None) -> None:
     """Kill the child, its process group, and every process it started that got away."""
-    if proc is None:
-        return
+    if proc is None or getattr(proc, "kvgrade_killed", False):
+        return  # once: after that its pid (and group id) may belong to someone else
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -313,6 +313,8 @@ def kill(proc: subprocess.Popen | None) -> None:
     marker = getattr(proc, "kvgrade_marker", "")
     if marker:
         kill_marked(marker)
+    if proc.returncode is not None:
+        proc.kvgrade_killed = True
 
 
 def _kill_uid(uid: int):
