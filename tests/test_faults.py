@@ -76,7 +76,8 @@ def _copy_reference(ex, folder):
 
 @pytest.fixture
 def grade(tmp_path, others):
-    def run(source: str, own_tests: bool = False, limits: Limits = FAST, with_others: bool = True):
+    def run(source: str, own_tests: bool = False, limits: Limits = FAST, with_others: bool = True,
+            expect_level: str = LEVEL):
         folder = tmp_path / "submission"
         folder.mkdir()
         (folder / "decode_mask.py").write_text(source)
@@ -97,7 +98,7 @@ def grade(tmp_path, others):
             assert "\n" not in c.message and "Traceback" not in c.message and len(c.message) < 600
         if mine.error:
             assert "\n" not in mine.error and "Traceback" not in mine.error
-        assert result.isolation == LEVEL and result.seed == SEED
+        assert result.isolation == expect_level and result.seed == SEED
         return mine, result
     return run
 
@@ -171,6 +172,15 @@ def test_a_hang_is_bounded_in_time(grade, loop):
     assert len(timeouts) == 2
     assert sum(c.message.startswith("not run: the candidate's code already failed 2 times") for c in ex.checks) >= 5
     assert result.wall < 30
+
+
+@pytest.mark.parametrize("name", ["segfault", "os_exit_after_fake_result", "memory_bomb"])
+def test_fatal_faults_at_the_plain_process_level(grade, name):
+    """The same faults, with OS isolation switched off: the limits and the restart still hold."""
+    _, source, own, status, level, check, pattern = next(c for c in CATALOGUE if c[0] == name)
+    ex, result = grade(source, limits=Limits(call_seconds=2, load_seconds=5, isolation="process"),
+                       with_others=False, expect_level="process")
+    assert (ex.status, ex.level) == (status, level) and re.search(pattern, message(ex, check))
 
 
 def test_a_crash_restarts_the_child_for_the_next_check(grade):
