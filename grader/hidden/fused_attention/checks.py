@@ -265,10 +265,13 @@ def _expect_loads(ex, case, source):
     if extra.any():
         j = int(np.flatnonzero(extra)[0])
         b = int(tile_of[j])
+        stored = case.k_pos[b * case.block_k:(b + 1) * case.block_k]
+        stored = stored[stored >= 0]
+        span = f" (positions {int(stored.min()):,}..{int(stored.max()):,})" if stored.size else ""
         ex.diagnose("loads_skipped_tiles",
-                    f"key tile {b} was loaded {int(times[j])} times though only {int(allowed[j])} query "
+                    f"key tile {b}{span} was loaded {int(times[j])} times though only {int(allowed[j])} query "
                     f"tile(s) may see it: it is loaded for query tiles that must skip it "
-                    f"({case.label}, T = {case.T}, S = {case.S:,})")
+                    f"({case.label}, T = {case.T}, S = {case.S:,}); compare positions before loading")
         fail(f"{case.call_text()} loaded key {j} (tile {b}) {int(times[j])} times; only "
              f"{int(allowed[j])} query tile(s) may see that tile", where, picture)
     missing = (allowed > 0) & (times == 0)
