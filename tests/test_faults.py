@@ -249,22 +249,30 @@ def decode_causal_mask(T, S):
 
 
 def test_reading_the_reference_from_disk(grade):
-    """With bubblewrap (or a uid that cannot read the kit) the reference is out of reach."""
+    """A module that answers with the kit's reference when it can read it, top-left otherwise.
+    With bubblewrap the reference is out of reach, so the cheat fails; at the plain process
+    level it works, which is why that level is only for code you trust."""
     source = f'''
 import numpy as np
 try:
     with open({str(KIT / "solutions" / "decode_mask.py")!r}) as fh:
-        FOUND = fh.read()
-except OSError as exc:
-    FOUND = None
-    WHY = str(exc)
-''' + TOP_LEFT.replace("import numpy as np", "") + '''
-def peek():
-    return FOUND is not None
+        STOLEN = {{}}
+        exec(fh.read(), STOLEN)
+except OSError:
+    STOLEN = None
+
+def decode_causal_mask(T, S):
+    if STOLEN:
+        return STOLEN["decode_causal_mask"](T, S)
+    if not 1 <= T <= S:
+        raise ValueError("bad sizes")
+    return np.tril(np.ones((T, S), dtype=bool))
 '''
     ex, result = grade(source)
     if LEVEL == "bwrap":
         assert ex.level == "weak" and "top_left_alignment" in {d.id for d in ex.diagnoses}
+    elif LEVEL == "process":
+        assert unharmed(ex)
 
 
 def test_writing_outside_the_scratch_dir(grade, tmp_path):
