@@ -36,15 +36,11 @@ def may_attend(q_pos, k_pos, window=None):
     return seen if window is None else seen & (k_pos > q_pos - window)
 
 
-def tile_starts(n: int, block: int) -> np.ndarray:
-    return np.arange(0, n, block)
-
-
 def position_ranges(positions: np.ndarray, block: int):
     """Per tile of ``positions``: (lo, hi) over the filled slots, and whether a slot is empty.
 
     A tile with no filled slot has lo > hi."""
-    starts = tile_starts(len(positions), block)
+    starts = np.arange(0, len(positions), block)  # first index of each tile
     filled = positions >= 0
     lo = np.minimum.reduceat(np.where(filled, positions, np.iinfo(np.int64).max), starts)
     hi = np.maximum.reduceat(np.where(filled, positions, -1), starts)
