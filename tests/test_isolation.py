@@ -182,8 +182,8 @@ def test_the_level_used_is_in_every_result(submission):
     root = reference(submission)
     result = engine.grade(root, ["decode_mask"], only_checks={"plain_decode"})
     assert result.isolation == launch.isolation_level() and result.isolation in launch.LEVELS
-    if HAS_BWRAP:
-        assert result.isolation == "bwrap"
+    if HAS_BWRAP and not os.environ.get("KVGRADE_ISOLATION"):
+        assert result.isolation == "bwrap"  # the strongest level is the default
 
 
 def test_an_unknown_level_is_refused():
