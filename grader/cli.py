@@ -13,6 +13,7 @@ from .notes import Notes, NotesError, apply as apply_notes, template as write_no
 from .render import terminal
 from .render.common import for_candidate
 from .result import Result
+from .sandbox.launch import IsolationError
 from .submission import SubmissionError
 
 
@@ -138,6 +139,8 @@ def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, juni
                              only_checks=set(checks) or None, progress=_progress)
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
+    except IsolationError as exc:
+        raise click.UsageError(str(exc)) from None
     result.feedback = "detail"
     _warn_about(notes, result)
     if feedback == "summary":

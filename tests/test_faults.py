@@ -366,6 +366,16 @@ def _bad_inputs(tmp_path):
     ]
 
 
+def test_an_unknown_isolation_level_is_a_usage_error(monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    monkeypatch.setenv("KVGRADE_ISOLATION", "vm")
+    out = CliRunner().invoke(main, ["grade", "solutions", "-e", "decode_mask"])
+    assert out.exit_code == 2 and "unknown isolation level 'vm'" in out.output and "Traceback" not in out.output
+
+
 def test_bad_input_to_the_grader_is_a_clear_error(tmp_path):
     from click.testing import CliRunner
 

@@ -49,6 +49,10 @@ except OSError:  # pragma: no cover
     _libc = None
 
 
+class IsolationError(ValueError):
+    """An isolation level that does not exist was asked for (e.g. in $KVGRADE_ISOLATION)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one child may use. Times are wall-clock seconds."""
@@ -190,7 +194,8 @@ def isolation_level(limits: Limits | None = None) -> str:
     """The level children get: the one asked for (or the strongest), if this machine has it."""
     wanted = (limits.isolation if limits else None) or os.environ.get("KVGRADE_ISOLATION") or "bwrap"
     if wanted not in LEVELS:
-        raise ValueError(f"unknown isolation level {wanted!r}; choose from {', '.join(LEVELS)}")
+        raise IsolationError(f"unknown isolation level {wanted!r} (KVGRADE_ISOLATION or Limits.isolation); "
+                             f"choose from {', '.join(LEVELS)}")
     for level in LEVELS[LEVELS.index(wanted):]:
         if _available(level):
             return level
