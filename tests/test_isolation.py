@@ -244,3 +244,16 @@ def test_uid_level_mechanics_with_a_shell(tmp_path):
         launch.kill(proc)
         shutil.rmtree(shared, ignore_errors=True)
     assert _wait_gone(token) == []
+
+
+def test_with_bubblewrap_a_kit_inside_a_python_root_is_still_hidden(probe, monkeypatch):
+    """Were the kit installed inside a folder Python needs (say, site-packages), its secret
+    folders are covered by empty ones in the child."""
+    needs_bwrap()
+    roots = launch._python_roots()
+    monkeypatch.setattr(launch, "_python_roots", lambda: roots + [str(KIT.parent)])
+    box = probe("bwrap")
+    module = box.module
+    assert module.can_read(str(KIT / "pyproject.toml"))  # the folder is bound this time ...
+    for secret in SECRETS:
+        assert not module.can_read(str(secret)), f"the child read {secret}"  # ... its secrets are not

@@ -131,9 +131,10 @@ def _bwrap_prefix(scratch_root: Path, work: Path) -> list[str]:
             args += ["--ro-bind", root, root]
             binds.append(root)
     # If the kit lives inside something bound (e.g. installed into site-packages), hide it.
-    for secret in (str(_KIT_ROOT), str(_GRADER_PACKAGE)):
-        if any(secret == b or secret.startswith(b + "/") for b in binds):
-            args += ["--tmpfs", secret]
+    # (Each secret folder separately: the kit's root may then be site-packages itself.)
+    for secret in (_GRADER_PACKAGE, _KIT_ROOT / "solutions", _KIT_ROOT / "rubrics"):
+        if secret.is_dir() and any(str(secret).startswith(b + "/") for b in binds):
+            args += ["--tmpfs", str(secret)]
     if _bwrap_has("--size"):  # /tmp is memory: cap it (bubblewrap >= 0.8)
         args += ["--size", str(TMPFS_BYTES)]
     args += ["--tmpfs", "/tmp", "--bind", str(scratch_root), str(scratch_root),
