@@ -264,7 +264,7 @@ def test_forged_frames_are_bad_values_not_grader_errors(forger, name, pattern):
     start = time.monotonic()
     with pytest.raises(BadValue, match=pattern):
         getattr(forger.module, name)()
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 5  # at once, not at a deadline (the child sleeps 5 s)
     assert forger.module.echo(3) == 3  # a fresh child
 
 
