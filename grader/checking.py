@@ -8,7 +8,9 @@ grids, a picture. Known mistakes are named with ``ex.diagnose``.
 """
 from __future__ import annotations
 
+import importlib
 import zlib
+from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import numpy as np
@@ -125,9 +127,27 @@ class ExerciseRun:
         path = self.module_path.parent / f"test_{self.exercise.id}.py"
         return path if path.is_file() else None
 
+    def own_tests_targets(self) -> list[Path]:
+        """What the candidate's own tests will be run against, as the hidden package declares
+        (``OWN_TESTS_AGAINST``: "reference" or diagnosis ids naming known-wrong versions)."""
+        package = importlib.import_module(f"grader.hidden.{self.exercise.id}")
+        return [self.exercise.reference_path if name == "reference"
+                else self.exercise.mutant(name).module_path
+                for name in getattr(package, "OWN_TESTS_AGAINST", ())]
+
+    def start_own_tests(self, pool: Executor):
+        """Start every declared run of the candidate's own tests now, in ``pool``: each is a
+        pytest process of its own, so they overlap with each other and with the checks."""
+        if self.own_tests_path is None:
+            return
+        for implementation in self.own_tests_targets():
+            self._own_tests_cache.setdefault(
+                str(implementation), pool.submit(self._own_tests_runner, self, implementation))
+
     def run_own_tests(self, implementation: Path):
         """Run the candidate's own tests against ``implementation`` (in the sandbox)."""
         key = str(implementation)
         if key not in self._own_tests_cache:
             self._own_tests_cache[key] = self._own_tests_runner(self, implementation)
-        return self._own_tests_cache[key]
+        outcome = self._own_tests_cache[key]
+        return outcome.result() if isinstance(outcome, Future) else outcome

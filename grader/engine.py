@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,15 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
+    own_tests_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="own-tests")
     try:
+        for run in runs.values():
+            if not run.sandbox.load_error:
+                run.start_own_tests(own_tests_pool)
         collected = _run_checks(runs, only_checks, progress)
         exercises = [_exercise_result(e, runs.get(e.id), collected, notes) for e in chosen]
     finally:
+        own_tests_pool.shutdown(wait=True, cancel_futures=True)
         for run in runs.values():
             run.sandbox.close()
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=isolation,
