@@ -17,7 +17,7 @@ import numpy as np
 
 from .catalog import Exercise
 from .result import Diagnosis
-from .sandbox import CandidateRaised, Sandbox
+from .sandbox import CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 
@@ -43,9 +43,10 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     wanted = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
     want = " or ".join(wanted[k] for k in kind) + f" array of shape {tuple(shape)}"
     if not isinstance(value, np.ndarray):
-        fail(f"{call} returned {type(value).__name__}; expected a numpy {want}", case)
+        fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
     if value.dtype.kind not in kind or value.shape != tuple(shape):
-        fail(f"{call} returned a {value.dtype} array of shape {value.shape}; expected a {want}", case)
+        fail(f"{call} returned {_article(str(value.dtype))} {value.dtype} array of shape {value.shape}; "
+             f"expected {_article(want)} {want}", case)
     return value
 
 
@@ -60,10 +61,20 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case)
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeio" else "a"
+
+
 def summarize(value) -> str:
     if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
-    return repr(value)[:80]
+        return f"{_article(str(value.dtype))} {value.dtype} array of shape {value.shape}"
+    if isinstance(value, RemoteObject):  # a value that is not data stayed in the child
+        return f"an object of type {value.type_name} (not data)"
+    if isinstance(value, (bool, int, float, str, type(None), np.generic)):
+        return repr(value)[:40]
+    if isinstance(value, (list, tuple, dict)):
+        return f"a {type(value).__name__} of length {len(value)}"
+    return f"a {type(value).__name__}"
 
 
 def grid_picture(expected: np.ndarray, submitted: np.ndarray, title: str, labels=None) -> dict:

@@ -32,6 +32,8 @@ class Notes:
             raise NotesError(f"cannot read notes file {path}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise NotesError(f"notes file {path} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:  # a binary file: not text, let alone TOML
+            raise NotesError(f"cannot read notes file {path}: it is not UTF-8 text ({exc.reason})") from None
         for key, section in data.items():
             if not isinstance(section, dict):
                 raise NotesError(f"notes file {path}: [{key}] should be a table for one exercise")

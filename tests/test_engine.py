@@ -74,7 +74,7 @@ def test_a_scalar_is_not_a_mask(submission):
     source = "def decode_causal_mask(T, S):\n    if T > S or T < 1: raise ValueError('no')\n    return True\n"
     ex = engine.grade(submission({"decode_mask.py": source}), ["decode_mask"]).exercise("decode_mask")
     message = {c.id: c.message for c in ex.checks}["dtype_and_shape"]
-    assert message == "decode_causal_mask(1, 1) returned bool; expected a numpy bool array of shape (1, 1)"
+    assert message == "decode_causal_mask(1, 1) returned True; expected a numpy bool array of shape (1, 1)"
 
 
 def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):

@@ -61,8 +61,11 @@ def describe(value) -> str:
     """A short rendering of an argument for messages: arrays by dtype and shape."""
     if isinstance(value, np.ndarray):
         return f"{value.dtype}[{', '.join(map(str, value.shape))}]"
-    if isinstance(value, (list, tuple)) and len(value) > 6:
-        return f"[{len(value)} items]"
+    if isinstance(value, (list, tuple)):
+        if len(value) > 6:
+            return f"[{len(value)} items]"
+        inner = ", ".join(describe(v) for v in value)  # never repr an array: slow and long
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
     if isinstance(value, Lent):
         return f"<{value.wire_type}>"
     if isinstance(value, RemoteObject):
