@@ -59,6 +59,17 @@ def check_dtype_and_shape(ex):
         _mask(ex, T, S)
 
 
+# First among the mask checks: its figures make the clearest diagnosis sentence.
+def check_speculative_verify(ex):
+    """Speculative verification, T = 4 over S = 4,096: exactly 6 of 16,384 entries masked."""
+    T, S = 4, 4096
+    if bad := _mismatch(ex, T, S):
+        _fail_mask(ex, T, S, *bad, context=" (speculative verification)")
+    masked = int((~_mask(ex, T, S)).sum())
+    if masked != 6:  # the oracle agrees, so this only guards the oracle itself
+        fail(f"expected 6 masked entries, found {masked}", case={"T": T, "S": S})
+
+
 def check_plain_decode(ex):
     """T = 1: the single new query sees every cached key, itself included."""
     _expect_cases(ex, [(1, 1), (1, 2), (1, 37), (1, 4099)])
@@ -72,16 +83,6 @@ def check_prefill(ex):
 def check_random_shapes(ex):
     """Random T > 1 over S keys, sizes not powers of two, match the rule on absolute positions."""
     _expect_cases(ex, random_shapes(ex.rng, 40))
-
-
-def check_speculative_verify(ex):
-    """Speculative verification, T = 4 over S = 4,096: exactly 6 of 16,384 entries masked."""
-    T, S = 4, 4096
-    if bad := _mismatch(ex, T, S):
-        _fail_mask(ex, T, S, *bad, context=" (speculative verification)")
-    masked = int((~_mask(ex, T, S)).sum())
-    if masked != 6:  # the oracle agrees, so this only guards the oracle itself
-        fail(f"expected 6 masked entries, found {masked}", case={"T": T, "S": S})
 
 
 def check_chunked_prefill(ex):

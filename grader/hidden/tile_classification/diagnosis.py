@@ -85,9 +85,9 @@ def _full_strict(T, S, block_q, block_k, window):
 def _sentence_ragged(T, S, block_q, block_k):
     short = []
     if S % block_k:
-        short.append(f"the last key tile holds {S % block_k} keys, not {block_k}")
+        short.append(f"the last key tile holds {S % block_k} of {block_k} keys")
     if T % block_q:
-        short.append(f"the last query tile holds {T % block_q} rows, not {block_q}")
+        short.append(f"the last query tile holds {T % block_q} of {block_q} rows")
     return (f"the last tiles are treated as full-size: with T = {T}, S = {S}, block_q = {block_q}, "
             f"block_k = {block_k}, {' and '.join(short)}; clamp tile ends to T and S")
 
