@@ -107,10 +107,6 @@ def fused_work(case: Case, block_q: int, block_k: int) -> dict:
     return {"flops": 4.0 * D * float(pairs), "tile_fraction": float(tiles.mean()), "keys": keys}
 
 
-def dense_flops(case: Case) -> float:
-    return 4.0 * D * case.T * case.S
-
-
 def best_times(fns: dict, repeat: int, budget: float) -> dict:
     """Minimum wall time (seconds) of each function, calls interleaved so that a slow spell of
     the machine hits all of them alike; one warm-up call each first. Stops early after

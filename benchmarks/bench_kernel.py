@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+BLOCK_Q, BLOCK_K = 64, 128  # the contract's defaults, passed explicitly
 TOLERANCE = 1e-4  # fused vs dense, float32: max |difference| of o, and of lse
 BLOCK_Q_SWEEP = (16, 32, 64, 128, 256)
 BLOCK_K_SWEEP = (64, 128, 256, 512, 1024)
@@ -48,7 +49,6 @@ class ViewSource:
 
     def __init__(self, k, v, positions):
         self.k, self.v, self.positions = k, v, positions
-        self.loads = []
 
     def __len__(self):
         return len(self.positions)
@@ -59,6 +59,10 @@ class ViewSource:
 
 class CountingSource(ViewSource):
     """The same, recording every (start, stop): used for one untimed call per case."""
+
+    def __init__(self, k, v, positions):
+        super().__init__(k, v, positions)
+        self.loads = []
 
     def load(self, start, stop):
         self.loads.append((start, stop))
@@ -111,11 +115,11 @@ def numpy_worker(args) -> dict:
     for case in case_list:
         q, k, v, q_pos, k_pos = inputs(case)
         source = ViewSource(k, v, k_pos)
-        fused = lambda: flash_attention(q, source, q_pos, window=case.window)  # noqa: E731
+        fused = lambda: flash_attention(q, source, q_pos, window=case.window, block_q=BLOCK_Q, block_k=BLOCK_K)  # noqa: E731
         dense = lambda: dense_attention(q, k, v, q_pos, k_pos, case.window)  # noqa: E731
         (o_f, lse_f), (o_d, lse_d) = fused(), dense()
         counting = CountingSource(k, v, k_pos)
-        flash_attention(q, counting, q_pos, window=case.window)
+        flash_attention(q, counting, q_pos, window=case.window, block_q=BLOCK_Q, block_k=BLOCK_K)
         times = best_times({"fused": fused, "dense": dense}, args.repeat, budget)
         out["cases"].append({
             **case.as_dict(),
@@ -123,10 +127,10 @@ def numpy_worker(args) -> dict:
             "o_error": float(np.abs(o_f - o_d).max()), "lse_error": float(np.abs(lse_f - lse_d).max()),
             "dtype": str(o_f.dtype),
             "loads": len(counting.loads), "keys_loaded": sum(b - a for a, b in counting.loads),
-            "work": fused_work(case, 64, 128),
+            "work": fused_work(case, BLOCK_Q, BLOCK_K),
         })
         if args.sweep:  # every block size in turn within each repetition, so noise hits all alike
-            sizes = [(bq, bk) for bq in (BLOCK_Q_SWEEP if case.T > 1 else (64,)) for bk in BLOCK_K_SWEEP]
+            sizes = [(bq, bk) for bq in (BLOCK_Q_SWEEP if case.T > 1 else (BLOCK_Q,)) for bk in BLOCK_K_SWEEP]
             calls = {size: functools.partial(flash_attention, q, source, q_pos, window=case.window,
                                              block_q=size[0], block_k=size[1]) for size in sizes}
             for (bq, bk), t in best_times(calls, args.repeat, 3 * budget).items():
@@ -134,7 +138,7 @@ def numpy_worker(args) -> dict:
     q, k, v, q_pos, k_pos = inputs(memory_case)
     source = ViewSource(k, v, k_pos)
     peaks = {}
-    for name, fn in (("fused", lambda: flash_attention(q, source, q_pos)),
+    for name, fn in (("fused", lambda: flash_attention(q, source, q_pos, block_q=BLOCK_Q, block_k=BLOCK_K)),
                      ("dense", lambda: dense_attention(q, k, v, q_pos, k_pos))):
         tracemalloc.start()
         fn()
@@ -182,6 +186,12 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g}" if seconds < 1 else f"{seconds * 1e3:.0f}"
 
 
+def dense_flops_of(c: dict) -> float:
+    from _kernel_cases import D
+
+    return 4.0 * D * c["T"] * c["S"]
+
+
 def print_tables(numpy_runs, torch_runs, args) -> bool:
     """Print every table; return True when fused agrees with dense on every case."""
     env = numpy_runs[0]["env"]
@@ -192,7 +202,7 @@ def print_tables(numpy_runs, torch_runs, args) -> bool:
     overrides = ", ".join(f"{var}={os.environ[var]}" for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
                           if var in os.environ) or "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
     print(f"# fused attention kernel vs dense numpy{' (--quick: small sizes)' if args.quick else ''}")
-    print(f"float32, one head, D = 64, block_q = 64, block_k = 128; numpy {env['numpy']} ({env['blas']}{kernel}, "
+    print(f"float32, one head, D = 64, block_q = {BLOCK_Q}, block_k = {BLOCK_K}; numpy {env['numpy']} ({env['blas']}{kernel}, "
           f"{overrides}); {threads} BLAS thread(s) per process; "
           f"min over {args.repeat} calls x {rounds} round(s); {os.cpu_count()} CPUs")
     print()
@@ -206,7 +216,7 @@ def print_tables(numpy_runs, torch_runs, args) -> bool:
         print(f"| {c['name']} | {c['T']:,} | {c['S']:,} | {c['window'] or '-'} | {ms(c['fused_s'])} | "
               f"{ms(c['dense_s'])} | {ratio:.2f} | {verdict(ratio, c['target'], args.quick)} | "
               f"{work['tile_fraction']:.1%} | {c['loads']} | {work['flops'] / c['fused_s'] / 1e9:.1f} | "
-              f"{4.0 * 64 * c['T'] * c['S'] / c['dense_s'] / 1e9:.1f} |")
+              f"{dense_flops_of(c) / c['dense_s'] / 1e9:.1f} |")
         if max(c["o_error"], c["lse_error"]) > TOLERANCE or c["dtype"] != "float32":
             agree = False
             print(f"FUSED DISAGREES WITH DENSE on {c['name']}: max |o diff| {c['o_error']:.2e}, "
@@ -253,14 +263,14 @@ def print_torch(torch_runs, cases, args):
 
 
 def print_sweep(numpy_runs, cases):
-    print("## block sizes: fused time relative to the defaults (block_q = 64, block_k = 128), lower is faster")
+    print(f"## block sizes: fused time relative to the defaults (block_q = {BLOCK_Q}, block_k = {BLOCK_K}), lower is faster")
     sweep = {}
     for run in numpy_runs:
         for s in run["sweep"]:
             key = (s["case"], s["block_q"], s["block_k"])
             sweep[key] = min(sweep.get(key, float("inf")), s["fused_s"])
     for c in cases:
-        base = sweep.get((c["id"], 64, 128))
+        base = sweep.get((c["id"], BLOCK_Q, BLOCK_K))
         rows = sorted({bq for (cid, bq, _) in sweep if cid == c["id"]})
         if not base or not rows:
             continue

@@ -14,7 +14,7 @@ def run(*argv, timeout=60):
 
 
 def test_kernel_benchmark_quick_prints_its_tables():
-    done = run(str(BENCH / "bench_kernel.py"), "--quick")
+    done = run(str(BENCH / "bench_kernel.py"), "--quick", "--sweep")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "| case | T | S | window | fused ms | dense ms | fused / dense |" in out
@@ -22,6 +22,7 @@ def test_kernel_benchmark_quick_prints_its_tables():
         assert f"| {case} |" in out
     assert "peak memory of one call" in out and "GFLOP/s on this machine" in out
     assert "DISAGREES" not in out
+    assert "block sizes: fused time relative to the defaults" in out
     # PyTorch is optional: either its table or one line saying it was skipped
     assert ("against PyTorch SDPA" in out) != ("PyTorch SDPA: skipped" in out)
 
