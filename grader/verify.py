@@ -6,8 +6,11 @@ mutant replaces the module; a folder mutant overlays its files).
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import shutil
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,18 +69,32 @@ def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcom
     return Outcome(ex.id, mutant.name, ok, detail)
 
 
-def verify(exercise_ids: list[str] | None = None, seed: int = 0, progress=None):
-    """Yield one Outcome per reference and per mutant."""
+def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | None = None):
+    """Yield one Outcome per reference and per mutant, in catalog order.
+
+    Each subject is graded in a worker process (one per core): grading is CPU-bound, and a
+    worker that dies is one failed outcome, never a stopped run.
+    """
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
+    subjects = [(ex.id, None) for ex in chosen] + [(ex.id, m.name) for ex in chosen for m in ex.mutants]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(subjects)))
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared with ours
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = [pool.submit(judge, eid, name, seed) for eid, name in subjects]
+        for (eid, name), future in zip(subjects, futures):
+            try:
+                yield future.result()
+            except Exception as exc:  # noqa: BLE001  the worker died: report it, go on
+                yield Outcome(eid, name or "reference", False, f"grading failed: {type(exc).__name__}: {exc}")
+
+
+def judge(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
+    """Grade the reference (mutant_name None) or one mutant of an exercise, and judge it."""
+    ex = catalog.get(exercise_id)
     with tempfile.TemporaryDirectory(prefix="kvgrade-verify-") as tmp:
-        ref = Path(tmp) / "reference"
-        ref.mkdir()
-        result = engine.grade(reference_submission(ref), [e.id for e in chosen], seed=seed)
-        for ex in chosen:
-            yield judge_reference(ex, result.exercise(ex.id))
-        for ex in chosen:
-            for mutant in ex.mutants:
-                folder = Path(tmp) / f"{ex.id}-{mutant.name}"
-                folder.mkdir()
-                graded = engine.grade(mutant_submission(mutant, folder), [ex.id], seed=seed)
-                yield judge_mutant(ex, mutant, graded.exercise(ex.id))
+        if mutant_name is None:
+            result = engine.grade(reference_submission(Path(tmp)), [ex.id], seed=seed)
+            return judge_reference(ex, result.exercise(ex.id))
+        mutant = next(m for m in ex.mutants if m.name == mutant_name)
+        result = engine.grade(mutant_submission(mutant, Path(tmp)), [ex.id], seed=seed)
+        return judge_mutant(ex, mutant, result.exercise(ex.id))

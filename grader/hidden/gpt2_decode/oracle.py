@@ -11,14 +11,13 @@ import numpy as np
 
 
 def _layer_norm(row, gain, bias):
-    mean = sum(row) / len(row)
-    var = sum((v - mean) ** 2 for v in row) / len(row)
-    return (np.asarray(row) - mean) / math.sqrt(var + 1e-5) * gain + bias
+    mean = row.mean()
+    var = ((row - mean) ** 2).mean()
+    return (row - mean) / math.sqrt(var + 1e-5) * gain + bias
 
 
-def _gelu(values):
-    return np.array([0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
-                     for v in values])
+def _gelu(values):  # GPT-2's tanh approximation, elementwise
+    return 0.5 * values * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (values + 0.044715 * values ** 3)))
 
 
 def logits(params: dict, n_head: int, ids, positions=None, attends=None) -> np.ndarray:
@@ -49,11 +48,9 @@ def logits(params: dict, n_head: int, ids, positions=None, attends=None) -> np.n
             for head in range(n_head):
                 cols = slice(head * hs, (head + 1) * hs)
                 seen = list(attends[n])
-                scores = [float(q[n, cols] @ k[j, cols]) / math.sqrt(hs) for j in seen]
-                top = max(scores)
-                weights = [math.exp(s - top) for s in scores]
-                total = sum(weights)
-                heads[n, cols] = sum(w / total * v[j, cols] for w, j in zip(weights, seen))
+                scores = k[seen, cols] @ q[n, cols] / math.sqrt(hs)  # one score per seen token
+                weights = np.exp(scores - scores.max())
+                heads[n, cols] = weights / weights.sum() @ v[seen, cols]
         x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
         for n in range(N):
             m = _layer_norm(x[n], p[h + "ln_2.weight"], p[h + "ln_2.bias"])
