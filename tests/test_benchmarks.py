@@ -50,3 +50,11 @@ def test_disagreement_is_reported_and_fails_the_run(capsys):
     args = Namespace(quick=True, sweep=False, repeat=1, threads=1)
     assert bench_kernel.print_tables([run_data], None, args) is False
     assert "FUSED DISAGREES WITH DENSE on plain decode" in capsys.readouterr().out
+
+
+def test_grading_benchmark_quick_prints_its_table():
+    done = run(str(BENCH / "bench_grading.py"), "--quick", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "command" in done.stdout and "target" in done.stdout
+    for row in ("all exercises", "one exercise (decode_mask)"):
+        assert row in done.stdout
