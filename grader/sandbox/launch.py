@@ -125,6 +125,11 @@ def _bwrap_prefix(scratch_root: Path, work: Path) -> list[str]:
     for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
                 "/etc/localtime"):
         args += ["--ro-bind-try", etc, etc]
+    # A private /tmp first: what is bound later (a venv or the scratch dir under /tmp) shows
+    # through it, instead of being hidden by it.
+    if _bwrap_has("--size"):  # /tmp is memory: cap it (bubblewrap >= 0.8)
+        args += ["--size", str(TMPFS_BYTES)]
+    args += ["--tmpfs", "/tmp"]
     binds = ["/usr"]
     for root in _python_roots():
         if not any(root == b or root.startswith(b + "/") for b in binds):
@@ -135,9 +140,7 @@ def _bwrap_prefix(scratch_root: Path, work: Path) -> list[str]:
     for secret in (_GRADER_PACKAGE, _KIT_ROOT / "solutions", _KIT_ROOT / "rubrics"):
         if secret.is_dir() and any(str(secret).startswith(b + "/") for b in binds):
             args += ["--tmpfs", str(secret)]
-    if _bwrap_has("--size"):  # /tmp is memory: cap it (bubblewrap >= 0.8)
-        args += ["--size", str(TMPFS_BYTES)]
-    args += ["--tmpfs", "/tmp", "--bind", str(scratch_root), str(scratch_root),
+    args += ["--bind", str(scratch_root), str(scratch_root),
              "--proc", "/proc", "--dev", "/dev", "--chdir", str(work), "--"]
     return args
 
