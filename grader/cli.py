@@ -35,8 +35,18 @@ def _seed(ctx, param, value):
 def _write_text(target: str, text: str):
     if target == "-":
         click.echo(text)
-    else:
+        return
+    try:
         Path(target).write_text(text)
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _check_outputs(*targets):
+    """Refuse an output file whose folder does not exist before any work is done (exit 2)."""
+    for target in targets:
+        if target and target != "-" and not Path(target).parent.is_dir():
+            raise click.UsageError(f"cannot write {target}: {Path(target).parent} is not a folder")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,6 +140,7 @@ def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, juni
                                    "candidate's reports into --out")
         _run_batch(paths, exercises, seed, feedback, out_dir or "kvgrade-batch", jobs)
         return
+    _check_outputs(json_out, html_out, markdown_out, junit_out, gradescope_out)
     notes = _load_notes(notes_path)
     try:
         result = run_grading(paths[0], exercises or None, seed=seed, notes=notes,
@@ -196,6 +207,7 @@ def report(result_path, notes_path, json_out, html_out, markdown_out, junit_out,
     follow the rubric from the saved check results). --feedback summary turns a detailed
     result into the candidate's version.
     """
+    _check_outputs(json_out, html_out, markdown_out, junit_out, gradescope_out)
     result = _load_result(result_path)
     notes = _load_notes(notes_path)
     if notes:

@@ -39,6 +39,18 @@ def _fill(target: Path, exercise_ids: list[str] | None, for_candidate: bool, sho
     return chosen
 
 
+def _writing(make):
+    """Turn a failure to write (no such parent, not a folder, no permission) into a WorkspaceError."""
+    def wrapped(path, *args, **kwargs):
+        try:
+            return make(path, *args, **kwargs)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot write {path}: {exc.strerror or exc}") from None
+    wrapped.__doc__, wrapped.__name__ = make.__doc__, make.__name__
+    return wrapped
+
+
+@_writing
 def start(directory: str | Path, exercise_ids: list[str] | None = None) -> list[catalog.Exercise]:
     """A fresh self-study workspace in ``directory`` (which must not exist or be empty)."""
     target = Path(directory)
@@ -48,6 +60,7 @@ def start(directory: str | Path, exercise_ids: list[str] | None = None) -> list[
     return _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
 
 
+@_writing
 def bundle(out: str | Path, exercise_ids: list[str] | None = None) -> list[catalog.Exercise]:
     """What an interviewer sends a candidate: a folder, or a zip when ``out`` ends in ``.zip``."""
     out = Path(out)

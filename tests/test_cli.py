@@ -59,6 +59,10 @@ def test_summary_feedback_hides_hidden_inputs(top_left_example):
     (["grade", "solutions", "--seed", "-1"], "non-negative"),
     (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read notes file"),
     (["show", "nope"], "unknown exercise"),
+    (["grade", "solutions", "--json", "no/such/folder/result.json"], "cannot write no/such/folder/result.json"),
+    (["grade", "solutions", "--html", "/dev/null/report.html"], "cannot write /dev/null/report.html"),
+    (["bundle", "/dev/null/bundle"], "cannot write /dev/null/bundle"),
+    (["start", "/dev/null/workspace"], "cannot write /dev/null/workspace"),
 ])
 def test_bad_input_is_a_clear_usage_error(args, message):
     out = CliRunner().invoke(main, args)
