@@ -104,9 +104,9 @@ class ExerciseRun:
     """The ``ex`` fixture: one exercise of one submission, being checked."""
 
     def __init__(self, exercise: Exercise, seed: int, sandbox: Sandbox | None,
-                 submission_root: Path, module_path: Path | None, own_tests_runner=None):
+                 module_path: Path | None, own_tests_runner=None):
         self.exercise, self.seed, self.sandbox = exercise, seed, sandbox
-        self.submission_root, self.module_path = submission_root, module_path
+        self.module_path = module_path
         self.diagnoses: dict[str, Diagnosis] = {}
         self.check_id = ""
         self.rng = np.random.default_rng(seed)

@@ -29,7 +29,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     modules = {e.id: locate(root, e.id) for e in catalog.exercises()}
     found = {e.id: modules[e.id] for e in chosen if modules[e.id] is not None}
 
-    runs = {eid: _prepare(catalog.get(eid), path, modules, root, seed, limits)
+    runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits)
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
@@ -48,7 +48,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
-def _prepare(exercise: Exercise, module: Path, modules, root, seed, limits) -> ExerciseRun:
+def _prepare(exercise: Exercise, module: Path, modules, seed, limits) -> ExerciseRun:
     others = {eid: p for eid, p in modules.items() if p is not None and eid != exercise.id}
     spec = ModuleToLoad(exercise.id, candidate_files(module, others), exercise.helper_files)
 
@@ -60,7 +60,7 @@ def _prepare(exercise: Exercise, module: Path, modules, root, seed, limits) -> E
             return own_tests.run(run.own_tests_path, implementation, exercise.id,
                                  exercise.helper_files, limits, timeout=timeout)
 
-    return ExerciseRun(exercise, seed, Sandbox(spec, limits), root, module, own_tests_runner)
+    return ExerciseRun(exercise, seed, Sandbox(spec, limits), module, own_tests_runner)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):

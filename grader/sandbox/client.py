@@ -118,7 +118,6 @@ class Worker:
         self.proc = None
         self.loading: dict | None = None
         self.hosts: dict[int, Lent] = {}
-        self.exports: list[str] = []
 
     def launch(self):
         """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
@@ -146,8 +145,6 @@ class Worker:
         header, _ = self._exchange(None, [], self.limits.load_seconds, what)
         if not header.get("ok"):
             raise CandidateLoadError(str(CandidateRaised(f"{what}.py", _error_of(header))))
-        value = header.get("value")
-        self.exports = [str(v) for v in value] if isinstance(value, list) else []
 
     def start(self):
         self.launch()
@@ -413,9 +410,6 @@ class Sandbox:
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
-
-    def output(self) -> str:
-        return self.worker.scratch.output_tail(2000) if self.worker else ""
 
     def _request(self, obj: "RemoteObject", header: dict, what: str, args=(), kwargs=None,
                  measure_memory=False):
