@@ -62,12 +62,9 @@ def check_dtype_and_shape(ex):
 # First among the mask checks: its figures make the clearest diagnosis sentence.
 def check_speculative_verify(ex):
     """Speculative verification, T = 4 over S = 4,096: exactly 6 of 16,384 entries masked."""
-    T, S = 4, 4096
+    T, S = 4, 4096  # the oracle's 6 masked entries are pinned in tests/test_decode_mask_oracle.py
     if bad := _mismatch(ex, T, S):
         _fail_mask(ex, T, S, *bad, context=" (speculative verification)")
-    masked = int((~_mask(ex, T, S)).sum())
-    if masked != 6:  # the oracle agrees, so this only guards the oracle itself
-        fail(f"expected 6 masked entries, found {masked}", case={"T": T, "S": S})
 
 
 def check_plain_decode(ex):
@@ -101,10 +98,11 @@ def check_incremental_attention(ex):
         D = int(rng.integers(3, 40))
         q, k, v = (rng.standard_normal((S, D)) for _ in range(3))
         full = oracle.full_sequence_attention(q, k, v)[-T:]
-        step = oracle.attention(q[-T:], k, v, _mask(ex, T, S))
+        mask = _mask(ex, T, S)
+        step = oracle.attention(q[-T:], k, v, mask)
         error = float(np.nan_to_num(np.abs(step - full), nan=np.inf).max())
         if not error <= 1e-9:  # BLAS may sum in another order: equal up to rounding
-            found = diagnosis.diagnose(_mask(ex, T, S), T, S)
+            found = diagnosis.diagnose(mask, T, S)
             if found:
                 ex.diagnose(*found)
             fail(f"with your mask, attention of the last {T} of {S} tokens (D = {D}) differs from "
