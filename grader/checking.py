@@ -16,22 +16,26 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Exercise
-from .result import Diagnosis
+from .result import FAILURE_KINDS, Diagnosis
 from .sandbox import CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 
 
 class CheckFailure(AssertionError):
-    """A check failed for a reason it can state. ``case`` says how to reproduce it."""
+    """A check failed for a reason it can state. ``case`` says how to reproduce it; ``kind``
+    (one of ``result.FAILURE_KINDS``) says what the failure is, and so what it costs."""
 
-    def __init__(self, message: str, case: dict | None = None, picture: dict | None = None):
+    def __init__(self, message: str, case: dict | None = None, picture: dict | None = None,
+                 kind: str = "wrong"):
+        if kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown failure kind {kind!r}")
         super().__init__(message)
-        self.message, self.case, self.picture = message, case, picture
+        self.message, self.case, self.picture, self.kind = message, case, picture, kind
 
 
-def fail(message: str, case: dict | None = None, picture: dict | None = None):
-    raise CheckFailure(message, case, picture)
+def fail(message: str, case: dict | None = None, picture: dict | None = None, kind: str = "wrong"):
+    raise CheckFailure(message, case, picture, kind)
 
 
 def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None = None) -> np.ndarray:
@@ -57,8 +61,8 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
     except CandidateRaised as exc:
         if exc.is_a(exception):
             return exc
-        fail(f"{call} raised {exc.type_name} ({exc.message}); expected {exception}", case)
-    fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case)
+        fail(f"{call} raised {exc.type_name} ({exc.message}); expected {exception}", case, kind="hygiene")
+    fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
 
 
 def _article(word: str) -> str:

@@ -70,10 +70,12 @@ class CollectChecks:
         exc = excinfo.value if excinfo else None
         if isinstance(exc, CheckFailure):
             result.message, result.case, result.picture = exc.message, exc.case, exc.picture
+            result.kind = exc.kind
         elif isinstance(exc, CandidateFault):
-            result.message = str(exc)
+            result.message, result.kind = str(exc), "crash"
         elif isinstance(exc, AssertionError):
             result.message = (str(exc).splitlines() or ["assertion failed"])[0]
+            result.kind = "wrong"
         else:
             result.message = f"unexpected error while checking: {type(exc).__name__}: {exc}"
             self.kit_errors[eid].append(f"{result.id}: {result.message}")

@@ -10,6 +10,20 @@ from dataclasses import asdict, dataclass, field, fields
 SCHEMA = "kvgrade.result/1"
 LEVELS = ("weak", "hire", "strong_hire")
 
+# What a failing check showed, tagged where the failure happens; the level follows the kind,
+# never the check it happened in (see rubrics/README.md for the calibration).
+FAILURE_CAPS = {
+    "wrong": "weak",       # a wrong value on an input the prompt allows
+    "nan": "weak",         # NaN or inf where a number was due
+    "crash": "weak",       # the candidate's code raised, hung, died or sent back unusable data
+    "corrupt": "weak",     # state left wrong (a cache holding the wrong tokens)
+    "must_not": "weak",    # a must-not of the contract (T x S allocation, loading skipped tiles, ...)
+    "tests": "hire",       # the candidate's own tests are weaker than the rubric asks
+    "efficiency": "hire",  # correct, but wasteful beyond the must-nots (copying at fork)
+    "hygiene": "hire",     # validation, dtypes, reported warnings
+}
+FAILURE_KINDS = tuple(FAILURE_CAPS)
+
 
 def level_rank(level: str | None) -> int:
     return -1 if level is None else LEVELS.index(level)
@@ -24,6 +38,7 @@ class CheckResult:
     case: dict | None = None  # what was tried when it failed (shape, seed): enough to reproduce
     picture: dict | None = None  # a small failing case to draw: see grader/pictures.py
     seconds: float = 0.0
+    kind: str | None = None  # for a failure: one of FAILURE_KINDS
 
 
 @dataclass
