@@ -17,7 +17,7 @@ def _floats(name: str, x, ndim: int) -> np.ndarray:
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating) or x.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D float array, got {x.dtype} of shape {x.shape}")
-    return x.astype(np.float64)
+    return x.astype(np.float64, copy=False)
 
 
 def _positions(name: str, x, length: int) -> np.ndarray:
@@ -59,7 +59,8 @@ def merge_states(o, lse):
     top = np.where(np.isfinite(top), top, 0.0)  # all parts empty: any finite shift will do
     w = np.exp(lse - top)  # each part's weight relative to the largest, 0 for an empty part  [N, T]
     total = w.sum(axis=0)  # [T]
-    acc = np.where((w > 0)[..., None], w[..., None] * o, 0.0).sum(axis=0)  # empty parts may hold NaN  [T, D]
+    o = np.where((w > 0)[..., None], o, 0.0)  # an empty part's o may hold anything, even NaN  [N, T, D]
+    acc = (w[..., None] * o).sum(axis=0)  # [T, D]
     return acc / _nonzero(total)[:, None], np.where(total > 0, top + np.log(_nonzero(total)), -np.inf)
 
 
