@@ -24,7 +24,7 @@ def close(got, want, tol: Tol) -> np.ndarray:
     """Elementwise: equal (infinities included, NaN matching NaN) or within tolerance."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        near = np.abs(got - want) <= tol.atol + tol.rtol * np.abs(want)
+        near = np.isfinite(want) & (np.abs(got - want) <= tol.atol + tol.rtol * np.abs(want))
     return (got == want) | (np.isnan(got) & np.isnan(want)) | near
 
 
@@ -71,11 +71,13 @@ def _weighted(o, weights):
 
 
 def merge_averages(o, lse):
-    """Three ways of ignoring the weights: the mean of all parts, their sum, the mean of the non-empty ones."""
+    """Ways of ignoring the weights: the mean or sum of all parts (empty ones as they are, or as zeros),
+    or the mean of the non-empty ones."""
     seen = np.isfinite(lse)  # [N, T]
     kept = np.where(seen[..., None], o, 0.0)
     count = np.maximum(seen.sum(axis=0), 1)[:, None]
-    return [(o.mean(axis=0), None), (o.sum(axis=0), None), (kept.sum(axis=0) / count, None)]
+    return [(o.mean(axis=0), None), (o.sum(axis=0), None), (kept.mean(axis=0), None), (kept.sum(axis=0), None),
+            (kept.sum(axis=0) / count, None)]
 
 
 def merge_base_2(o, lse):
@@ -126,11 +128,13 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
         nan_row = int(np.flatnonzero(bad & _nan_rows(got[0]))[0])
         empty = int(np.flatnonzero(~np.isfinite(lse[:, nan_row]))[0])
         found.append(("nan_on_empty_split",
-                      f"{label} {empty} of {N} held no visible key for query {nan_row} (lse = -inf) and turned "
+                      f"{label} {empty} of {N} held no visible key for query {nan_row}"
+                      f"{' (lse = -inf)' if label == 'part' else ''} and turned "
                       "the merge into NaN; an empty part must contribute nothing"))
     raw = merge_raw_exp(o, lse)
     beyond_exp = np.where(np.isfinite(lse), np.abs(lse), 0.0).max(axis=0) > 700  # where exp(lse) breaks
-    if np.array_equal(bad, off_rows(*raw, *want, tol)) and beyond_exp[bad].all():
+    seen = np.isfinite(lse).any(axis=0)  # rows every part missed are nan_on_empty_split's domain
+    if bad[seen].any() and np.array_equal(bad[seen], off_rows(*raw, *want, tol)[seen]) and beyond_exp[bad].all():
         found.append(("merge_overflow",
                       f"query {row}, whose {label}s have lse up to {_g(np.max(lse[:, row]))}, is broken exactly "
                       "where exp(lse) without subtracting the largest overflows to inf or underflows to 0"))
@@ -138,7 +142,7 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
         found.append(("lse_base_2",
                       f"query {row}'s merge weighs the {N} {label}s by 2^lse instead of e^lse: the lse was read "
                       "as a base-2 logarithm, while attention's log-sum-exp is natural"))
-    if N > 2 and _is(got, merge_stale_max(o, lse), want, tol):
+    if _is(got, merge_stale_max(o, lse), want, tol):
         found.append(("merge_without_rescale",
                       f"query {row}'s output equals a running merge of the {N} {label}s that never rescales "
                       "what it has accumulated when a later part raises the maximum"))
@@ -261,5 +265,5 @@ def explaining_shared_prefix(got, q, prefix_k, prefix_v, suffix_k, suffix_v, wan
     o = np.stack([pre[0], np.concatenate([x[0] for x in own])])
     lse = np.stack([pre[1], np.concatenate([x[1] for x in own])])
     found += [(d, s) for d, s in explaining_merge(g, o, lse, w, tol, label="part")
-              if d in ("averaged_outputs", "nan_on_empty_split", "lse_base_2")]
+              if d in ("averaged_outputs", "nan_on_empty_split", "lse_base_2", "merge_without_rescale")]
     return found
