@@ -131,7 +131,7 @@ def _expect_attention(ex, q, k, v, mask, case) -> Miss | None:
     want = oracle.masked_attention(q, k, v, mask)
     tol = TOL[np.dtype(q.dtype)]
     return _compare(got, want, tol, call, case, q.size + k.size,
-                    diagnosis.explaining_attention(got, mask, want, tol))
+                    diagnosis.explaining_attention(got, q, k, v, mask, want, tol))
 
 
 def check_attention_with_lse_values(ex):

@@ -151,7 +151,7 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
 
 # ---- attention_with_lse ------------------------------------------------------------------------
 
-def explaining_attention(got, mask, want, tol, label="attention_with_lse"):
+def explaining_attention(got, q, k, v, mask, want, tol, label="attention_with_lse"):
     """[(id, sentence)] of the mistakes that explain ``got`` = (o, lse) of one attention call."""
     o, lse = want
     empty = ~np.asarray(mask).any(axis=1)
@@ -160,6 +160,8 @@ def explaining_attention(got, mask, want, tol, label="attention_with_lse"):
         return []
     row = int(np.flatnonzero(bad)[0])
     found = []
+    if _is(got, oracle.masked_attention(_unscaled(q), k, v, mask), want, tol):
+        found.append(_missing_scale(q.shape[1]))
     if _is(got, (o, lse / LN2), want, tol):
         found.append(("lse_base_2",
                       f"{label}: query {row}'s lse is {_g(got[1][row])}, expected {_g(lse[row])}: that is "
@@ -174,6 +176,16 @@ def explaining_attention(got, mask, want, tol, label="attention_with_lse"):
                       f"{label}: query {nan_row} sees no key and its o came back NaN (0 / 0); merged with "
                       "other parts it turns the whole row into NaN"))
     return found
+
+
+def _unscaled(q):
+    """q multiplied by sqrt(D): attention with it is attention on q k^T without the 1/sqrt(D) scale."""
+    return np.asarray(q, np.float64) * math.sqrt(np.shape(q)[-1])
+
+
+def _missing_scale(D) -> tuple:
+    return ("missing_scale", f"the answer equals attention on q k^T without the 1/sqrt(D) = "
+                             f"{1 / math.sqrt(D):.4g} scale (D = {D})")
 
 
 # ---- split_ranges ---------------------------------------------------------------------------
@@ -219,6 +231,14 @@ def explaining_split_kv(got, q, k, v, q_pos, k_pos, n, want, tol):
             found.append(("uneven_split_drops_keys",
                           f"with S = {S} keys in {n} splits, your answer equals attention without keys "
                           f"{n * (S // n)} .. {S - 1}: the {S % n} keys past the last full split were lost"))
+    if (np.asarray(k_pos) < 0).any():
+        below = oracle.masked_attention(q, k, v, np.asarray(k_pos)[None, :] <= np.asarray(q_pos)[:, None])
+        if _is(got, below, want, tol):
+            found.append(("empty_slots_visible",
+                          f"your answer equals attention that also reads the {int((np.asarray(k_pos) < 0).sum())} "
+                          "empty slots (position -1 is below every query's position): a key needs k_pos >= 0 too"))
+    if _is(got, oracle.positional_attention(_unscaled(q), k, v, q_pos, k_pos), want, tol):
+        found.append(_missing_scale(q.shape[1]))
     if _is(got, (want[0], want[1] / LN2), want, tol) and not any(i == "lse_base_2" for i, _ in found):
         found.append(("lse_base_2", f"the outputs are right but every lse is log2 of the sum of exponentials "
                                     f"(query 0: {_g(got[1][0])} against {_g(want[1][0])})"))
@@ -234,6 +254,15 @@ def prefix_masked(q, prefix_k, prefix_v, suffix_k, suffix_v, sees_prefix):
     i, j = np.arange(T)[:, None], np.arange(P)[None, :]
     suffix = np.arange(L)[None, :] <= np.arange(L - T, L)[:, None]
     mask = np.concatenate([np.broadcast_to(sees_prefix(i, j, T, L), (T, P)), suffix], axis=1)
+    return np.stack([oracle.masked_attention(q[b], np.concatenate([prefix_k, suffix_k[b]]),
+                                             np.concatenate([prefix_v, suffix_v[b]]), mask)[0] for b in range(B)])
+
+
+def suffix_top_left(q, prefix_k, prefix_v, suffix_k, suffix_v):
+    """Cascade attention whose suffix mask is tril(ones(T, L)): query i sees its suffix's keys 0 .. i."""
+    B, T, _ = q.shape
+    P, L = len(prefix_k), suffix_k.shape[1]
+    mask = np.concatenate([np.ones((T, P), bool), np.arange(L)[None, :] <= np.arange(T)[:, None]], axis=1)
     return np.stack([oracle.masked_attention(q[b], np.concatenate([prefix_k, suffix_k[b]]),
                                              np.concatenate([prefix_v, suffix_v[b]]), mask)[0] for b in range(B)])
 
@@ -259,6 +288,13 @@ def explaining_shared_prefix(got, q, prefix_k, prefix_v, suffix_k, suffix_v, wan
             found.append(("prefix_masked_causally",
                           f"with P = {P} prefix and L = {L} own tokens, query {i} of sequence {b} got the answer of "
                           f"a causal mask laid over the prefix ({what}); every query sees the whole prefix"))
+    if T < L and _is(g, (flat(suffix_top_left(q, prefix_k, prefix_v, suffix_k, suffix_v)), None), w, tol):
+        found.append(("suffix_top_left",
+                      f"with T = {T} queries over L = {L} own tokens, query {i} of sequence {b} saw only its "
+                      f"suffix tokens 0 .. {i}: the causal mask was aligned top-left, as if the queries "
+                      "were the suffix's first tokens rather than its last"))
+    if _is(g, (flat(oracle.shared_prefix(_unscaled(q), prefix_k, prefix_v, suffix_k, suffix_v)), None), w, tol):
+        found.append(_missing_scale(D))
     pre = oracle.masked_attention(flat(q), prefix_k, prefix_v, np.ones((B * T, P), bool))
     causal = np.arange(L)[None, :] <= np.arange(L - T, L)[:, None]
     own = [oracle.masked_attention(q[s], suffix_k[s], suffix_v[s], causal) for s in range(B)]
