@@ -335,28 +335,33 @@ def _expect_split_kv(ex, kv: KV, n, as_lists=False) -> Miss | None:
 
 
 def _split_counts(rng, S):
-    return [1, 2, 7, S - 1, S, S + int(rng.integers(1, 9))]
+    """1, 2, 7, S - 1, S and more than S, each once and at least 1."""
+    return list(dict.fromkeys(n for n in [1, 2, 7, S - 1, S, S + int(rng.integers(1, 9))] if n >= 1))
+
+
+def _every_split_count(ex, kv: KV) -> list:
+    """kv under every split count; the 7 splits as a numpy integer, the 2 splits with list positions."""
+    return [_expect_split_kv(ex, kv, np.int64(n) if n == 7 else n, as_lists=n == 2)
+            for n in _split_counts(ex.rng, len(kv.k))]
 
 
 def check_split_kv_contiguous(ex):
     """Decode over a contiguous cache: 1, 2, 7, S - 1, S and more than S splits equal attention over all keys."""
-    rng, misses = ex.rng, []
-    for T in (1, _odd(rng, 3, 12)):
-        kv = _decode(rng, T, _odd(rng, 40, 300), _odd(rng, 3, 24))
-        for i, n in enumerate(_split_counts(rng, len(kv.k))):
-            misses.append(_expect_split_kv(ex, kv, np.int64(n) if i == 2 else n, as_lists=i == 1))
-    _settle(ex, misses)
+    rng = ex.rng
+    D = _odd(rng, 3, 24)
+    caches = [_decode(rng, 1, _odd(rng, 40, 300), D), _decode(rng, _odd(rng, 3, 12), _odd(rng, 40, 300), D),
+              _decode(rng, 1, 1, D), _decode(rng, 11, 11, D)]  # one key; prefill, T = S
+    _settle(ex, [miss for kv in caches for miss in _every_split_count(ex, kv)])
 
 
 def check_split_kv_ring_positions(ex):
-    """Ring-buffer positions (unsorted, empty slots, splits that see nothing) equal attention over all keys."""
+    """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0) equal attention over all keys."""
     rng, misses = ex.rng, []
-    for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0)]:
+    for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0)]:
         kv = _ring(rng, T, capacity, written, _odd(rng, 3, 20), holes)
         if written == 0:
-            kv.q_pos = np.array([0, 3, 5, 9])  # nothing stored yet: every query sees nothing
-        for i, n in enumerate(_split_counts(rng, capacity)):
-            misses.append(_expect_split_kv(ex, kv, np.int64(n) if i == 2 else n, as_lists=i == 1))
+            kv.q_pos = np.array([0, 3, 5, 9][:T])  # nothing stored yet: every query sees nothing
+        misses += _every_split_count(ex, kv) if capacity else [_expect_split_kv(ex, kv, n) for n in (1, 3)]
     _settle(ex, misses)
 
 
