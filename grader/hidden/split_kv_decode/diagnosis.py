@@ -228,9 +228,11 @@ def explaining_split_kv(got, q, k, v, q_pos, k_pos, n, want, tol):
         kept = np.asarray(k_pos).copy()
         kept[n * (S // n):] = -1
         if _is(got, oracle.positional_attention(q, k, v, q_pos, kept), want, tol):
+            lost = (f"the {S % n} keys past the last full split were lost" if S >= n
+                    else "every range was empty, so every key was lost")
             found.append(("uneven_split_drops_keys",
                           f"with S = {S} keys in {n} splits, your answer equals attention without keys "
-                          f"{n * (S // n)} .. {S - 1}: the {S % n} keys past the last full split were lost"))
+                          f"{n * (S // n)} .. {S - 1}: {lost}"))
     if (np.asarray(k_pos) < 0).any():
         below = oracle.masked_attention(q, k, v, np.asarray(k_pos)[None, :] <= np.asarray(q_pos)[:, None])
         if _is(got, below, want, tol):
@@ -240,8 +242,9 @@ def explaining_split_kv(got, q, k, v, q_pos, k_pos, n, want, tol):
     if _is(got, oracle.positional_attention(_unscaled(q), k, v, q_pos, k_pos), want, tol):
         found.append(_missing_scale(q.shape[1]))
     if _is(got, (want[0], want[1] / LN2), want, tol) and not any(i == "lse_base_2" for i, _ in found):
+        row = int(np.flatnonzero(np.isfinite(want[1]))[0])  # _is found a wrong lse, so one is finite
         found.append(("lse_base_2", f"the outputs are right but every lse is log2 of the sum of exponentials "
-                                    f"(query 0: {_g(got[1][0])} against {_g(want[1][0])})"))
+                                    f"(query {row}: {_g(got[1][row])} against {_g(want[1][row])})"))
     return found
 
 
