@@ -52,6 +52,10 @@ def _sequence_of(cu, row):
     return int(np.searchsorted(cu, row, side="right") - 1)
 
 
+def _keys(n) -> str:
+    return f"{int(n)} key" + ("" if n == 1 else "s")
+
+
 def _first_wrong_row(want, got):
     return int(np.flatnonzero((want != got).any(axis=1))[0])
 
@@ -94,9 +98,8 @@ def _say_offset(how):
         b = _sequence_of(cu_q, r)
         i = r - int(cu_q[b])
         return (f"{how}: sequence {b} (n_q = {n_q[b]}, n_k = {n_k[b]}) has its query {i} (row {r}) see "
-                f"{int(got[r].sum())} of its keys, not {int(want[r].sum())}; its queries are its own last "
-                f"{n_q[b]} tokens, whatever the other sequences hold (batch totals {cu_q[-1]} queries, "
-                f"{cu_k[-1]} keys)")
+                f"{_keys(got[r].sum())} of its own, not {int(want[r].sum())}; its queries are its own newest "
+                f"{n_q[b]}, whatever the other sequences hold (batch totals {cu_q[-1]} queries, {cu_k[-1]} keys)")
     return say
 
 
@@ -109,10 +112,17 @@ def _say_cross(inputs, want, got):
     if not others:
         return _say_offset("keys outside the query's own sequence")(inputs, want, got)
     owners = ", ".join(str(o) for o in others)
-    counts = ", ".join(f"{int(sum(_sequence_of(cu_k, c) == o for c in seen))} keys of sequence {o}" for o in others)
+    counts = ", ".join(f"{_keys(sum(_sequence_of(cu_k, c) == o for c in seen))} of sequence {o}" for o in others)
+    requests = f"sequences {owners} are other requests" if len(others) > 1 else f"sequence {owners} is another request"
     return (f"queries see keys of other sequences: sequence {b}'s query {r - int(cu_q[b])} (row {r}) saw "
-            f"{counts}; a packed batch must attend within each sequence only (sequence{'s' if len(others) > 1 else ''} "
-            f"{owners} {'are' if len(others) > 1 else 'is'} another request)")
+            f"{counts}; a packed batch must attend within each sequence only ({requests})")
+
+
+def _rows(columns) -> str:
+    columns = np.asarray(columns)
+    if columns.size == 0:
+        return "no key"
+    return f"key row {columns[0]}" if columns.size == 1 else f"key rows {columns[0]}..{columns[-1]}"
 
 
 def _say_empty_lookup(inputs, want, got):
@@ -120,9 +130,18 @@ def _say_empty_lookup(inputs, want, got):
     r = _first_wrong_row(want, got)
     b = _sequence_of(cu_q, r)
     a = int(_first_row_lookup(cu_q)[r])
-    return (f"queries see keys of other sequences: sequence {b}'s first query (row {r}) saw "
-            f"{int(got[r].sum())} keys of sequence {a}, which has no queries (n_q = 0) and starts at the "
-            f"same row, and none of its own; a row belongs to the last sequence starting at or before it")
+    return (f"queries see keys of other sequences: sequence {b}'s first query (row {r}) was taken for one of "
+            f"sequence {a}, which has no queries (n_q = 0) and starts at the same row, so it saw "
+            f"{_rows(np.flatnonzero(got[r]))}, not its own {_rows(np.flatnonzero(want[r]))}; a row belongs to "
+            "the last sequence starting at or before it")
+
+
+def _say_packed(inputs, want, got):
+    sentence = _say_cross(inputs, want, got)
+    if "global_offset" in _packed_names(inputs):
+        within = _say_offset("within its own sequence too, one offset (total_k - total_q) for the whole batch")
+        sentence += "; " + within(inputs, want, _global_index(*inputs))
+    return sentence
 
 
 def _packed_names(inputs):
@@ -137,7 +156,7 @@ MASK_VARIANTS = [
             _say_offset("one bottom-right offset over the packed rows (total_k - total_q) instead of per sequence")),
     Variant(lambda i: ("global_offset",), lambda i: _first_offset(*i),
             _say_offset("the first sequence's offset used for every sequence")),
-    Variant(_packed_names, lambda i: _packed_causal(*i), _say_cross),
+    Variant(_packed_names, lambda i: _packed_causal(*i), _say_packed),
     Variant(lambda i: ("cross_sequence_attention",), lambda i: _earlier_visible(*i), _say_cross),
     Variant(lambda i: ("cross_sequence_attention",), lambda i: _empty_lookup(*i), _say_empty_lookup),
 ]
@@ -219,13 +238,31 @@ def _same(got, wrong):
     return np.array_equal(got, wrong)
 
 
-def explain(variants, inputs, want, got, compute=None):
-    """(names, sentence) of the first variant equal to ``got`` on ``inputs``, or None.
+def matching(variants, inputs, got, compute=None) -> list[int]:
+    """Indices of the variants equal to ``got`` on ``inputs``.
 
     ``compute`` turns a variant's answer into what is compared (e.g. attention outputs from a
     variant's mask); by default the answer itself."""
-    for variant in variants:
+    found = []
+    for n, variant in enumerate(variants):
         wrong = variant.answer(inputs)
         if _same(got, wrong if compute is None else compute(wrong)):
-            return variant.names(inputs), variant.sentence(inputs, want, wrong)
-    return None
+            found.append(n)
+    return found
+
+
+def explain(variants, cases):
+    """(names, sentence) per failing case, or None where no variant fits that case.
+
+    ``cases`` are (inputs, correct answer, matching indices). A variant that fits every case
+    is preferred, so one mistake is told the same way throughout a check."""
+    common = set.intersection(*(set(c[2]) for c in cases)) if cases else set()
+    out = []
+    for inputs, want, found in cases:
+        chosen = min(common) if common else (found[0] if found else None)
+        if chosen is None:
+            out.append(None)
+            continue
+        variant = variants[chosen]
+        out.append((variant.names(inputs), variant.sentence(inputs, want, variant.answer(inputs))))
+    return out
