@@ -280,7 +280,24 @@ def check_attention_idle_sequences(ex):
     rng = ex.rng
     batches = [Packed(*counts(rng, kinds), FORMS[n % 4]) for n, kinds in enumerate(
         [["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"], ["decode", "idle", "chunk", "idle"]])]
+    batches.append(Packed([0, 2, 0, 3], [0, 4, 0, 3], "int32"))  # sequences with no tokens at all
     expect_attention(ex, batches, "sequences without queries")
+
+
+def check_attention_float32_inputs(ex):
+    """float32 q, k, v give the same outputs as float64 ones, up to float32 rounding."""
+    rng = ex.rng
+    for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4)):
+        batch = Packed(*_busy(n_q, n_k), FORMS[n % 4])
+        q, k, v = (x.astype(np.float32) for x in _qkv(rng, batch, _odd(rng, 3, 24)))
+        got = _attention(ex, batch, q, k, v)
+        want = oracle.varlen_attention(*(x.astype(np.float64) for x in (q, k, v)), *batch.inputs)
+        error = _row_errors(got, want)
+        if (error > 1e-4).any():
+            row = int(np.argmax(error > 1e-4))
+            fail(f"{batch.call('varlen_attention')} with float32 q, k, v: row {row} differs from attention "
+                 f"over its own sequence by {error[row]:.3g} (float32 rounding is below 1e-4)",
+                 batch.case(ex.seed, D=q.shape[1], dtype="float32"))
 
 
 def check_attention_long_next_to_short(ex):
