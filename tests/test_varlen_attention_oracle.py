@@ -1,5 +1,9 @@
 """The hidden oracle for varlen_attention agrees with small cases worked out by hand."""
+import importlib.util
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from grader.hidden.varlen_attention import checks, diagnosis, oracle
 
@@ -73,3 +77,57 @@ def test_drawn_batches_cover_every_kind_and_size():
     pairs = [(q, k) for n_q, n_k in batches for q, k in zip(n_q, n_k)]
     assert any(q == 0 for q, _ in pairs) and any(q == k for q, k in pairs) and any(0 < q < k for q, k in pairs)
     assert all(q <= k for q, k in pairs)
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(f"mutant_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MUTANTS = Path(__file__).resolve().parent.parent / "solutions" / "mutants" / "varlen_attention"
+
+
+@pytest.mark.parametrize("name", ["global_offset", "first_sequence_offset", "earlier_sequences_visible",
+                                  "empty_sequence_lookup", "packed_causal"])
+def test_mask_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
+    """On the mask checks' batches for seeds 0-20, every case a mutant gets wrong is explained,
+    and by its own diagnosis (the mechanism behind stable names, not the seeds chosen)."""
+    mutant = _load(MUTANTS / f"{name}.py")
+    wrong_cases = 0
+    for seed in range(21):
+        rng = np.random.default_rng(seed)
+        for n_q, n_k in checks.mixed_batches(rng, 27):
+            inputs = checks.Packed(n_q, n_k).inputs
+            got, want = mutant.varlen_mask(*inputs), oracle.varlen_mask(*inputs)
+            if np.array_equal(got, want):
+                continue
+            wrong_cases += 1
+            [found] = diagnosis.explain(diagnosis.MASK_VARIANTS,
+                                        [(inputs, want, diagnosis.matching(diagnosis.MASK_VARIANTS, inputs, got))])
+            assert found is not None, f"seed {seed}: no variant explains {name} on {n_q}, {n_k}"
+            assert mutant.EXPECTED_DIAGNOSIS in found[0], (seed, n_q, n_k, found)
+    assert wrong_cases > 0
+
+
+@pytest.mark.parametrize("name", ["positions_count_padding", "query_columns_as_positions", "padding_visible"])
+def test_padding_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
+    mutant = _load(MUTANTS / f"{name}.py")
+    wrong_cases = 0
+    for seed in range(21):
+        rng = np.random.default_rng(seed)
+        B, S = checks._odd(rng, 2, 7), checks._odd(rng, 6, 70)
+        T = int(rng.integers(1, S // 2))
+        mask = checks.padded([min(p, S - T) for p in checks._pads(rng, B, S)], S)
+        for answer, rule, variants, inputs in [
+                (mutant.left_padded_positions(mask), oracle.left_padded_positions(mask),
+                 diagnosis.POSITION_VARIANTS, (mask, None)),
+                (mutant.left_padded_decode_mask(mask, T), oracle.left_padded_decode_mask(mask, T),
+                 diagnosis.DECODE_MASK_VARIANTS, (mask, T))]:
+            if np.array_equal(answer, rule):
+                continue
+            wrong_cases += 1
+            [found] = diagnosis.explain(variants, [(inputs, rule, diagnosis.matching(variants, inputs, answer))])
+            assert found is not None and found[0] == (mutant.EXPECTED_DIAGNOSIS,), (seed, found)
+    assert wrong_cases > 0
