@@ -21,7 +21,7 @@ def test_exercise_has_every_part(ex):
     for path in (ex.prompt_path, ex.stub_path, ex.reference_path, ex.rubric_path, ex.hidden_checks):
         assert path.is_file(), f"{ex.id}: missing {path}"
     assert ex.public_tests, f"{ex.id}: no public tests"
-    assert rubric.validate(ex.rubric, ex.id) == []
+    assert isinstance(ex.rubric, rubric.Rubric)  # loading validates it
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
@@ -36,15 +36,12 @@ def test_stub_functions_raise_not_implemented(ex):
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_rubric_knows_every_diagnosis_and_check(ex):
-    known = {d["id"] for d in ex.rubric["diagnoses"]}
+    known = {d.id for d in ex.rubric.diagnoses}
     for mutant in ex.mutants:
         assert mutant.expected_diagnosis in known, f"{mutant.path}: diagnosis not in the rubric"
-    source = ex.hidden_checks.read_text()
-    check_ids = {n.name.removeprefix("check_") for n in ast.parse(source).body
-                 if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
-    for criterion in ex.rubric["criteria"]:
-        for check in criterion.get("checks", []):
-            assert check in check_ids, f"{ex.id}: rubric names unknown check {check}"
+    for criterion in ex.rubric.criteria:
+        for check in criterion.checks:
+            assert check in ex.check_ids, f"{ex.id}: rubric names unknown check {check}"
     hidden_sources = "".join(p.read_text() for p in ex.hidden_package.glob("*.py"))
     for diagnosis_id in known:
         assert f'"{diagnosis_id}"' in hidden_sources, f"{ex.id}: no hidden check draws {diagnosis_id}"
