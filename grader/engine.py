@@ -166,21 +166,26 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
     result = ExerciseResult(exercise.id, "not_attempted", title=exercise.title, required=required,
                             follow_ups=[asdict(f) for f in rubric.follow_ups],
                             module=str(facts.module) if facts.module else None,
-                            notes=notes.text(exercise.id) if notes else "")
+                            notes=notes.text(exercise.id) if notes else "",
+                            about=rubric.summary, level_guide=dict(rubric.levels))
     if facts.module is None or not facts.attempted:
         result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
-        result.level = "weak" if required else None
+        if required:
+            result.level, result.reason = "weak", "weak: chosen for the interview set and not attempted"
         return result
     if facts.load_error:
         result.status, result.level, result.error = "error", "weak", facts.load_error
+        result.reason = "weak: the candidate's module failed to load"
         return result
     if facts.unexpected:
         result.status, result.checks = "error", facts.checks
         if facts.reference_shows_unexpected:
             result.kit_error, result.error = True, "grader error: " + facts.unexpected[0]
+            result.reason = "no level: the kit failed on the reference solution too"
         else:
             result.level = "weak"
             result.error = "the candidate's code broke the grader's handling: " + facts.unexpected[0]
+            result.reason = "weak: the candidate's code sent back something the grader could not use"
         return result
     result.status, result.checks = "graded", facts.checks
     result.diagnoses = [rubric.make_diagnosis(did, message) for did, message in facts.diagnoses]

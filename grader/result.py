@@ -80,6 +80,8 @@ class ExerciseResult:
     to_raise: str = ""  # one line: what would raise (or confirm) it
     hygiene: str = ""  # one line: substance and hygiene apart
     kit_error: bool = False  # the failure is the kit's own (the reference shows it too): no verdict
+    about: str = ""  # the rubric's summary, for the interviewer
+    level_guide: dict = field(default_factory=dict)  # the rubric's words for each level, for the interviewer
 
     @property
     def passed_checks(self) -> int:

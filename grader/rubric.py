@@ -315,18 +315,20 @@ def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe
     above = LEVELS[level_rank(level) + 1] if level != LEVELS[-1] else None
     if missed and above:
         parts.append(f"{_count(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
-    if to_observe:
-        parts.append(f"provisional: {_count(len(to_observe), 'observation', 'observations')} to make")
     parts = [p for p in parts if p] or ["every check passed, no classic mistake"]
+    if to_observe:
+        parts.append(f"provisional: {_count(len(to_observe), 'observation', 'observations')} to record")
     return f"{_word(level)}: " + "; ".join(parts)
 
 
 def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
-    if level == LEVELS[-1]:
-        return f"to confirm it, observe {', '.join(to_observe)}" if to_observe else ""
-    fixes = [cap.fix for cap in binding if cap.fix]
-    fixes = list(dict.fromkeys(fixes)) or ["not possible after the hints given"]
-    return f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes)
+    pieces = []
+    if level != LEVELS[-1]:
+        fixes = list(dict.fromkeys(cap.fix for cap in binding if cap.fix)) or ["not possible after the hints given"]
+        pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
+    if to_observe:
+        pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")
+    return "; ".join(pieces)
 
 
 def hygiene_line(checks: list[CheckResult]) -> str:
