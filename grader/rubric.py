@@ -254,7 +254,7 @@ def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
     """
     passed = {c.id: c.passed for c in checks}
     crits = criteria(rubric, passed, observed)
-    caps = _failure_caps(checks) + _diagnosis_caps(rubric, diagnoses) + _hint_caps(rubric, hints)
+    caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)  # named mistakes first
     caps += [_criterion_cap(c, passed) for c in crits if c.status == "missed"]
     level = min((cap.level for cap in caps), key=level_rank, default=LEVELS[-1])
     to_observe = [c.id for c in crits
