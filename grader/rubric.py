@@ -332,16 +332,18 @@ def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
 
 
 def hygiene_line(checks: list[CheckResult]) -> str:
-    """Substance and hygiene apart, so "correct but sloppy" reads differently from "wrong"."""
+    """Substance and hygiene apart, so "correct but sloppy" reads differently from "wrong":
+    "correct and efficient; hygiene missing: rejects_invalid_sizes"."""
     failed = [c for c in checks if not c.passed]
     kinds = {c.kind if c.kind in FAILURE_CAPS else "wrong" for c in failed}
-    substance = ["correct" if not kinds & {k for k, v in FAILURE_CAPS.items() if v == "weak"} else "not correct",
-                 "efficient" if "efficiency" not in kinds else "wasteful"]
+    if any(FAILURE_CAPS[k] == "weak" for k in kinds):
+        substance = "not correct"
+    else:
+        substance = "correct but wasteful" if "efficiency" in kinds else "correct and efficient"
     if "tests" in kinds:
-        substance.append("own tests too weak")
+        substance += "; own tests too weak"
     sloppy = [c.id for c in failed if c.kind == "hygiene"]
-    hygiene = f"hygiene missing: {_listed(sloppy)}" if sloppy else "hygiene clean"
-    return f"{' and '.join(substance)}; {hygiene}"
+    return f"{substance}; " + (f"hygiene missing: {_listed(sloppy)}" if sloppy else "hygiene clean")
 
 
 def _listed(items: list[str], most: int = 3) -> str:

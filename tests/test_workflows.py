@@ -190,7 +190,7 @@ def test_start_makes_a_workspace_for_pytest_and_the_grader(tmp_path):
         "README.md", "decode_mask.py", "test_decode_mask_public.py"]
     assert "kvgrade grade" in (ws / "README.md").read_text()
     graded = json.loads(run("grade", ws, "--json", "-", "-e", "decode_mask").output)
-    assert graded["exercises"][0]["status"] == "not_attempted" and graded["overall"]["level"] is None
+    assert graded["exercises"][0]["status"] == "not_attempted" and graded["overall"]["level"] == "weak"
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ws)],
                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
@@ -227,13 +227,14 @@ def test_bundle_holds_prompts_stubs_and_public_tests_but_nothing_secret(tmp_path
     assert CliRunner().invoke(main, ["bundle", str(folder)]).exit_code == 2
 
 
-def test_an_interview_set_lists_the_others_without_counting_them(graded):
+def test_an_interview_set_counts_an_exercise_not_attempted_as_weak(graded):
     if not INTERVIEW_OTHERS:
         pytest.skip("only one exercise in the kit")
     data = json.loads(graded["reference"].read_text())
-    status = {e["id"]: e["status"] for e in data["exercises"]}
-    assert status == {"decode_mask": "graded", INTERVIEW_OTHERS[0]: "not_attempted"}
-    assert data["overall"]["level"] == "strong_hire"
+    status = {e["id"]: (e["status"], e["level"], e["required"]) for e in data["exercises"]}
+    assert status == {"decode_mask": ("graded", "strong_hire", True),
+                      INTERVIEW_OTHERS[0]: ("not_attempted", "weak", True)}
+    assert data["overall"]["level"] == "weak"
     assert f"# {INTERVIEW_OTHERS[0]}: not attempted" in run("notes", graded["reference"]).output
 
 

@@ -47,12 +47,13 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
                 line += f"  \n  *{d.explain}*"
             out.append(line)
         out.append("")
-    if e.criteria:
+    shown = [c for c in e.criteria if c.text]  # a redacted observed criterion has none
+    if shown:
         out += ["**Criteria**", ""]
-        for c in e.criteria:
+        for c in shown:
             box = {"met": "[x]", "missed": "[ ]", "to_observe": "[?]"}[c.status]
             who = "observed" if c.kind == "observed" else "checks"
-            out.append(f"- {box} *{level_word(c.level)}, {who}, {CRITERION_MARKS[c.status]}*: {c.text or c.id}")
+            out.append(f"- {box} *{level_word(c.level)}, {who}, {CRITERION_MARKS[c.status]}*: {c.text}")
         out.append("")
     failing = [c for c in e.checks if not c.passed]
     if failing:
