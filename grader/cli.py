@@ -189,7 +189,7 @@ def _run_batch(paths, exercises, seed, feedback, out_dir, jobs):
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
-            f"{terminal.level_text(r['level'])}  {r['score']:.0%} of checks"
+            f"{terminal.level_text(r['level'], r['provisional'], range(r.get('to_observe', 0)))}  {r['score']:.0%} of checks"
         click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
 

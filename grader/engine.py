@@ -131,7 +131,7 @@ def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
         with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
             reference = grade(reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
                               limits=limits, blame_reference=False).exercise(eid)
-        f.reference_shows_unexpected = reference.kit_error
+        f.reference_shows_unexpected = reference.kit_error or reference.status != "graded"  # the kit's either way
 
 
 @dataclass

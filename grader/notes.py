@@ -45,6 +45,7 @@ class Notes:
             hints = section.get("hints", [])
             if not isinstance(hints, list) or not all(type(h) is int and h >= 1 for h in hints):
                 raise NotesError(f"notes file {path}: [{key}] hints should be a list of hint numbers (1, 2, ...)")
+            _check_hints_exist(path, key, hints)
         return cls(data)
 
     def observed(self, exercise_id: str) -> dict[str, bool]:
@@ -69,6 +70,17 @@ class Notes:
             out += [f"[{key}.observed] {name} is not an observed criterion of {key}"
                     for name in section.get("observed", {}) if observable and name not in observable]
         return out
+
+
+def _check_hints_exist(path, exercise_id: str, hints: list[int]):
+    from . import catalog
+
+    try:
+        offered = len(catalog.get(exercise_id).rubric.hints)
+    except KeyError:
+        return  # notes for an exercise this kit lacks: reported by Notes.problems
+    if any(h > offered for h in hints):
+        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {offered} hint(s)")
 
 
 def apply(result, notes: Notes):

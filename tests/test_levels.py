@@ -102,6 +102,14 @@ def test_an_observed_hire_criterion_recorded_false_is_weak_and_unrecorded_is_pro
     assert (pending.level, pending.provisional, pending.to_observe) == ("strong_hire", True, ["talks"])
 
 
+def test_a_hint_the_rubric_does_not_offer_is_refused_when_notes_load(tmp_path):
+    path = tmp_path / "notes.toml"
+    offered = len(catalog.get("decode_mask").rubric.hints)
+    path.write_text(f"[decode_mask]\nhints = [{offered + 1}]\n")
+    with pytest.raises(notes_module.NotesError, match=f"its rubric has {offered} hint"):
+        Notes.load(path)
+
+
 # ---------------------------------------------------------------------------- the rubric model
 
 @pytest.mark.parametrize("change,message", [
