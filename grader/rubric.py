@@ -250,12 +250,13 @@ def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
     cap. An automatic criterion missed, or an observed one recorded false, caps one level
     below its own. Observed criteria unrecorded at or below the level reached never lower
     it: they make it provisional. The level follows failure kinds, not criteria: a wrong
-    value in a strong_hire criterion's check still caps at weak.
+    value in a strong_hire criterion's check still caps at weak, and a hire criterion missed
+    only through hygiene failures caps at hire, not below.
     """
-    passed = {c.id: c.passed for c in checks}
-    crits = criteria(rubric, passed, observed)
+    by_id = {c.id: c for c in checks}
+    crits = criteria(rubric, {c.id: c.passed for c in checks}, observed)
     caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)  # named mistakes first
-    caps += [_criterion_cap(c, passed) for c in crits if c.status == "missed"]
+    caps += [_criterion_cap(c, by_id) for c in crits if c.status == "missed"]
     level = min((cap.level for cap in caps), key=level_rank, default=LEVELS[-1])
     to_observe = [c.id for c in crits
                   if c.status == "to_observe" and level_rank(c.level) <= level_rank(level)]
@@ -288,11 +289,15 @@ def _failure_caps(checks: list[CheckResult]) -> list[_Cap]:
     return out
 
 
-def _criterion_cap(c: Criterion, passed: dict[str, bool]) -> _Cap:
+def _criterion_cap(c: Criterion, checks: dict[str, CheckResult]) -> _Cap:
     below = LEVELS[level_rank(c.level) - 1]
     if c.kind == "observed":
         return _Cap(below, "", f"show {c.id}")
-    return _Cap(below, "", "pass " + ", ".join(check for check in c.checks if not passed.get(check, False)))
+    unmet = [check for check in c.checks if check not in checks or not checks[check].passed]
+    if all(check in checks for check in unmet):  # all ran: the failures' kinds say how far it falls
+        worst = min((FAILURE_CAPS.get(checks[check].kind, "weak") for check in unmet), key=level_rank)
+        below = max(below, worst, key=level_rank)
+    return _Cap(below, "", "pass " + ", ".join(unmet))
 
 
 def _diagnosis_caps(rubric: Rubric, diagnoses: list[Diagnosis]) -> list[_Cap]:

@@ -73,6 +73,13 @@ def test_hygiene_alone_caps_at_hire_and_gets_its_own_line():
     assert j.to_raise == "to reach strong hire: pass rejects"
 
 
+def test_a_hire_criterion_missed_only_through_hygiene_caps_at_hire():
+    j = judge(small_rubric(), checks(edges="hygiene"), [], {})
+    assert j.level == "hire" and "edges (hygiene)" in j.reason
+    not_run = [c for c in checks() if c.id != "edges"]  # no evidence is no credit
+    assert judge(small_rubric(), not_run, [], {}).level == "weak"
+
+
 def test_the_reason_names_what_caps_and_counts_missed_criteria():
     j = judge(small_rubric(), checks(values="wrong"), [Diagnosis("classic", "row 0 sees 1 key")], {})
     assert j.reason == "weak: classic (caps at weak), values (wrong); 1 criterion for hire missed"
