@@ -39,6 +39,7 @@ class DiagnosisRule:
     id: str
     caps: str
     explain: str = ""
+    contract: bool = False  # one of the classic mistakes CONTRACT.md names: it caps at weak
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,8 @@ def _criterion(c: dict) -> RubricCriterion:
 
 def _diagnosis(d: dict) -> DiagnosisRule:
     return DiagnosisRule(_text(d, "id"), _level(d, "caps", LEVELS) if "caps" in d else "weak",
-                         " ".join(_text(d, "explain").split()) if "explain" in d else "")
+                         " ".join(_text(d, "explain").split()) if "explain" in d else "",
+                         _bool(d, "contract") if "contract" in d else False)
 
 
 def _own_tests(data) -> OwnTests:
@@ -366,7 +368,7 @@ def _word(level: str) -> str:
 
 # ---------------------------------------------------------------------------- structure
 
-def structure_problems(rubric: Rubric, check_ids: set[str], contract_diagnoses: set[str]) -> list[str]:
+def structure_problems(rubric: Rubric, check_ids: set[str]) -> list[str]:
     """What breaks the calibration in a rubric, as sentences (empty when it is sound).
 
     A strong_hire automatic criterion declares the hire-capped kind it stands for, so no
@@ -378,5 +380,5 @@ def structure_problems(rubric: Rubric, check_ids: set[str], contract_diagnoses: 
     problems += [f"strong_hire criterion {c.id} declares no kind (one of {', '.join(HIRE_CAPPED_KINDS)})"
                  for c in rubric.criteria if c.level == "strong_hire" and not c.observed and not c.kind]
     problems += [f"diagnosis {d.id} is the contract's, so it caps at weak, not {d.caps}"
-                 for d in rubric.diagnoses if d.id in contract_diagnoses and d.caps != "weak"]
+                 for d in rubric.diagnoses if d.contract and d.caps != "weak"]
     return problems

@@ -21,24 +21,6 @@ from .catalog import Exercise, Mutant
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
 
-# The contract's diagnoses (CONTRACT.md section 5): each caps at weak wherever a rubric names it.
-CONTRACT_DIAGNOSES = {
-    "decode_mask": {"top_left_alignment", "t1_only_tests"},
-    "tile_classification": {"top_left_alignment"},
-    "ring_buffer_window": {"slot_index_positions", "window_off_by_one"},
-    "tree_mask": {"triangle_tree_mask", "index_positions"},
-    "nan_safe_softmax": {"nan_on_fully_masked_row"},
-    "gpt2_decode": {"position_after_append", "position_reset"},
-    "fused_attention": {"loads_skipped_tiles", "dense_mask_materialized"},
-    "paged_kv_cache": {"physical_order_assumed", "gqa_head_mapping", "stale_slots_visible",
-                       "fork_without_copy_on_write", "free_ignores_sharing"},
-    "varlen_attention": {"global_offset", "cross_sequence_attention", "positions_count_padding",
-                         "padding_visible"},
-    "split_kv_decode": {"averaged_outputs", "nan_on_empty_split", "merge_overflow",
-                        "uneven_split_drops_keys"},
-    "rope_cache": {"rotated_twice", "interleaved_pairs", "position_after_append", "index_positions"},
-}
-
 
 @dataclass
 class Outcome:
@@ -70,7 +52,7 @@ def mutant_submission(mutant: Mutant, into: Path) -> Path:
 
 def judge_rubric(ex: Exercise) -> Outcome:
     """The rubric's structure against the calibration (no grading needed)."""
-    problems = structure_problems(ex.rubric, ex.check_ids, CONTRACT_DIAGNOSES.get(ex.id, set()))
+    problems = structure_problems(ex.rubric, ex.check_ids)
     return Outcome(ex.id, "rubric", not problems, "; ".join(problems) or "follows the calibration")
 
 

@@ -145,15 +145,16 @@ def test_the_catalog_names_the_rubric_file_that_is_wrong(tmp_path, monkeypatch):
 
 
 def test_every_kit_rubric_follows_the_calibration():
-    from grader.verify import CONTRACT_DIAGNOSES
     for ex in catalog.exercises():
-        assert rubric.structure_problems(ex.rubric, ex.check_ids, CONTRACT_DIAGNOSES[ex.id]) == [], ex.id
+        assert rubric.structure_problems(ex.rubric, ex.check_ids) == [], ex.id
+    assert {d.id for d in catalog.get("decode_mask").rubric.diagnoses if d.contract} == {
+        "top_left_alignment", "t1_only_tests"}
 
 
 def test_structure_problems_are_found():
     r = small_rubric(criteria=[{"id": "v", "level": "strong_hire", "text": "t", "checks": ["rejects", "ghost"]}],
-                     diagnoses=[{"id": "classic", "caps": "hire"}])
-    assert rubric.structure_problems(r, {"rejects"}, {"classic"}) == [
+                     diagnoses=[{"id": "classic", "caps": "hire", "contract": True}])
+    assert rubric.structure_problems(r, {"rejects"}) == [
         "criterion v names unknown check ghost",
         "strong_hire criterion v declares no kind (one of tests, efficiency, hygiene)",
         "diagnosis classic is the contract's, so it caps at weak, not hire"]
