@@ -222,6 +222,8 @@ def test_one_of_three_done_with_e_is_weak_and_ranks_below_three_attempted(tmp_pa
         "level": "weak", "status": "not_attempted", "provisional": False, "required": True, "checks": ""}
     assert by_name["all_three"]["level"] == "hire"
     assert [r["name"] for r in sorted(rows, key=batch.ranking)] == ["all_three", "only_one"]
+    report = (tmp_path / "out" / "only_one" / "report.md").read_text()
+    assert "| not attempted (required: counts as weak) |" in report
 
 
 def test_without_e_an_exercise_not_attempted_is_listed_and_not_counted(tmp_path):

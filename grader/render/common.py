@@ -18,6 +18,13 @@ def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
 
 
+def status_text(e) -> str:
+    """An exercise's status in words; not attempted says whether it still counts."""
+    if e.status == "not_attempted" and e.required:
+        return "not attempted (required: counts as weak)"
+    return STATUS_WORDS[e.status]
+
+
 def level_phrase(level: str | None, provisional: bool = False, to_observe=()) -> str:
     """A level as every format says it: "strong hire (provisional: 3 observations)"."""
     if not provisional:

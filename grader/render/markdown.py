@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..result import ExerciseResult, Result
 from . import pictures
-from .common import (CRITERION_MARKS, STATUS_WORDS, case_text, exercise_level, explanation, level_word,
-                     overall_level, reproduce, shows_detail)
+from .common import (CRITERION_MARKS, case_text, exercise_level, explanation, level_word, overall_level,
+                     reproduce, shows_detail, status_text)
 
 
 def _cell(text: str) -> str:
@@ -24,7 +24,7 @@ def render(result: Result) -> str:
     for e in result.exercises:
         checks = f"{e.passed_checks}/{len(e.checks)}" if e.checks else "-"
         out.append(f"| `{e.id}` {_cell(e.title)} | **{exercise_level(e)}** | {checks} | "
-                   f"{_cell(STATUS_WORDS[e.status])} |")
+                   f"{_cell(status_text(e))} |")
     for e in result.exercises:
         out += ["", *_exercise(result, e)]
     return "\n".join(out).rstrip() + "\n"

@@ -5,10 +5,9 @@ import click
 
 from ..result import Result
 from . import pictures
-from .common import explanation, level_phrase, reproduce, shows_detail
+from .common import explanation, level_phrase, reproduce, shows_detail, status_text
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
-STATUS_WORDS = {"not_attempted": "not attempted (not counted)", "error": "error", "graded": ""}
 
 
 def level_text(level: str | None, provisional: bool = False, to_observe=()) -> str:
@@ -28,7 +27,7 @@ def summary(result: Result, detail: bool | None = None) -> str:
         if e.status == "graded":
             head += f"  {e.passed_checks}/{len(e.checks)} checks"
         else:
-            head += f"  {STATUS_WORDS[e.status]}" + (f": {e.error}" if e.error and e.status == "error" else "")
+            head += f"  {status_text(e)}" + (f": {e.error}" if e.error and e.status == "error" else "")
         lines.append(head)
         lines += [click.style("      " + line, dim=True) for line in explanation(e)]
         for d in e.diagnoses:
