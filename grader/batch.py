@@ -62,15 +62,22 @@ def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | Non
             rows.append(row)
             if on_done:
                 on_done(row)
-    rows.sort(key=lambda r: (r["error"] is not None, -level_rank(r["level"]), -r["score"], r["name"]))
+    rows.sort(key=ranking)
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
     write_summaries(rows, out, exercise_ids or sorted({e for r in rows for e in r["exercises"]}), seed)
     return rows
 
 
+def ranking(row: dict) -> tuple:
+    """Best first: level, then confirmed before provisional, then the share of checks passed
+    over all counted exercises (a required one not attempted adds 0); broken rows last."""
+    return (row["error"] is not None, -level_rank(row["level"]), bool(row.get("provisional")),
+            -row["score"], row["name"])
+
+
 def _broken(name: str, path, error: str) -> dict:
-    return {"name": name, "path": str(path), "level": None, "score": 0.0, "exercises": {},
+    return {"name": name, "path": str(path), "level": None, "provisional": False, "score": 0.0, "exercises": {},
             "report": None, "error": error, "seconds": 0.0}
 
 
@@ -93,7 +100,9 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
     (folder / "report.md").write_text(markdown.render(result))
     errors = [f"{e.id}: {e.error}" for e in result.exercises if e.status == "error"]
     return {"name": name, "path": path, "level": result.overall_level, "score": result.score,
-            "exercises": {e.id: {"level": e.level, "status": e.status,
+            "provisional": result.overall_provisional, "to_observe": len(result.overall_to_observe),
+            "exercises": {e.id: {"level": e.level, "status": e.status, "provisional": e.provisional,
+                                 "required": e.required,
                                  "checks": f"{e.passed_checks}/{len(e.checks)}" if e.checks else ""}
                           for e in result.exercises},
             "report": f"{folder.name}/report.html", "error": None, "problems": errors,
@@ -102,7 +111,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
 
 def write_summaries(rows: list[dict], out: Path, exercise_ids: list[str], seed: int):
     from .render import html
-    from .render.common import level_word
+    from .render.common import level_phrase, level_word
 
     (out / "index.html").write_text(html.render_batch(rows, f"kvgrade batch: {out}", seed, exercise_ids))
     head = ["rank", "candidate", "overall", *exercise_ids, "checks passed", "report"]
@@ -110,7 +119,8 @@ def write_summaries(rows: list[dict], out: Path, exercise_ids: list[str], seed: 
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         per = [_exercise_cell(r["exercises"].get(e), level_word) for e in exercise_ids]
-        overall = f"broken: {r['error']}" if r["error"] else f"**{level_word(r['level'])}**"
+        overall = (f"broken: {r['error']}" if r["error"] else
+                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
         report = f"[report]({r['report']})" if r["report"] else "-"
         cells = [str(r["rank"]), f"`{r['name']}`", overall.replace("|", "\\|"), *per, f"{r['score']:.0%}", report]
         lines.append("| " + " | ".join(cells) + " |")
@@ -121,5 +131,5 @@ def _exercise_cell(entry: dict | None, level_word) -> str:
     if entry is None:
         return "-"
     if entry["status"] == "not_attempted":
-        return "not attempted"
+        return "not attempted" + (" (weak: required)" if entry.get("required") else "")
     return level_word(entry["level"]) + (" (error)" if entry["status"] == "error" else "")

@@ -189,7 +189,7 @@ def _run_batch(paths, exercises, seed, feedback, out_dir, jobs):
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
-            f"{terminal.level_text(r['level'])}  {r['score']:.0%} of checks"
+            f"{terminal.level_text(r['level'], r['provisional'], range(r.get('to_observe', 0)))}  {r['score']:.0%} of checks"
         click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
 
@@ -293,9 +293,11 @@ def _progress(exercise_id, check):
               help="Verify only this exercise (repeatable).")
 @click.option("--seed", type=int, default=0, show_default=True, callback=_seed, help="Seed for the hidden tests.")
 def verify(exercises, seed):
-    """Check the kit: references reach strong_hire and every known-wrong solution is caught.
+    """Check the kit: rubrics follow the calibration, references reach strong_hire, every
+    known-wrong solution is caught.
 
-    Exit status 1 when any reference falls short or any mutant slips through.
+    References reach strong_hire provisionally (no interviewer notes). Exit status 1 when a
+    rubric breaks the calibration, a reference falls short or a mutant slips through.
     """
     from .verify import verify as run_verify
 

@@ -44,8 +44,10 @@ def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
 
 def test_a_missing_module_is_not_attempted(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing for decode_mask here")  # an empty folder is refused
-    ex = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")
-    assert (ex.status, ex.level) == ("not_attempted", None)
+    ex = engine.grade(tmp_path).exercise("decode_mask")
+    assert (ex.status, ex.level, ex.counted) == ("not_attempted", None, False)
+    required = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")  # an interview set
+    assert (required.status, required.level, required.counted) == ("not_attempted", "weak", True)
 
 
 def test_an_import_error_is_an_error_with_one_line(submission):

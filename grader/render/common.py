@@ -18,6 +18,35 @@ def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
 
 
+def status_text(e) -> str:
+    """An exercise's status in words; not attempted says whether it still counts."""
+    if e.status == "not_attempted" and e.required:
+        return "not attempted (required: counts as weak)"
+    return STATUS_WORDS[e.status]
+
+
+def level_phrase(level: str | None, provisional: bool = False, to_observe=()) -> str:
+    """A level as every format says it: "strong hire (provisional: 3 observations)"."""
+    if not provisional:
+        return level_word(level)
+    n = len(to_observe)
+    return f"{level_word(level)} (provisional: {n} observation{'' if n == 1 else 's'})"
+
+
+def exercise_level(e) -> str:
+    return level_phrase(e.level, e.provisional, e.to_observe)
+
+
+def overall_level(result: Result) -> str:
+    return level_phrase(result.overall_level, result.overall_provisional, result.overall_to_observe)
+
+
+def explanation(e) -> list[str]:
+    """Why the level is what it is, what would raise it, and substance apart from hygiene: one
+    line each, empty ones left out."""
+    return [line for line in (e.reason, e.to_raise, e.hygiene if e.status == "graded" else "") if line]
+
+
 def reproduce(result: Result, exercise_id: str, check_id: str) -> str:
     """One command that re-runs a single check on the same submission with the same seed."""
     return (f"kvgrade grade {shlex.quote(result.submission)} -e {exercise_id} --seed {result.seed} "
@@ -37,7 +66,8 @@ def for_candidate(result: Result) -> Result:
 
     Hidden inputs live in failure messages, cases, pictures and the concrete sentences of
     diagnoses; those go. A diagnosis keeps its id and the rubric's general explanation. The
-    interviewer's side (observed criteria, notes, follow-up questions) goes too.
+    interviewer's side (what observed criteria listen for, notes, follow-up questions) goes
+    too; that observations are pending stays, so a provisional level still says so.
     """
     safe = copy.deepcopy(result)
     safe.feedback = "summary"
@@ -46,6 +76,8 @@ def for_candidate(result: Result) -> Result:
             c.message, c.case, c.picture = "", None, None
         for d in e.diagnoses:
             d.message = d.explain or d.id.replace("_", " ")
-        e.criteria = [c for c in e.criteria if c.kind == "check"]
-        e.follow_ups, e.notes = [], ""
+        for c in e.criteria:  # what an interviewer listens for stays theirs; that it is pending does not
+            if c.kind == "observed":
+                c.text = ""
+        e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
     return safe

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from ..result import ExerciseResult, Result
 from . import pictures
-from .common import case_text, level_word, reproduce, shows_detail
+from .common import case_text, exercise_level, overall_level, reproduce, shows_detail
 
 POINTS = 10.0
 
 
 def render(result: Result) -> dict:
     tests = [t for e in result.exercises for t in _tests(result, e)]
-    levels = ", ".join(f"{e.id}: {level_word(e.level)}" for e in result.exercises)
+    levels = ", ".join(f"{e.id}: {exercise_level(e)}" for e in result.exercises)
     mistakes = [f"{e.id} / {d.id}: {d.message}" for e in result.exercises for d in e.diagnoses]
     return {
         "score": round(sum(t["score"] for t in tests), 4),
         "max_score": round(sum(t["max_score"] for t in tests), 4),
-        "output": "\n".join([f"Overall level: {level_word(result.overall_level)} ({levels}). Seed {result.seed}.",
+        "output": "\n".join([f"Overall level: {overall_level(result)} ({levels}). Seed {result.seed}.",
                               *mistakes]),
         "visibility": "visible",
         "stdout_visibility": "hidden",

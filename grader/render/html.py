@@ -9,7 +9,8 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import pictures
-from .common import CRITERION_MARKS, STATUS_WORDS, case_text, level_word, reproduce, shows_detail
+from .common import (CRITERION_MARKS, case_text, exercise_level, explanation, level_word, overall_level,
+                     reproduce, shows_detail, status_text)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -21,10 +22,11 @@ def environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["level"] = level_word
     env.filters["case"] = case_text
-    env.globals.update(status_word=STATUS_WORDS, criterion_mark=CRITERION_MARKS,
+    env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS,
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
-                       differing_cells=pictures.differing_cells)
+                       differing_cells=pictures.differing_cells, exercise_level=exercise_level,
+                       overall_level=overall_level, explanation=explanation)
     return env
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
 from . import pictures
-from .common import case_text, level_word, reproduce, shows_detail
+from .common import case_text, exercise_level, reproduce, shows_detail
 
 
 def render(result: Result) -> str:
@@ -27,7 +27,7 @@ def render(result: Result) -> str:
 def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     suite = ET.Element("testsuite", name=e.id)
     props = ET.SubElement(suite, "properties")
-    for name, value in (("level", level_word(e.level)), ("status", e.status), ("seed", str(result.seed)),
+    for name, value in (("level", exercise_level(e)), ("status", e.status), ("seed", str(result.seed)),
                         *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses)):
         ET.SubElement(props, "property", name=name, value=value)
     classname = f"kvgrade.{e.id}"

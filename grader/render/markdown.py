@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..result import ExerciseResult, Result
 from . import pictures
-from .common import CRITERION_MARKS, STATUS_WORDS, case_text, level_word, reproduce, shows_detail
+from .common import (CRITERION_MARKS, case_text, exercise_level, explanation, level_word, overall_level,
+                     reproduce, shows_detail, status_text)
 
 
 def _cell(text: str) -> str:
@@ -16,23 +17,26 @@ def _quote(text: str) -> list[str]:
 
 def render(result: Result) -> str:
     out = [f"# kvgrade report: `{result.submission}`", "",
-           f"**Overall: {level_word(result.overall_level)}** · {result.score:.0%} of checks passed · "
+           f"**Overall: {overall_level(result)}** · {result.score:.0%} of checks passed · "
            f"seed {result.seed} · feedback {result.feedback} · kvgrade {result.kvgrade_version} · "
            f"isolation {result.isolation}", "",
            "| exercise | level | checks passed | status |", "|---|---|---|---|"]
     for e in result.exercises:
         checks = f"{e.passed_checks}/{len(e.checks)}" if e.checks else "-"
-        out.append(f"| `{e.id}` {_cell(e.title)} | **{level_word(e.level)}** | {checks} | "
-                   f"{_cell(STATUS_WORDS[e.status])} |")
+        out.append(f"| `{e.id}` {_cell(e.title)} | **{exercise_level(e)}** | {checks} | "
+                   f"{_cell(status_text(e))} |")
     for e in result.exercises:
         out += ["", *_exercise(result, e)]
     return "\n".join(out).rstrip() + "\n"
 
 
 def _exercise(result: Result, e: ExerciseResult) -> list[str]:
-    out = [f"## `{e.id}`: {e.title} ({level_word(e.level)})", ""]
-    if e.status == "not_attempted":
+    out = [f"## `{e.id}`: {e.title} ({exercise_level(e)})", ""]
+    if e.status == "not_attempted" and not e.required:
         return out + [f"Not attempted ({e.error or 'no module found'}); not counted against the candidate."]
+    if e.status == "not_attempted":
+        return out + [f"Not attempted ({e.error or 'no module found'}); required by the interview set, so it counts as weak."]
+    out += _explanation(e)
     if e.error:
         out += [f"**Error:** {e.error}", ""]
     if e.diagnoses:
@@ -43,9 +47,10 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
                 line += f"  \n  *{d.explain}*"
             out.append(line)
         out.append("")
-    if e.criteria:
+    shown = [c for c in e.criteria if c.text]  # a redacted observed criterion has none
+    if shown:
         out += ["**Criteria**", ""]
-        for c in e.criteria:
+        for c in shown:
             box = {"met": "[x]", "missed": "[ ]", "to_observe": "[?]"}[c.status]
             who = "observed" if c.kind == "observed" else "checks"
             out.append(f"- {box} *{level_word(c.level)}, {who}, {CRITERION_MARKS[c.status]}*: {c.text}")
@@ -70,9 +75,23 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
         out += ["**Passing checks:** " + ", ".join(f"`{c}`" for c in passing), ""]
     if e.notes:
         out += ["**Interviewer notes**", "", *_quote(e.notes), ""]
+    out += _level_guide(e)
     if e.follow_ups:
         out += ["**Follow-up questions**", ""]
         for i, f in enumerate(e.follow_ups, 1):
             out.append(f"{i}. {f.get('ask', '')}  \n   *Listen for:* {f.get('listen_for', '')}")
         out.append("")
     return out
+
+
+def _explanation(e: ExerciseResult) -> list[str]:
+    lines = explanation(e)
+    return [f"*{_cell(line)}*  " for line in lines[:-1]] + [f"*{_cell(lines[-1])}*", ""] if lines else []
+
+
+def _level_guide(e: ExerciseResult) -> list[str]:
+    """The rubric's summary and its words for each level, for the interviewer."""
+    if not e.level_guide:
+        return []
+    out = ["**What each level looks like**", ""] + ([" ".join(e.about.split()), ""] if e.about else [])
+    return out + [f"- *{level_word(level)}*: {_cell(words)}" for level, words in e.level_guide.items()] + [""]

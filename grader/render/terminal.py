@@ -5,14 +5,14 @@ import click
 
 from ..result import Result
 from . import pictures
-from .common import reproduce, shows_detail
+from .common import explanation, level_phrase, reproduce, shows_detail, status_text
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
-STATUS_WORDS = {"not_attempted": "not attempted (not counted)", "error": "error", "graded": ""}
 
 
-def level_text(level: str | None) -> str:
-    return click.style((level or "-").replace("_", " "), fg=LEVEL_COLOURS.get(level, "white"), bold=True)
+def level_text(level: str | None, provisional: bool = False, to_observe=()) -> str:
+    words = level_phrase(level, provisional, to_observe) if level else "-"
+    return click.style(words, fg=LEVEL_COLOURS.get(level, "white"), bold=True)
 
 
 def summary(result: Result, detail: bool | None = None) -> str:
@@ -23,12 +23,13 @@ def summary(result: Result, detail: bool | None = None) -> str:
              f"isolation: {result.isolation})", ""]
     width = max((len(e.id) for e in result.exercises), default=10)
     for e in result.exercises:
-        head = f"  {e.id:<{width}}  {level_text(e.level):<20}"
+        head = f"  {e.id:<{width}}  {level_text(e.level, e.provisional, e.to_observe):<20}"
         if e.status == "graded":
             head += f"  {e.passed_checks}/{len(e.checks)} checks"
         else:
-            head += f"  {STATUS_WORDS[e.status]}" + (f": {e.error}" if e.error and e.status == "error" else "")
+            head += f"  {status_text(e)}" + (f": {e.error}" if e.error and e.status == "error" else "")
         lines.append(head)
+        lines += [click.style("      " + line, dim=True) for line in explanation(e)]
         for d in e.diagnoses:
             lines.append("      " + click.style(f"[{d.id}] ", fg="yellow") + d.message)
         drawn = _picture_to_draw(e.checks) if detail else None
@@ -43,10 +44,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
                 lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
         if e.notes:
             lines.append("      notes: " + " ".join(e.notes.split()))
-        todo = [c.id for c in e.criteria if c.status == "to_observe"]
-        if todo and detail:
-            lines.append(click.style(f"      to observe in conversation: {', '.join(todo)}", dim=True))
-    lines += ["", f"  overall: {level_text(result.overall_level)}   "
+    overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
+    lines += ["", f"  overall: {overall}   "
               f"({result.seconds:.1f} s)"]
     return "\n".join(lines)
 
