@@ -89,6 +89,7 @@ class Result:
     kvgrade_version: str = ""
     seconds: float = 0.0
     schema: str = SCHEMA
+    levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
 
     @property
     def overall_level(self) -> str | None:
@@ -120,12 +121,14 @@ class Result:
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),
             "exercises": [asdict(e) for e in self.exercises],
+            **({"levels_hidden": True} if self.levels_hidden else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Result":
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"not a kvgrade result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        problem = schema_problem(data)
+        if problem:
+            raise ValueError(f"not a kvgrade result: {problem}")
         exercises = []
         for e in data.get("exercises", []):
             e = _known(ExerciseResult, e)
@@ -141,3 +144,39 @@ class Result:
 def _known(kind, data: dict) -> dict:
     names = {f.name for f in fields(kind)}
     return {k: v for k, v in data.items() if k in names}
+
+
+_TOP_FIELDS = {"seed": int, "submission": str, "exercises": list}
+_EXERCISE_FIELDS = {"id": str, "status": str, "checks": list, "diagnoses": list, "criteria": list}
+_CHECK_FIELDS = {"id": str, "passed": bool}
+
+
+def schema_problem(data) -> str | None:
+    """The first way ``data`` (parsed JSON) fails to be a saved result, or None when it is one."""
+    if not isinstance(data, dict):
+        return f"the top level is {type(data).__name__}, not an object"
+    if data.get("schema") != SCHEMA:
+        return f"schema {data.get('schema')!r}, expected {SCHEMA!r}"
+    problem = _fields_problem(data, _TOP_FIELDS, "result")
+    for i, e in enumerate(data.get("exercises", []) if not problem else []):
+        where = f"exercises[{i}]"
+        problem = problem or (f"{where} is not an object" if not isinstance(e, dict) else
+                              _fields_problem(e, _EXERCISE_FIELDS, where, optional={"checks", "diagnoses", "criteria"}))
+        for j, c in enumerate(e.get("checks", []) if not problem else []):
+            problem = problem or (f"{where}.checks[{j}] is not an object" if not isinstance(c, dict) else
+                                  _fields_problem(c, _CHECK_FIELDS, f"{where}.checks[{j}]"))
+        for key in ("diagnoses", "criteria"):
+            if not problem and not all(isinstance(x, dict) for x in e.get(key, [])):
+                problem = f"{where}.{key} holds something that is not an object"
+    return problem
+
+
+def _fields_problem(data: dict, expected: dict, where: str, optional=frozenset()) -> str | None:
+    for name, kind in expected.items():
+        if name not in data:
+            if name in optional:
+                continue
+            return f"{where} has no {name!r}"
+        if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
+            return f"{where}.{name} is {type(data[name]).__name__}, not {kind.__name__}"
+    return None
