@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+# A checkout keeps the kit's data beside the package; an installed wheel carries it inside, as
+# grader/kit/ (setup.py copies it there).
+_PACKAGE = Path(__file__).resolve().parent
+KIT_ROOT = _PACKAGE / "kit" if (_PACKAGE / "kit" / "exercises").is_dir() else _PACKAGE.parent
 HIDDEN_ROOT = Path(__file__).resolve().parent / "hidden"
 
 
