@@ -5,6 +5,7 @@ from grader import catalog
 from grader.verify import verify
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", [e.id for e in catalog.exercises()])
 def test_references_reach_strong_hire_and_every_mutant_is_caught(exercise_id):
     outcomes = list(verify([exercise_id], seed=7))
