@@ -9,8 +9,8 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import pictures
-from .common import (CRITERION_MARKS, NOT_ISOLATED, STATUS_WORDS, case_text, level_word, levels_shown,
-                     reproduce, shows_detail)
+from .common import (CRITERION_MARKS, NOT_ISOLATED, STATUS_WORDS, case_text, failure_parts, level_word,
+                     levels_shown, shows_detail)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -34,7 +34,7 @@ def environment() -> jinja2.Environment:
 def render(result: Result) -> str:
     template = environment().get_template("report.html.j2")
     return template.render(result=result, detail=shows_detail(result), levels=levels_shown(result), css=Markup(_css()),
-                           reproduce=lambda e, c: reproduce(result, e.id, c.id))
+                           failure_parts=lambda e, c: failure_parts(result, e.id, c))
 
 
 def short_id(exercise_id: str, width: int = 16) -> str:
