@@ -45,6 +45,7 @@ def test_candidate_escapes_reach_no_output_as_raw_characters(hostile, tmp_path):
     assert {e["id"]: e["status"] for e in data["exercises"]} == {"decode_mask": "graded", "tree_mask": "error"}
 
 
+@pytest.mark.slow  # grades several submissions in full
 def test_batch_names_are_unique_and_stable(tmp_path):
     folder = tmp_path / "candidates"
     names = ("alice smith", "alice_smith", "alice_smith-2")  # the last is what a counter would call the second

@@ -151,6 +151,7 @@ def test_summary_feedback_hides_hidden_inputs_in_every_format(graded, tmp_path):
     assert all(c["description"] for c in checks)
 
 
+@pytest.mark.slow  # grades several submissions in full
 def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     folder = tmp_path / "candidates"
     reference_submission(folder / "grace")
