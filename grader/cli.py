@@ -181,6 +181,9 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
                                    "candidate's reports into --out")
         _run_batch(paths, exercises, seed, feedback, out_dir, jobs, trust_submissions)
         return
+    batch_only = [name for name, value in (("--out", out_dir), ("--jobs", jobs)) if value]
+    if batch_only:
+        raise click.UsageError(f"{', '.join(batch_only)} apply to several PATHs (a batch)")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
     notes = _load_notes(notes_path)

@@ -104,3 +104,15 @@ def test_every_output_path_follows_one_rule_its_folder_must_exist(tmp_path, monk
     for command in commands:
         assert_usage_error(invoke(*command), f"cannot write {missing}", "is not a folder")
     assert not missing.exists()
+
+
+def test_batch_options_with_one_path_are_a_usage_error():
+    assert_usage_error(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--out", "x"), "--out apply to several PATHs")
+
+
+def test_grade_with_several_paths_is_batch():
+    """One implementation, two spellings: both take the same options and refuse the same things."""
+    for command in ("grade", "batch"):
+        helped = invoke(command, "--help").output
+        assert all(option in helped for option in ("--out", "--jobs", "--trust-submissions", "--show-levels"))
+    assert "kvgrade batch PATH..." in " ".join(invoke("grade", "--help").output.split())
