@@ -51,14 +51,15 @@ def _digest(path: Path) -> str:
 
 
 def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
-               feedback: str = "detail", jobs: int | None = None, on_done=None) -> list[dict]:
+               feedback: str = "detail", jobs: int | None = None, on_done=None,
+               show_levels: bool = False) -> list[dict]:
     """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last)."""
     out = Path(out)
     out.mkdir(exist_ok=True)  # its parent must exist: the CLI checked it
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths) or 1))
     rows = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(grade_one, str(path), str(out / name), name, exercise_ids, seed, feedback):
+        futures = {pool.submit(grade_one, str(path), str(out / name), name, exercise_ids, seed, feedback, show_levels):
                    (name, path) for name, path in zip(names(paths), paths)}
         for future in as_completed(futures):
             name, path = futures[future]
@@ -83,7 +84,8 @@ def _broken(name: str, path, error: str) -> dict:
             "report": None, "error": neutral(error), "seconds": 0.0}
 
 
-def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback: str) -> dict:
+def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback: str,
+              show_levels: bool = False) -> dict:
     """Grade one submission and write its reports (runs in a worker process).
 
     The row is the interviewer's and comes from the full result; the reports follow ``feedback``.
@@ -96,7 +98,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
         result = neutralized(grade(path, exercise_ids, seed=seed))
     except Exception as exc:
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
-    shown = for_candidate(result) if feedback == "summary" else result
+    shown = for_candidate(result, show_levels) if feedback == "summary" else result
     folder = Path(out)
     folder.mkdir(exist_ok=True)
     (folder / "result.json").write_text(json.dumps(shown.to_dict(), indent=2))

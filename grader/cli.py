@@ -172,25 +172,31 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     """
     paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
-        single = {"--json": outputs["json_out"], "--html": outputs["html_out"], "--markdown": outputs["markdown_out"],
-                  "--junit": outputs["junit_out"], "--gradescope": outputs["gradescope_out"],
-                  "--notes": notes_path, "--check": checks}
-        used = [name for name, value in single.items() if value]
-        if used:
-            raise click.UsageError(f"{', '.join(used)} apply to one submission; a batch writes every "
-                                   "candidate's reports into --out")
-        _run_batch(paths, exercises, seed, feedback, out_dir, jobs, trust_submissions)
+        _refuse({**{f"--{key.removesuffix('_out')}": value for key, value in outputs.items()},
+                 "--notes": notes_path, "--check": checks},
+                "apply to one submission; a batch writes every candidate's reports into --out")
+        _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
-    batch_only = [name for name, value in (("--out", out_dir), ("--jobs", jobs)) if value]
-    if batch_only:
-        raise click.UsageError(f"{', '.join(batch_only)} apply to several PATHs (a batch)")
+    _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
     notes = _load_notes(notes_path)
+    result = _grade_one(paths[0], exercises, seed, notes, only)
+    _warn_about(notes, result)
+    _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
+
+
+def _refuse(options: dict, why: str):
+    used = [name for name, value in options.items() if value]
+    if used:
+        raise click.UsageError(f"{', '.join(used)} {why}")
+
+
+def _grade_one(path, exercises, seed, notes, only):
+    """Grade one folder with progress dots; its result with candidate text neutralised."""
     progress = _Progress()
     try:
-        result = run_grading(paths[0], exercises or None, seed=seed, notes=notes, only_checks=only,
-                             progress=progress)
+        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=only, progress=progress)
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
     except IsolationError as exc:
@@ -199,8 +205,7 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
         progress.end()
     result = neutralized(result)
     result.feedback = "detail"
-    _warn_about(notes, result)
-    _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
+    return result
 
 
 def _grade_paths(paths, solutions) -> tuple:
@@ -224,7 +229,7 @@ def batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_su
     A broken submission becomes a row with its error; the batch always finishes. It grades
     other people's code, so it needs bubblewrap or a separate uid unless --trust-submissions.
     """
-    _run_batch(paths, exercises, seed, feedback, out_dir, jobs, trust_submissions)
+    _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
 
 
 def _refuse_weak_isolation(trust_submissions: bool):
@@ -239,30 +244,35 @@ def _refuse_weak_isolation(trust_submissions: bool):
                                "--trust-submissions to grade unisolated code you trust")
 
 
-def _run_batch(paths, exercises, seed, feedback, out_dir, jobs, trust_submissions):
+def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
     from .batch import grade_many, submissions
 
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        raise click.BadParameter(f"{missing[0]} does not exist", param_hint="FOLDER")
     out_dir = out_dir or "kvgrade-batch"
-    _check_outputs(out_dir)
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise click.UsageError(f"cannot write {out_dir}: it is not a folder")
+    _check_batch_paths(paths, out_dir)
     found = submissions(list(paths))
     if not found:
         raise click.BadParameter("no submission folders found", param_hint="FOLDER")
     _refuse_weak_isolation(trust_submissions)
     with click.progressbar(length=len(found), label=f"grading {len(found)} submissions", file=sys.stderr,
                            show_pos=True) as bar:
-        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail", jobs=jobs,
-                          on_done=lambda row: bar.update(1))
+        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
+                          show_levels=show_levels, jobs=jobs, on_done=lambda row: bar.update(1))
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
             f"{terminal.level_text(r['level'])}  {r['score']:.0%} of checks"
         click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
+
+
+def _check_batch_paths(paths, out_dir):
+    """Before anything is written: every path exists, and the batch folder can be made."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise click.BadParameter(f"{missing[0]} does not exist", param_hint="FOLDER")
+    _check_outputs(out_dir)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise click.UsageError(f"cannot write {out_dir}: it is not a folder")
 
 
 @main.command()
