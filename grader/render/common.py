@@ -18,9 +18,11 @@ STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted", "error": "
 CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
 NOT_ISOLATED = "not isolated: grade only code you trust"
 
-# C0 (bar tab and newline), DEL, C1, bidi embeddings/overrides/isolates, zero-width characters
-# and other invisible format characters: each can rewrite a terminal, hide text or reorder it.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+# C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
+# and other invisible format characters, line and paragraph separators: each can rewrite a
+# terminal, hide text or reorder it.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def level_word(level: str | None) -> str:
