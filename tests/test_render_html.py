@@ -63,6 +63,9 @@ def test_candidate_report_hides_hidden_inputs_and_the_interviewer_side():
                    "observations", "with T = 1 over S = 2"):
         assert secret not in text, secret
     assert "random_shapes" in text and "Random T &gt; 1 over S keys" in text
+    assert 'class="badge' not in text and "caps the level" not in text  # levels hidden by default
+    shown = html.render(for_candidate(saved_result(), show_levels=True))
+    assert 'badge big lvl-weak">weak<' in shown
 
 
 @pytest.mark.browser
