@@ -147,8 +147,12 @@ def _known(kind, data: dict) -> dict:
 
 
 _TOP_FIELDS = {"seed": int, "submission": str, "exercises": list}
-_EXERCISE_FIELDS = {"id": str, "status": str, "checks": list, "diagnoses": list, "criteria": list}
-_CHECK_FIELDS = {"id": str, "passed": bool}
+_EXERCISE_FIELDS = {"id": str, "status": str}
+_PART_FIELDS = {  # the lists inside an exercise, and what each of their entries must hold
+    "checks": {"id": str, "passed": bool},
+    "diagnoses": {"id": str, "message": str},
+    "criteria": {"id": str, "level": str, "text": str, "kind": str, "status": str},
+}
 
 
 def schema_problem(data) -> str | None:
@@ -157,25 +161,32 @@ def schema_problem(data) -> str | None:
         return f"the top level is {type(data).__name__}, not an object"
     if data.get("schema") != SCHEMA:
         return f"schema {data.get('schema')!r}, expected {SCHEMA!r}"
-    problem = _fields_problem(data, _TOP_FIELDS, "result")
-    for i, e in enumerate(data.get("exercises", []) if not problem else []):
-        where = f"exercises[{i}]"
-        problem = problem or (f"{where} is not an object" if not isinstance(e, dict) else
-                              _fields_problem(e, _EXERCISE_FIELDS, where, optional={"checks", "diagnoses", "criteria"}))
-        for j, c in enumerate(e.get("checks", []) if not problem else []):
-            problem = problem or (f"{where}.checks[{j}] is not an object" if not isinstance(c, dict) else
-                                  _fields_problem(c, _CHECK_FIELDS, f"{where}.checks[{j}]"))
-        for key in ("diagnoses", "criteria"):
-            if not problem and not all(isinstance(x, dict) for x in e.get(key, [])):
-                problem = f"{where}.{key} holds something that is not an object"
-    return problem
+    problems = (_object_problem(e, _EXERCISE_FIELDS, f"exercises[{i}]") or _parts_problem(e, f"exercises[{i}]")
+                for i, e in enumerate(data.get("exercises", [])))
+    return _fields_problem(data, _TOP_FIELDS, "result") or next(filter(None, problems), None)
 
 
-def _fields_problem(data: dict, expected: dict, where: str, optional=frozenset()) -> str | None:
+def _parts_problem(exercise: dict, where: str) -> str | None:
+    for part, expected in _PART_FIELDS.items():
+        entries = exercise.get(part, [])
+        if not isinstance(entries, list):
+            return f"{where}.{part} is {type(entries).__name__}, not list"
+        for j, entry in enumerate(entries):
+            problem = _object_problem(entry, expected, f"{where}.{part}[{j}]")
+            if problem:
+                return problem
+    return None
+
+
+def _object_problem(value, expected: dict, where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is {type(value).__name__}, not an object"
+    return _fields_problem(value, expected, where)
+
+
+def _fields_problem(data: dict, expected: dict, where: str) -> str | None:
     for name, kind in expected.items():
         if name not in data:
-            if name in optional:
-                continue
             return f"{where} has no {name!r}"
         if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
             return f"{where}.{name} is {type(data[name]).__name__}, not {kind.__name__}"

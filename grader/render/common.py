@@ -88,7 +88,7 @@ def failure_lines(result: Result, exercise_id: str, check) -> list[str]:
 
 def levels_shown(result: Result) -> bool:
     """Summary feedback hides levels unless the interviewer chose to show them (--show-levels)."""
-    return not getattr(result, "levels_hidden", False)
+    return not result.levels_hidden
 
 
 def for_candidate(result: Result, show_levels: bool = False) -> Result:
