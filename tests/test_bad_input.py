@@ -116,3 +116,8 @@ def test_grade_with_several_paths_is_batch():
         helped = invoke(command, "--help").output
         assert all(option in helped for option in ("--out", "--jobs", "--trust-submissions", "--show-levels"))
     assert "kvgrade batch PATH..." in " ".join(invoke("grade", "--help").output.split())
+
+
+def test_solutions_and_a_path_together_are_a_usage_error():
+    assert_usage_error(invoke("grade", SOLUTIONS, "--solutions"), "give PATH or --solutions, not both")
+    assert_usage_error(invoke("grade"), "missing PATH")
