@@ -3,6 +3,7 @@ import json
 import time
 
 import numpy as np
+import pytest
 
 from grader import engine
 from grader.notes import Notes
@@ -79,6 +80,7 @@ def test_a_scalar_is_not_a_mask(submission):
     assert message == "decode_causal_mask(1, 1) returned True; expected a numpy bool array of shape (1, 1)"
 
 
+@pytest.mark.slow  # grades several times
 def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):
     a = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
     b = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()

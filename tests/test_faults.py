@@ -310,6 +310,7 @@ def test_killing_the_grader_is_not_possible(grade):
     assert unharmed(ex)
 
 
+@pytest.mark.slow  # grades several times
 def test_same_submission_and_seed_same_verdicts_and_diagnoses_and_reproduce_runs(grade):
     """The same seed gives the same verdicts and diagnoses; a failing check's reproduce run
     (`kvgrade grade PATH -e ID --seed N --check CHECK`) fails the same way on its own."""
