@@ -107,6 +107,7 @@ class ModuleToLoad:
     name: str  # the module name the candidate's code expects, e.g. "decode_mask"
     candidate_files: list  # copied into the child's candidate/ folder
     helper_files: list  # kit helpers; copied into kit/, which comes first on sys.path
+    refused: str | None = None  # why the candidate's files were not read: the exercise's load error
 
 
 class Worker:
@@ -327,7 +328,7 @@ class Sandbox:
         self.worker: Worker | None = None
         self.generation = 0
         self.faults: list[str] = []
-        self.load_error: str | None = None
+        self.load_error: str | None = module.refused
         self.last_call = CallStats()
         self.calls_ok = 0
         self.calls_not_implemented = 0

@@ -28,6 +28,7 @@ import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,7 @@ _HERE = Path(__file__).resolve().parent
 _GRADER_PACKAGE = _HERE.parent
 _KIT_ROOT = _GRADER_PACKAGE.parent
 TMPFS_BYTES = 64 << 20  # the child's private /tmp under bubblewrap
+MAX_COPY_BYTES = 4 << 20  # a file copied into scratch (kit helpers are far smaller)
 _UID_RANGE = (1_800_000_000, 1_900_000_000)  # fresh uids for the "uid" level; no passwd entry needed
 
 try:
@@ -229,6 +231,20 @@ def _preexec(limits: Limits, level: str, uid: int | None):
     return preexec
 
 
+def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
+    """The bytes of a regular file, read from a descriptor opened without following a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = os.read(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise OSError(f"{path.name} is over {cap:,} bytes")
+    return data
+
+
 class Scratch:
     """A private directory for one child: runtime files, kit helpers, candidate files, cwd."""
 
@@ -246,12 +262,17 @@ class Scratch:
         return runtime / "child.py"
 
     def add_files(self, folder: str, files) -> Path:
-        """Copy ``files`` (paths, or (name, path) pairs) into ``folder``; later ones win."""
+        """Copy ``files`` into ``folder``: paths, (name, path) or (name, bytes) pairs; later ones win.
+
+        A path is opened without following a link and must be a regular file of at most
+        ``MAX_COPY_BYTES`` (OSError otherwise): candidate files may be given by path too.
+        """
         target = self.root / folder
         target.mkdir(exist_ok=True)
         for item in files:
-            name, path = item if isinstance(item, tuple) else (Path(item).name, item)
-            shutil.copyfile(path, target / name)
+            name, source = item if isinstance(item, tuple) else (Path(item).name, item)
+            data = source if isinstance(source, bytes) else read_plain_file(Path(source))
+            (target / name).write_bytes(data)
         return target
 
     def give_to(self, uid: int):
