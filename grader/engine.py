@@ -58,7 +58,7 @@ def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path
         files, refused = candidate_files(module, others, root), None
     except Refused as exc:
         files, refused = [], str(exc)
-    spec = ModuleToLoad(exercise.id, files, exercise.helper_files, refused)
+    spec = ModuleToLoad(exercise.id, files, exercise.helper_files, refused, seed)
 
     def own_tests_runner(run: ExerciseRun, implementation: Path):
         # the candidate's tests are candidate code too: they spend the exercise's time budget
