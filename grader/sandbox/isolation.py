@@ -125,9 +125,16 @@ def _bwrap_has(option: str) -> bool:
 def _installed(level: str) -> bool:
     if level == "bwrap":
         return shutil.which("bwrap") is not None
-    if level == "uid":
-        return os.geteuid() == 0
+    if level == "uid":  # root, and a Python that a fresh uid may run
+        return os.geteuid() == 0 and _world_executable(Path(os.path.realpath(sys.executable)))
     return True
+
+
+def _world_executable(path: Path) -> bool:
+    try:
+        return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+    except OSError:
+        return False
 
 
 def _probe(level: str) -> str | None:

@@ -259,7 +259,7 @@ class Child:
     """A started child process, and everything needed to end it and whatever it started."""
 
     def __init__(self, proc: subprocess.Popen, level: str, uid: int | None, marker: str,
-                 group: cgroup.Group | None, output: Output):
+                 group: cgroup.Group | None, output: Output | None):
         self.proc, self.level, self.uid, self.marker = proc, level, uid, marker
         self.group, self.output = group, output
         self.killed = False
@@ -335,7 +335,8 @@ def kill(child: Child | None) -> None:
         kill_marked(child.marker)
     if child.returncode is not None:
         child.killed = True
-        child.output.close()
+        if child.output is not None:
+            child.output.close()
 
 
 def _kill_uid(uid: int):
