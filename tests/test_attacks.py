@@ -3,15 +3,19 @@ submission folder: the attacker gets no level above weak, no hidden or host byte
 output, nothing is written outside scratch, and the run ends in bounded time."""
 import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 import time
 import zipfile
 
+import numpy as np
 import pytest
 
 from grader import catalog, engine
-from grader.sandbox import Limits
+from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, isolation,
+                            isolation_report, require_isolation)
 from grader.submission import SubmissionError, has_modules, open_submission, skipped_links
 
 KIT = catalog.KIT_ROOT
@@ -207,3 +211,218 @@ def test_python_m_grader_in_a_submission_folder_does_not_import_its_modules(tmp_
     assert out.returncode == 0, out.stderr[-500:]
     assert not marker.exists()
     assert json.loads(out.stdout)["exercises"][0]["level"] == "strong_hire"
+
+
+# -- the sandbox's own bounds, run through a real child ------------------------------------------
+
+BOUNDS = '''
+import os, random, sys, time
+import numpy as np
+
+def hashes():
+    return [hash("kvgrade"), hash(("a", 1)), sorted({"x", "y", "z", "w"}, key=lambda s: hash(s))]
+
+def draws():
+    return random.random(), float(np.random.rand())
+
+def fork_and_hold(n, each):
+    """``n`` processes each touching ``each`` bytes at once: RLIMIT_AS alone counts one of them."""
+    pids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            block = np.ones(each, dtype=np.uint8)
+            time.sleep(3)
+            os._exit(0)
+        pids.append(pid)
+    return [os.waitpid(p, 0)[1] for p in pids]
+
+def hold_in_a_fork(each):
+    pid = os.fork()
+    if pid == 0:
+        block = np.ones(each, dtype=np.uint8)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return 1
+
+def many_processes(n):
+    started = 0
+    try:
+        for _ in range(n):
+            if os.fork() == 0:
+                time.sleep(5)
+                os._exit(0)
+            started += 1
+    except OSError:
+        pass
+    return started
+
+def fill_scratch(limit):
+    written = 0
+    try:
+        while written < limit:
+            with open(f"blob{written}", "wb") as fh:
+                fh.write(b"\\0" * (1 << 20))
+            written += 1 << 20
+    except OSError:
+        pass
+    return written
+
+def listing():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted(os.listdir(here)) + sorted(os.listdir("."))
+'''
+
+
+@pytest.fixture
+def bounds(tmp_path):
+    boxes = []
+
+    def make(seed=0, **limits):
+        (tmp_path / "bounds.py").write_text(BOUNDS)
+        box = Sandbox(ModuleToLoad("bounds", [tmp_path / "bounds.py"], [], seed=seed),
+                      Limits(call_seconds=20, max_faults=10, **limits))
+        boxes.append(box)
+        return box
+
+    yield make
+    for box in boxes:
+        box.close()
+
+
+def cgroups_or_skip():
+    if isolation_report()["memory"] != "cgroup":
+        if os.environ.get("KVGRADE_REQUIRE_CGROUPS"):
+            pytest.fail("KVGRADE_REQUIRE_CGROUPS is set but no writable cgroup was found")
+        pytest.skip("no writable memory cgroup on this machine: memory is bounded per process only")
+
+
+def test_hashes_are_the_same_in_two_runs(bounds):
+    assert bounds().module.hashes() == bounds().module.hashes()
+
+
+def test_global_generators_are_seeded_from_the_grading_seed(bounds):
+    first, again, other = bounds(seed=7).module.draws(), bounds(seed=7).module.draws(), bounds(seed=8).module.draws()
+    assert first == again != other
+    assert first == (random.Random(7).random(), float(np.random.RandomState(7).rand()))
+
+
+def test_an_unseeded_random_submission_gets_the_same_verdict_twice(tmp_path):
+    (tmp_path / "decode_mask.py").write_text(
+        "import numpy as np\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
+        "    right = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]\n"
+        "    return right if np.random.rand() < 0.7 else np.tril(np.ones((T, S), dtype=bool))\n")
+    (tmp_path / "test_decode_mask.py").write_text(
+        "import random\nimport numpy as np\n\ndef test_the_generators_start_from_the_seed():\n"
+        f"    assert random.random() == {random.Random(0).random()!r}\n"  # own tests: spawn's default seed, 0
+        f"    assert np.random.rand() == {float(np.random.RandomState(0).rand())!r}\n")
+    verdicts = []
+    for _ in range(2):
+        ex = grade(tmp_path)[0].exercise("decode_mask")
+        verdicts.append([(c.id, c.passed, c.message) for c in ex.checks])
+    assert verdicts[0] == verdicts[1]
+    assert ("own_tests_pass_on_reference", True) in [v[:2] for v in verdicts[0]]  # seeded in the tests' child too
+
+
+def test_no_pycache_is_written(bounds):
+    assert not any("__pycache__" in name for name in bounds().module.listing())
+
+
+def test_memory_of_forks_is_bounded_together(bounds):
+    cgroups_or_skip()
+    box = bounds(memory_bytes=1 << 30)
+    statuses = box.module.fork_and_hold(3, 500 << 20)  # 1.5 GiB in all, 500 MiB each
+    assert any(os.WIFSIGNALED(s) and os.WTERMSIG(s) == 9 for s in statuses), statuses  # the kernel's OOM kill
+
+
+def test_the_memory_peak_is_measured_by_the_grader_forks_included(bounds):
+    cgroups_or_skip()
+    box = bounds()
+    value, stats = box.module.measured("hold_in_a_fork", 300 << 20)
+    assert value == 1 and stats.peak_source == "cgroup"
+    assert 300 << 20 <= stats.peak_bytes < 400 << 20
+    _, small = box.module.measured("draws")
+    assert small.peak_bytes < 16 << 20
+
+
+def test_the_memory_peak_falls_back_to_vmhwm_and_says_so(bounds, monkeypatch):
+    monkeypatch.setenv("KVGRADE_CGROUPS", "off")
+    value, stats = bounds().module.measured("hold_in_a_fork", 100 << 20)
+    assert stats.peak_source == "vmhwm" and stats.peak_bytes < 100 << 20  # it misses forks: said so
+
+
+def test_processes_are_bounded_per_child(bounds):
+    cgroups_or_skip()
+    started = bounds(processes=16).module.many_processes(200)
+    assert started < 16
+
+
+def test_scratch_is_size_capped_under_bubblewrap(bounds):
+    if isolation_report()["scratch"] != "tmpfs":
+        pytest.skip("scratch is a sized tmpfs only under bubblewrap")
+    box = bounds(scratch_bytes=16 << 20)
+    assert box.module.fill_scratch(64 << 20) <= 16 << 20
+    assert sum(f.stat().st_size for f in box.worker.scratch.root.rglob("*") if f.is_file()) < 1 << 20
+
+
+# -- files the child could swap, and the levels --------------------------------------------------
+
+SWAPPER = '''
+import os
+here = os.getcwd()
+for name in ("../output.log", "../junit.xml"):
+    try:
+        os.unlink(os.path.join(here, name))
+    except OSError:
+        pass
+    try:
+        os.symlink({reference!r}, os.path.join(here, name))
+    except OSError:
+        pass
+try:
+    os.mkfifo(os.path.join(here, "../output.log"))
+except OSError:
+    pass
+print("last line before the crash")
+'''
+
+
+def test_a_child_swapping_its_report_files_reads_nothing_back(tmp_path):
+    reference = str(SOLUTIONS / "decode_mask.py")
+    (tmp_path / "decode_mask.py").write_text("import os\n" + SWAPPER.format(reference=reference)
+                                             + "\ndef decode_causal_mask(T, S):\n    os._exit(1)\n")
+    (tmp_path / "test_decode_mask.py").write_text(SWAPPER.format(reference=reference)
+                                                  + "\ndef test_nothing():\n    assert True\n")
+    result, text = grade(tmp_path)
+    ex = result.exercise("decode_mask")
+    assert ex.level == "weak"
+    assert "np.arange(S - T, S)" not in text and "decode_causal_mask(T, S):\n" not in text
+
+
+def test_the_process_level_says_it_is_not_isolated_and_refuses_others_code():
+    report = isolation_report(Limits(isolation="process"))
+    assert report["level"] == "process" and report["warning"] == NOT_ISOLATED
+    with pytest.raises(IsolationError, match="install bubblewrap"):
+        require_isolation(False, Limits(isolation="process"))
+    assert require_isolation(True, Limits(isolation="process")) == "process"
+
+
+def test_an_installed_level_whose_probe_fails_is_an_error_not_a_downgrade(monkeypatch):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed: nothing to fail")
+    tries = []
+    monkeypatch.setattr(isolation, "_probe", lambda level: tries.append(level) or "it timed out")
+    isolation._failure.cache_clear()
+    try:
+        with pytest.raises(IsolationError, match="does not work here: it timed out"):
+            isolation.isolation_level(Limits(isolation="bwrap"))
+        assert tries == ["bwrap", "bwrap"]  # retried once
+    finally:
+        isolation._failure.cache_clear()
+
+
+def test_the_isolation_report_names_each_bound():
+    report = isolation_report()
+    assert set(report) >= {"level", "memory", "pids", "scratch", "warning"}
+    if report["level"] == "bwrap":
+        assert report["root"] == "read-only" and report["warning"] is None
