@@ -51,6 +51,10 @@ def use_source(src):
     k, v = src.load(1, 3)
     return len(src), src.positions, k, v
 
+def warns():
+    np.ones(2) / np.zeros(2)
+    return 1
+
 def grab(n):
     return [1.5, "text", (True, None), {"a": np.float32(2.5)}]
 '''
@@ -312,7 +316,12 @@ def test_a_forged_error_reply_is_sanitized(forger):
     with pytest.raises(CandidateRaised) as info:
         forger.module.odd_error()
     assert info.value.type_name == "Exception" and "not" in info.value.message
-    assert forger.last_call.warnings == []
+
+
+def test_warnings_come_back_with_the_call_that_raised_them(sandbox):
+    value, stats = sandbox.module.with_stats("warns")
+    assert value == 1 and stats.warnings == ["RuntimeWarning: divide by zero encountered in divide"]
+    assert sandbox.module.with_stats("ok", 2)[1].warnings == []
 
 
 def test_a_stray_frame_never_shifts_later_replies(forger):

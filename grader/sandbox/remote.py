@@ -78,9 +78,9 @@ class RemoteObject:
             raise AttributeError(name)
         return self._sandbox.request(self, {"op": "getattr", "name": name}, self._label(name))[0]
 
-    def __call__(self, *args, measure_memory=False, **kwargs):
+    def __call__(self, *args, **kwargs):
         what = call_text(self.type_name, args, kwargs)
-        return self._sandbox.request(self, {"op": "call", "name": None}, what, args, kwargs, measure_memory)[0]
+        return self._sandbox.request(self, {"op": "call", "name": None}, what, args, kwargs)[0]
 
     def __len__(self):
         value = self._sandbox.request(self, {"op": "len"}, f"len({self.type_name})")[0]
@@ -88,16 +88,21 @@ class RemoteObject:
             raise BadValue(f"len({self.type_name}) returned {describe(value)[:80]}; expected an int >= 0")
         return value
 
-    def call(self, name, *args, measure_memory=False, **kwargs):
+    def call(self, name, *args, **kwargs):
         """Call method ``name`` in one round trip (what ``obj.name(...)`` does in two)."""
-        what = call_text(self._label(name), args, kwargs)
-        return self._sandbox.request(self, {"op": "call", "name": name}, what, args, kwargs, measure_memory)[0]
+        return self.with_stats(name, *args, **kwargs)[0]
 
     def measured(self, name, *args, **kwargs) -> tuple[object, CallStats]:
         """``call(name, ...)``, returning ``(value, stats)``: its memory peak, measured by the
         grader, and the warnings the child reported."""
         what = call_text(self._label(name), args, kwargs)
         return self._sandbox.request(self, {"op": "call", "name": name}, what, args, kwargs, True)
+
+    def with_stats(self, name, *args, **kwargs) -> tuple[object, CallStats]:
+        """``call(name, ...)``, returning ``(value, stats)`` without measuring memory (one
+        round trip fewer): the warnings the child reported and the time it took."""
+        what = call_text(self._label(name), args, kwargs)
+        return self._sandbox.request(self, {"op": "call", "name": name}, what, args, kwargs, False)
 
     def __repr__(self):
         return f"<candidate {self.type_name}>"
