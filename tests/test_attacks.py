@@ -426,3 +426,16 @@ def test_the_isolation_report_names_each_bound():
     assert set(report) >= {"level", "memory", "pids", "scratch", "warning"}
     if report["level"] == "bwrap":
         assert report["root"] == "read-only" and report["warning"] is None
+
+
+def test_debug_prints_past_the_output_cap_keep_a_correct_verdict(tmp_path):
+    """About 20 MB of prints per call: dropped past 8 MiB, never a failed write (issue 13.2)."""
+    reference_with_tests(tmp_path)
+    source = (SOLUTIONS / "decode_mask.py").read_text()
+    signature = "def decode_causal_mask(T: int, S: int) -> np.ndarray:"
+    assert signature in source
+    (tmp_path / "decode_mask.py").write_text("import sys as _sys\n" + source.replace(
+        signature, signature + "\n    _sys.stdout.write('debug ' * 3_500_000)\n    _sys.stdout.flush()", 1))
+    assert "debug" in (tmp_path / "decode_mask.py").read_text()
+    result, _ = grade(tmp_path)
+    assert result.exercise("decode_mask").level == "strong_hire"
