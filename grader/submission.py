@@ -43,6 +43,10 @@ class Refused(Exception):
     """A file the grader would read is not a regular file inside the submission; ``str()`` is one line."""
 
 
+class TooLarge(Refused):
+    """A regular file over the size the grader reads."""
+
+
 def _exercise_ids() -> list[str]:
     from . import catalog
     return [e.id for e in catalog.exercises()]
@@ -85,7 +89,7 @@ def read_regular(root: Path, path: Path, cap: int = MAX_FILE_BYTES) -> bytes:
     finally:
         os.close(fd)
     if len(data) > cap:
-        raise Refused(f"{shown} is over {cap // 1024:,} KiB; the grader reads files up to that size")
+        raise TooLarge(f"{shown} is over {cap // 1024:,} KiB; the grader reads files up to that size")
     return data
 
 
@@ -173,15 +177,17 @@ def candidate_files(module: Path, other_modules: dict[str, Path], root: Path) ->
     Every ``.py`` in the module's folder (its own helpers), then the submission's modules of
     the other exercises by their ids, so a fused kernel may import the candidate's own tile
     classification whichever layout the submission uses. Tests are read (to refuse a link
-    there) but not copied. The module itself comes last so nothing shadows it. Raises
-    :class:`Refused` for the first file that is not a regular file inside ``root``.
+    there) but not copied; files past ``MAX_FILES`` or over ``MAX_FILE_BYTES`` are left out.
+    The module itself comes last so nothing shadows it. Raises :class:`Refused` for the first
+    file that is not a regular file inside ``root``.
     """
-    beside = sorted(p for p in module.parent.glob("*.py") if p != module)
-    if len(beside) > MAX_FILES:
-        raise Refused(f"{_shown(root, module.parent)} holds {len(beside)} .py files; the grader reads at most {MAX_FILES}")
+    beside = sorted(p for p in module.parent.glob("*.py") if p != module)[:MAX_FILES]
     files = []
     for path in beside:
-        data = read_regular(root, path)
+        try:
+            data = read_regular(root, path)
+        except TooLarge:
+            continue  # a big helper is left out, as it always was; only the module must fit
         if not path.name.startswith("test_"):
             files.append((path.name, data))
     files += [(f"{eid}.py", read_regular(root, path)) for eid, path in sorted(other_modules.items())

@@ -439,3 +439,21 @@ def test_debug_prints_past_the_output_cap_keep_a_correct_verdict(tmp_path):
     assert "debug" in (tmp_path / "decode_mask.py").read_text()
     result, _ = grade(tmp_path)
     assert result.exercise("decode_mask").level == "strong_hire"
+
+
+def test_a_hard_link_to_the_kit_is_refused(tmp_path):
+    try:
+        os.link(HIDDEN_CHECKS, tmp_path / "decode_mask.py")
+    except OSError as exc:  # another file system, or links not allowed here
+        pytest.skip(f"cannot hard-link into {tmp_path} here: {exc.strerror}")
+    result, text = grade(tmp_path)
+    assert_refused(result.exercise("decode_mask"), "hard link")
+    assert "def check_" not in text
+
+
+def test_a_big_helper_is_left_out_but_a_big_module_is_refused(tmp_path):
+    folder = reference_with_tests(tmp_path / "decode_mask")
+    (folder / "data.py").write_bytes(b"#" * (2 << 20))
+    assert grade(tmp_path)[0].exercise("decode_mask").level == "strong_hire"
+    (folder / "decode_mask.py").write_bytes(b"#" * (2 << 20))
+    assert_refused(grade(tmp_path)[0].exercise("decode_mask"), "KiB")
