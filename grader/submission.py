@@ -28,6 +28,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from .sandbox.launch import Oversized, read_descriptor
+
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50
 MAX_ZIP_BYTES = 64 << 20  # everything a zip may unpack to
@@ -80,17 +82,11 @@ def read_regular(root: Path, path: Path, cap: int = MAX_FILE_BYTES) -> bytes:
         raise Refused(f"{shown} is a link or cannot be opened ({exc.strerror}); only regular files "
                       "inside the submission are read") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{shown} is not a regular file; only regular files inside the submission are read")
-        if info.st_nlink > 1:  # a hard link may share its bytes with a file outside
-            raise Refused(f"{shown} is a hard link; only regular files inside the submission are read")
-        data = os.read(fd, cap + 1)
-    finally:
-        os.close(fd)
-    if len(data) > cap:
-        raise TooLarge(f"{shown} is over {cap // 1024:,} KiB; the grader reads files up to that size")
-    return data
+        return read_descriptor(fd, shown, cap, single_link=True)
+    except Oversized as exc:
+        raise TooLarge(f"{exc}; the grader reads files up to that size") from None
+    except OSError as exc:
+        raise Refused(f"{exc}; only regular files inside the submission are read") from None
 
 
 def _shown(root: Path, path: Path) -> str:

@@ -126,18 +126,37 @@ def _preexec(limits: Limits, level: str, uid: int | None, group: cgroup.Group | 
     return preexec
 
 
-def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
-    """The bytes of a regular file, read from a descriptor opened without following a link."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+class NotPlain(OSError):
+    """A file that is not a regular file of at most the size read; ``str()`` says why."""
+
+
+class Oversized(NotPlain):
+    pass
+
+
+def read_descriptor(fd: int, name: str, cap: int, single_link: bool = False) -> bytes:
+    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here); NotPlain if it is
+    anything else, larger, or (``single_link``) a hard link that may share its bytes with a
+    file elsewhere."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{Path(path).name} is not a regular file")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotPlain(f"{name} is not a regular file")
+        if single_link and info.st_nlink > 1:
+            raise NotPlain(f"{name} is a hard link")
         data = os.read(fd, cap + 1)
     finally:
         os.close(fd)
     if len(data) > cap:
-        raise OSError(f"{Path(path).name} is over {cap:,} bytes")
+        raise Oversized(f"{name} is over {cap // 1024:,} KiB")
     return data
+
+
+def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
+    """The bytes of a regular file, from a descriptor opened without following a link or
+    waiting on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    return read_descriptor(fd, Path(path).name, cap)
 
 
 class Output:
