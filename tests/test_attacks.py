@@ -463,3 +463,17 @@ def test_a_big_helper_is_left_out_but_a_big_module_is_refused(tmp_path):
     assert grade(tmp_path)[0].exercise("decode_mask").level == "strong_hire"
     (folder / "decode_mask.py").write_bytes(b"#" * (2 << 20))
     assert_refused(grade(tmp_path)[0].exercise("decode_mask"), "KiB")
+
+
+def test_the_cli_grades_a_zip_and_refuses_a_folder_without_modules(tmp_path):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    archive = zip_folder(reference_with_tests(tmp_path / "work"), tmp_path / "cand.zip", prefix="bundle/")
+    out = CliRunner().invoke(main, ["grade", str(archive), "-e", "decode_mask", "--json", "-"])
+    assert out.exit_code == 0 and json.loads(out.output)["exercises"][0]["level"] == "strong_hire"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no module here")
+    out = CliRunner().invoke(main, ["grade", str(tmp_path / "empty")])
+    assert out.exit_code == 2 and "holds no exercise module" in out.output and "Traceback" not in out.output
