@@ -85,6 +85,12 @@ class Sandbox:
         """The isolation level the child runs at (``bwrap``, ``uid`` or ``process``)."""
         return self.worker.isolation if self.worker else isolation_level(self.limits)
 
+    @property
+    def output_note(self) -> str | None:
+        """The line a result carries when a child printed past the output cap (else None)."""
+        truncated = self.output_truncated or (self.worker is not None and self.worker.output_truncated)
+        return f"output truncated after {self.limits.output_bytes >> 20} MiB" if truncated else None
+
     def over_budget(self) -> str:
         return (f"not run: the candidate's code already used {self.spent:.0f} s, over this "
                 f"exercise's budget of {self.limits.exercise_seconds:g} s")
