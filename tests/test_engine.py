@@ -44,7 +44,8 @@ def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
 
 
 def test_a_missing_module_is_not_attempted(tmp_path):
-    (tmp_path / "notes.txt").write_text("nothing for decode_mask here")  # an empty folder is refused
+    # a folder with no exercise module at all is refused (issue 13.1): this one holds another's
+    (tmp_path / "tree_mask.py").write_text("def f():\n    raise NotImplementedError\n")
     ex = engine.grade(tmp_path).exercise("decode_mask")
     assert (ex.status, ex.level, ex.counted) == ("not_attempted", None, False)
     required = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")  # an interview set
