@@ -195,7 +195,7 @@ def _stale(f, r):
     n = len(f.layout.tables[f.seq_id]) * bs
     if not r.stale or n == L:
         return None
-    return (f"sequence {f.seq_id} holds {L} tokens, but its queries also attended the {n - L} slots after "
+    return (f"sequence {f.seq_id} holds {L} token{'s' if L != 1 else ''}, but its queries also attended the {n - L} slots after "
             f"them in its last block (block {f.layout.tables[f.seq_id][-1]}, slots {L % bs}..{bs - 1}), "
             f"which hold leftovers: its last query saw {n} keys instead of {L}")
 
