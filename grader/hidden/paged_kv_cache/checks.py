@@ -100,7 +100,7 @@ class Run:
             table = expect_array(self.cache.call("block_table", s), call=f"block_table({s}) {after}",
                                  shape=(math.ceil(L / bs),), kind="iu", case=case)
             if ((table < 0) | (table >= nb)).any() or len(set(table.tolist())) != len(table):
-                fail(f"block_table({s}) {after} is {diagnosis._short(table)}: entries must be distinct "
+                fail(f"block_table({s}) {after} is {diagnosis.short(table)}: entries must be distinct "
                      f"block numbers in 0..{nb - 1}", case, kind="corrupt")
             layout.tables[s], layout.lens[s] = table.astype(np.int64), int(L)
         return layout
@@ -173,7 +173,7 @@ def report_attention(ex, failures: list[Failure], case):
     L = f.layout.lens[f.seq_id]
     error = np.nan_to_num(np.abs(f.got - f.want), nan=np.inf).max(axis=2)  # [T, Hq]
     i, h = (int(x) for x in np.argwhere(error > diagnosis.TOLERANCE)[0])
-    where = f" after {f.after}" if f.after else ""
+    where = f" after {f.after}" if f.after else " (on a layout the grader built, tables shuffled)"
     message = (f"paged_attention(cache, {f.seq_id}, q [{T}, {Hq}, {D}]){where}: query {i} (position "
                f"{L - T + i} of {L}), head {h} differs from dense attention over the sequence's own tokens "
                f"by up to {float(error.max()):.3g}; {len(failures)} call(s) were wrong")
@@ -408,8 +408,8 @@ def _expect_out_of_blocks(run, seq_id, T, why):
     layout = run.expect_state(f"after the refused {call}")
     for s, table in before.items():
         if not np.array_equal(layout.tables[s], table):
-            fail(f"the refused {call} changed block_table({s}) from {diagnosis._short(table)} to "
-                 f"{diagnosis._short(layout.tables[s])}", run.case(), kind="corrupt")
+            fail(f"the refused {call} changed block_table({s}) from {diagnosis.short(table)} to "
+                 f"{diagnosis.short(layout.tables[s])}", run.case(), kind="corrupt")
 
 
 def _blocks_needed(run, seq_id, T):

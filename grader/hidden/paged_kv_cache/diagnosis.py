@@ -186,7 +186,7 @@ def _physical(f, r):
     p = int(differ[0])
     how = f"p // block_size = {p} // {bs}" if r.reader == "logical" else f"its first block {table[0]} + {p} // {bs}"
     return (f"sequence {f.seq_id} read position {p} from block {read[p]} ({how}), but its block table "
-            f"{_short(table)} puts it in block {right[p]}: a sequence's blocks are not consecutive, "
+            f"{short(table)} puts it in block {right[p]}: a sequence's blocks are not consecutive, "
             "every read goes through the table")
 
 
@@ -206,7 +206,7 @@ DEFAULT = {"gqa_head_mapping": "query heads read the wrong kv heads",
            "stale_slots_visible": "slots past seq_len in the last block were attended"}
 
 
-def _short(a) -> str:
+def short(a) -> str:
     a = [int(x) for x in a]
     return str(a) if len(a) <= 10 else f"[{', '.join(map(str, a[:10]))}, ...] ({len(a)} blocks)"
 
