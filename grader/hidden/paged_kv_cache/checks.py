@@ -131,11 +131,17 @@ class Run:
         if not _is_int(got) or got != expected:
             message = (f"num_free_blocks() is {summarize(got)} {after}; the live sequences' tables hold "
                        f"{len(held)} distinct blocks of {self.sizes[0]}, so {expected} should be free")
-            sentence = (diagnosis.returned_shared_blocks(freed, tables_before, layout, got, expected)
-                        if freed is not None and _is_int(got) else None)
-            if sentence:
-                self.ex.diagnose("free_ignores_sharing", sentence)
-                message += f"; {sentence}"
+            if _is_int(got) and got < expected:
+                found = ("blocks_leaked", f"{expected - got} block(s) that no live sequence holds are not free "
+                                          f"{after}: a block must return to the pool when its last holder lets go")
+            elif _is_int(got) and freed is not None:
+                sentence = diagnosis.returned_shared_blocks(freed, tables_before, layout, got, expected)
+                found = ("free_ignores_sharing", sentence) if sentence else None
+            else:
+                found = None
+            if found:
+                self.ex.diagnose(*found)
+                message += f"; {found[1]}"
             fail(message, case, kind="corrupt")
         return layout
 
