@@ -116,7 +116,7 @@ def test_slots_after_the_last_token_are_named(case):
     got = oracle.attention(keys, values, q)  # the queries as the last of 28 slots
     (name, sentence), = diagnosis.explain([Failure(layout, 1, q, got, None)])
     assert name == "stale_slots_visible"
-    assert "also attended the 5 slots after them" in sentence and "saw 28 keys instead of 23" in sentence
+    assert "also attended the 5 slots after its last token" in sentence and "saw 28 keys instead of 23" in sentence
 
 
 def test_physical_block_order_is_named(case):

@@ -195,9 +195,10 @@ def _stale(f, r):
     n = len(f.layout.tables[f.seq_id]) * bs
     if not r.stale or n == L:
         return None
-    return (f"sequence {f.seq_id} holds {L} token{'s' if L != 1 else ''}, but its queries also attended the {n - L} slots after "
-            f"them in its last block (block {f.layout.tables[f.seq_id][-1]}, slots {L % bs}..{bs - 1}), "
-            f"which hold leftovers: its last query saw {n} keys instead of {L}")
+    return (f"sequence {f.seq_id} holds {L} token{'s' if L != 1 else ''}, but its queries also attended the "
+            f"{n - L} slots after its last token in its last block (block {f.layout.tables[f.seq_id][-1]}, slots "
+            f"{L % bs}..{bs - 1}), which are not its tokens (zeros in a fresh block, an old sequence's tokens "
+            f"after a free): its last query saw {n} keys instead of {L}")
 
 
 SENTENCES = {"gqa_head_mapping": _gqa, "physical_order_assumed": _physical, "stale_slots_visible": _stale}

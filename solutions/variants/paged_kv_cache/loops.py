@@ -1,10 +1,12 @@
 """A correct answer written differently: plain loops, a FIFO free list that hands out the
-highest blocks first, per-block reference counts in a dict, attention one head and one query
-at a time, no fused kernel. Must reach hire or better."""
+highest blocks first, per-block reference counts in a dict, attention one query and one head
+at a time over the table's blocks, no fused kernel. Must reach hire or better."""
 import math
 from collections import deque
 
 import numpy as np
+
+EXPECTED_LEVEL = "strong_hire"  # what kvgrade verify should see when it grades this variant
 
 
 def _count(name, value):
@@ -115,12 +117,17 @@ def paged_attention(cache, seq_id, q):
         raise ValueError("need Hq a multiple of the kv heads and 1 <= T <= seq_len")
     out = np.zeros((T, heads, dim))
     for i in range(T):
-        me = n - T + i
+        me = n - T + i  # this query's position: it sees positions 0 .. me
         for h in range(heads):
             kv = h // (heads // kv_heads)
-            scores = np.array([cache.key_pool[table[p // size], p % size, kv] @ q[i, h] for p in range(me + 1)])
-            weights = np.exp((scores - scores.max()) / math.sqrt(dim))
-            weights /= weights.sum()
-            for p in range(me + 1):
-                out[i, h] += weights[p] * cache.value_pool[table[p // size], p % size, kv]
+            keys, values = [], []
+            for b, block in enumerate(table):  # whole blocks, the last one cut at position me
+                rows = min(size, me + 1 - b * size)
+                if rows <= 0:
+                    break
+                keys.append(cache.key_pool[block, :rows, kv])
+                values.append(cache.value_pool[block, :rows, kv])
+            scores = np.concatenate(keys) @ q[i, h] / math.sqrt(dim)
+            weights = np.exp(scores - scores.max())
+            out[i, h] = weights / weights.sum() @ np.concatenate(values)
     return out
