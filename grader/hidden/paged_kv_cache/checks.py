@@ -372,7 +372,7 @@ def _fork_tree(run, root, depth):
 
 
 def check_forks_and_appends(ex):
-    """Forks several deep, then appends to parents and children in turns: no sequence sees another's tokens."""
+    """Forks several deep (of empty and full-block sequences too), appends to parents and children in turns."""
     rng = ex.rng
     for bs, Hkv, group in ((7, 1, 3), (13, 3, 5)):
         run = Run(ex, _odd(rng, 150, 200), bs, Hkv, _odd(rng, 3, 9), group)
@@ -385,6 +385,12 @@ def check_forks_and_appends(ex):
             run.attend_all()
         for s in rng.permutation(family)[:2]:
             run.free(int(s))
+        run.attend_all()
+        run.add(9)  # an empty sequence forks too; a fork at a block boundary shares only full blocks
+        run.fork(9, 10)
+        run.append(10, bs), run.append(9, 2)
+        run.fork(10, 11)
+        run.append(11, 1), run.append(10, 1)
         run.attend_all()
         run.finish()
 
