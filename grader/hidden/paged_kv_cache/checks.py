@@ -200,7 +200,9 @@ def report_attention(ex, failures: list[Failure], case):
     for diagnosis_id, sentence in found:
         ex.diagnose(diagnosis_id, sentence)
     if found:
-        message += f"; {found[0][1]}"
+        message += "".join(f"; {sentence}" for _, sentence in found)
+    elif here := diagnosis.explain([f]):  # this case alone fits, the others do not: no name
+        message += f"; consistent with {' and '.join(i for i, _ in here)} in this case, but not in the others"
     fail(message, dict(case, seq_id=int(f.seq_id), T=T, seq_len=int(L)), kind="nan" if not np.isfinite(f.got).all() else "wrong")
 
 
@@ -587,7 +589,8 @@ def _state_snapshot(run):
 def check_rejects_invalid_arguments(ex):
     """Unknown or reused ids, wrong shapes, Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
     for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2)]:
-        expect_raises(ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}", case={"sizes": sizes})
+        _expect_value_error(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
+                            case={"sizes": sizes})
     run = Run(ex, 20, 5, 2, 3, group=3)
     run.add(1)
     run.append(1, 7)
@@ -605,18 +608,27 @@ def check_rejects_invalid_arguments(ex):
            ("block_table", (9,), "an unknown sequence")]
     for method, args, why in bad:
         before = _state_snapshot(run)
-        expect_raises(run.cache.call, method, *args, call=f"{method}(...) with {why}", case=run.case())
+        _expect_value_error(ex, run.cache.call, method, *args, call=f"{method}(...) with {why}", case=run.case())
         _expect_unchanged(run, before, f"{method} with {why}")
     attention = [(9, z((1, 6, 3)), "an unknown sequence"), (1, z((1, 5, 3)), "Hq = 5 over 2 kv heads"),
                  (1, z((1, 6, 4)), "head_dim 4, not 3"), (1, z((0, 6, 3)), "T = 0"),
                  (1, z((8, 6, 3)), "T = 8 > seq_len = 7"), (1, z((1, 6)), "a 2-D q")]
     for seq_id, q, why in attention:
         before = _state_snapshot(run)
-        expect_raises(ex.candidate.call, "paged_attention", run.cache, seq_id, q,
+        _expect_value_error(ex, ex.candidate.call, "paged_attention", run.cache, seq_id, q,
                       call=f"paged_attention(cache, {seq_id}, q {list(q.shape)}) with {why}", case=run.case())
         _expect_unchanged(run, before, f"paged_attention with {why}")
     run.free(1)
     run.add(1)  # a freed id is free again
+
+
+def _expect_value_error(ex, fn, *args, call, case):
+    try:
+        expect_raises(fn, *args, call=call, case=case)
+    except AssertionError:
+        ex.diagnose("accepts_invalid_arguments", f"{call} did not raise ValueError: an invalid call "
+                                                 "must say what is wrong and leave the cache as it was")
+        raise
 
 
 def _expect_unchanged(run, before, what):
