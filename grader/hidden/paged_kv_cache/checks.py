@@ -181,7 +181,7 @@ class Run:
         report_attention(self.ex, self.failures, self.case())
 
 
-def report_attention(ex, failures: list[Failure], case):
+def report_attention(ex, failures: list[Failure], case=None):
     """Fail on the smallest wrong paged_attention output, naming the mistakes that explain all."""
     if not failures:
         return
@@ -203,7 +203,8 @@ def report_attention(ex, failures: list[Failure], case):
         message += "".join(f"; {sentence}" for _, sentence in found)
     elif here := diagnosis.explain([f]):  # this case alone fits, the others do not: no name
         message += f"; consistent with {' and '.join(i for i, _ in here)} in this case, but not in the others"
-    fail(message, dict(case, seq_id=int(f.seq_id), T=T, seq_len=int(L)), kind="nan" if not np.isfinite(f.got).all() else "wrong")
+    kind = "nan" if not np.isfinite(f.got).all() else "wrong"
+    fail(message, dict(f.case or case, seq_id=int(f.seq_id), T=T, seq_len=int(L)), kind=kind)
 
 
 # -- a layout the grader builds and lends -------------------------------------------------------
@@ -255,7 +256,7 @@ def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, 
 
 def expect_lent_cases(ex, cases):
     """cases: (lens, block_size, Hkv, group, D, [(seq index, T)]): compare every call with the oracle."""
-    failures, first_case = [], None
+    failures = []
     for lens, bs, Hkv, group, D, calls in cases:
         layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D)
         ids = list(layout.lens)
@@ -270,9 +271,8 @@ def expect_lent_cases(ex, cases):
             keys, values = layout.gather(s)
             want = oracle.attention(keys, values, q)
             if not diagnosis.close(got, want):
-                failures.append(Failure(layout, s, q, got, want))
-                first_case = first_case or case
-    report_attention(ex, failures, first_case or {})
+                failures.append(Failure(layout, s, q, got, want, case=case))
+    report_attention(ex, failures)
 
 
 def _lent_calls(rng, lens):

@@ -120,6 +120,7 @@ class Failure:
     got: np.ndarray
     want: np.ndarray
     after: str = ""  # the operation after which it was called, in a lifecycle
+    case: dict | None = None  # what was tried, for the report
 
     @property
     def size(self):
