@@ -67,11 +67,11 @@ class Run:
         self.model.add(seq_id)
         self._did(f"add_sequence({seq_id})")
 
-    def append(self, seq_id, T):
-        k, v = (self.rng.standard_normal((T, *self.sizes[2:])) for _ in range(2))
+    def append(self, seq_id, T, dtype=np.float64):
+        k, v = (self.rng.standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
         self.cache.call("append", seq_id, k, v)
-        self.model.append(seq_id, k, v)
-        self._did(f"append({seq_id}, {_tokens(T)})")
+        self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
+        self._did(f"append({seq_id}, {_tokens(T)}{', float32' if dtype == np.float32 else ''})")
 
     def fork(self, parent, child):
         self.cache.call("fork", parent, child)
@@ -158,16 +158,17 @@ class Run:
 
     # -- attention ----------------------------------------------------------------------------
 
-    def attend(self, seq_id, T=None):
+    def attend(self, seq_id, T=None, dtype=np.float64):
         """paged_attention for the last T tokens of ``seq_id`` (T random when None); a wrong
         output is kept in ``failures`` and reported by :meth:`finish`."""
         L = self.model.length(seq_id)
         if T is None:
             T = 1 if self.rng.random() < 0.4 else int(self.rng.integers(1, min(L, 9) + 1))
-        q = self.rng.standard_normal((T, self.num_q_heads, self.sizes[3]))
+        q = self.rng.standard_normal((T, self.num_q_heads, self.sizes[3])).astype(dtype)
         got = expect_array(self.ex.candidate.call("paged_attention", self.cache, seq_id, q),
                            call=f"paged_attention(cache, {seq_id}, q [{T}, {self.num_q_heads}, {self.sizes[3]}])",
                            shape=q.shape, kind="f", case=self.case())
+        q = q.astype(np.float64)  # float32 queries are exact in float64; the output is float64
         want = oracle.attention(self.model.keys[seq_id], self.model.values[seq_id], q)
         if not diagnosis.close(got, want):
             self.failures.append(Failure(self.layout, seq_id, q, got, want, self.ops[-1]))
@@ -306,7 +307,7 @@ def check_fresh_cache(ex):
 
 
 def check_single_sequence(ex):
-    """One sequence appended in chunks (T = 1, T > 1, T = 0, across block boundaries), read back after each."""
+    """One sequence appended in chunks (T = 1, T > 1, T = 0, float32, across block boundaries), read back after each."""
     rng = ex.rng
     for bs in (7, 13, 1):
         run = Run(ex, _odd(rng, 40, 60), bs, _odd(rng, 1, 3), _odd(rng, 3, 9), group=3)
@@ -315,6 +316,8 @@ def check_single_sequence(ex):
             run.append(3, T)
             if T:
                 run.attend(3)
+        run.append(3, 4, dtype=np.float32)  # float32 inputs are allowed; the pools stay float64
+        run.attend(3, 2, dtype=np.float32)
         run.attend(3, run.model.length(3))  # every token at once, as in prefill
         run.finish()
 
