@@ -17,6 +17,8 @@ from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox.launch import isolation_level
 from .submission import candidate_files, check_root, locate
 
+OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
+
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
           notes: Notes | None = None, only_checks: set[str] | None = None,
@@ -33,11 +35,10 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
-    own_tests_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="own-tests")
+    own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
         for run in runs.values():
-            if not run.sandbox.load_error:
-                run.start_own_tests(own_tests_pool)
+            _start_own_tests(run, own_tests_pool, limits)
         collected = _run_checks(runs, only_checks, progress)
         exercises = [_exercise_result(e, runs.get(e.id), collected, notes) for e in chosen]
     finally:
@@ -51,16 +52,14 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
 def _prepare(exercise: Exercise, module: Path, modules, seed, limits) -> ExerciseRun:
     others = {eid: p for eid, p in modules.items() if p is not None and eid != exercise.id}
     spec = ModuleToLoad(exercise.id, candidate_files(module, others), exercise.helper_files)
+    return ExerciseRun(exercise, seed, Sandbox(spec, limits), module)
 
-    def own_tests_runner(run: ExerciseRun, implementation: Path):
-        # the candidate's tests are candidate code too: they spend the exercise's time budget
-        with run.sandbox.budgeted(own_tests.TIMEOUT_SECONDS) as timeout:
-            if timeout is None:
-                return own_tests.OwnTestsRun("error", detail=run.sandbox.over_budget())
-            return own_tests.run(run.own_tests_path, implementation, exercise.id,
-                                 exercise.helper_files, limits, timeout=timeout)
 
-    return ExerciseRun(exercise, seed, Sandbox(spec, limits), module, own_tests_runner)
+def _start_own_tests(run: ExerciseRun, pool, limits: Limits):
+    """Start the runs of the candidate's own tests the rubric declares, beside the checks."""
+    if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
+        return
+    run.own_tests = own_tests.schedule(pool, run.exercise, run.own_tests_path, run.sandbox, limits)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
@@ -117,6 +116,7 @@ def _exercise_result(exercise: Exercise, run: ExerciseRun | None, collected: Col
     for d in run.diagnoses.values():
         d.caps, d.explain = rubric.diagnosis_cap(exercise.rubric, d.id)
     result.diagnoses = list(run.diagnoses.values())
+    result.own_tests = own_tests.summary(exercise, run.own_tests)
     observed = notes.observed(exercise.id) if notes else {}
     result.notes = notes.text(exercise.id) if notes else ""
     result.criteria = rubric.criteria(exercise.rubric, {c.id: c.passed for c in result.checks}, observed)

@@ -73,6 +73,7 @@ class ExerciseResult:
     notes: str = ""
     module: str | None = None  # where the candidate's module was found
     seconds: float = 0.0
+    own_tests: dict | None = None  # score, caught, missed, set_aside: see grader/own_tests.py
 
     @property
     def passed_checks(self) -> int:

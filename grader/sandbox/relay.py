@@ -1,0 +1,200 @@
+"""The grader's side of the black box the candidate's own tests call (see ``blackbox.py``).
+
+The tests' process and the process holding the implementation under test never meet: each
+request from the tests travels here, is checked, and only then goes on to the implementation's
+child (the ordinary ``child.py`` worker). What the tests may ask for is narrow: call or look up
+a public name of the exercise, or call, look up or take ``len`` of an object a reply handed
+them, by a name without a leading underscore. So no request reaches a module's ``__file__``,
+its loader, a marker such as ``EXPECTED_DIAGNOSIS`` or a helper it imported. Replies carry
+values and error types and messages, never where an error was raised (line numbers differ
+between versions).
+"""
+from __future__ import annotations
+
+import ast
+import os
+import select
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import wire
+from .client import CandidateFault, ModuleToLoad, Worker
+from .launch import Limits
+
+MAX_NAME = 100  # characters in an attribute name the tests ask for
+
+
+class RelayTimeout(Exception):
+    """The tests did not finish before the deadline."""
+
+
+def public_names(stub: Path) -> list[str]:
+    """The exercise's public API: top-level functions and classes of its stub not starting with _."""
+    tree = ast.parse(stub.read_text())
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+
+
+def proxy_source(module_name: str, runtime: Path, to_grader: int, from_grader: int, names) -> str:
+    """The ``<id>.py`` the tests import: every public name forwards to the grader."""
+    return (f'"""{module_name}, served by the grader: each public name forwards its calls to the '
+            'implementation under test."""\n'
+            "import sys as _sys\n"
+            f"_sys.path.insert(0, {str(runtime)!r})\n"
+            "import blackbox as _blackbox\n"
+            "del _sys.path[0]\n"
+            f"_blackbox.install(globals(), {to_grader}, {from_grader}, {list(names)!r})\n")
+
+
+@dataclass(frozen=True)
+class _Handle:
+    """An object living in the implementation's process, as a reply named it."""
+
+    id: int
+    type: str
+    callable: bool
+
+
+class Implementation:
+    """The implementation under test in a worker of its own, answering checked requests."""
+
+    def __init__(self, module_name: str, implementation: Path, helper_files, names, limits: Limits):
+        spec = ModuleToLoad(module_name, [(f"{module_name}.py", implementation)], list(helper_files))
+        self.worker = Worker(spec, limits)
+        self.names = set(names)
+        self.handles: set[int] = set()  # objects a reply handed to the tests
+        self.stopped = ""  # why the implementation no longer answers
+
+    def start(self):
+        self.worker.launch()
+        self.worker.finish_load()
+
+    def stop(self):
+        self.worker.stop()
+
+    def answer(self, header, arrays) -> tuple[dict, list]:
+        """The reply to one request from the tests: checked, forwarded, and cleaned."""
+        try:
+            request, request_arrays = self._checked(header, arrays)
+        except (wire.WireError, ValueError) as exc:
+            return _error("ValueError", f"the grader refused this request: {exc}"), []
+        if self.stopped:
+            return _error("RuntimeError", self.stopped), []
+        try:
+            reply, reply_arrays, _ = self.worker.request(request, request_arrays, "a call from your tests")
+        except CandidateFault:
+            self.stopped = "the implementation under test stopped answering (a call timed out or crashed it)"
+            return _error("RuntimeError", self.stopped), []
+        if reply.get("ok") is not True:
+            return _error_reply(reply.get("error")), []
+        try:
+            value = wire.decode(reply.get("value"), reply_arrays, self._receive)
+            out: list = []
+            return {"ok": True, "value": wire.encode(value, out, _send)}, out
+        except wire.WireError as exc:
+            return _error("ValueError", f"the value cannot cross the wire: {exc}"), []
+
+    def _checked(self, header, arrays) -> tuple[dict, list]:
+        if not isinstance(header, dict):
+            raise ValueError("not a request")
+        op, target, name = header.get("op"), header.get("target"), header.get("name")
+        if op not in ("call", "getattr", "len"):
+            raise ValueError(f"unknown operation {str(op)[:40]!r}")
+        if target is None:
+            if op == "len" or name not in self.names:
+                raise ValueError(f"the module has no public name {str(name)[:MAX_NAME]!r}")
+        elif type(target) is not int or target not in self.handles:
+            raise ValueError("unknown object")
+        elif name is not None and (not isinstance(name, str) or name.startswith("_")
+                                   or len(name) > MAX_NAME or op == "len"):
+            raise ValueError(f"no public attribute {str(name)[:MAX_NAME]!r}")
+        if op == "getattr" and not isinstance(name, str):
+            raise ValueError("getattr needs a name")
+        args = wire.decode(header.get("args", []), arrays, self._argument)
+        kwargs = wire.decode(header.get("kwargs", {}), arrays, self._argument)
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise ValueError("arguments must be a list and a dict")
+        out: list = []
+        tree = wire.encode({"args": args, "kwargs": kwargs}, out, _send)
+        return {"op": op, "target": target, "name": name, **tree}, out
+
+    def _argument(self, tagged, arrays):
+        handle = tagged.get("$obj")
+        if type(handle) is not int or handle not in self.handles or len(tagged) != 1:
+            raise wire.WireError("an argument refers to an unknown object")
+        return _Handle(handle, "", False)
+
+    def _receive(self, tagged, arrays):
+        handle = tagged.get("$obj")
+        if type(handle) is not int:
+            raise wire.WireError("a reply refers to an unknown object")
+        self.handles.add(handle)
+        return _Handle(handle, str(tagged.get("type", "object"))[:MAX_NAME], bool(tagged.get("callable")))
+
+
+def _send(value):
+    if isinstance(value, _Handle):
+        return {"$obj": value.id, "type": value.type, "callable": value.callable} if value.type \
+            else {"$obj": value.id}
+    return None
+
+
+def _error(type_name: str, message: str) -> dict:
+    return {"ok": False, "error": {"type": type_name, "mro": [type_name, "Exception", "BaseException"],
+                                   "message": message}}
+
+
+def _error_reply(error) -> dict:
+    """The implementation's exception by type and message only; never where it was raised."""
+    error = error if isinstance(error, dict) else {}
+    mro = error.get("mro") if isinstance(error.get("mro"), list) else []
+    return {"ok": False, "error": {"type": str(error.get("type", "Exception"))[:MAX_NAME],
+                                   "mro": [str(m)[:MAX_NAME] for m in mro[:50]],
+                                   "message": str(error.get("message", ""))[:2000]}}
+
+
+def serve(implementation: Implementation, from_tests: int, to_tests: int, tests_proc, deadline: float):
+    """Answer the tests' requests until they close the pipe (they finished) or die.
+
+    Raises :class:`RelayTimeout` at the deadline; malformed frames end the service (the
+    tests then fail on their side).
+    """
+    def read(fd, n):
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RelayTimeout
+            if select.select([fd], [], [], min(remaining, 0.25))[0]:
+                return os.read(fd, n)
+            if tests_proc.poll() is not None:  # exited, though a process it forked holds the pipe
+                raise EOFError
+
+    while True:
+        try:
+            header, arrays = wire.read_frame(from_tests, read)
+        except (EOFError, OSError, wire.WireError):
+            return
+        reply, reply_arrays = implementation.answer(header, arrays)
+        try:
+            message = wire.pack(reply, reply_arrays)
+        except wire.WireError as exc:
+            message = wire.pack(_error("ValueError", f"the reply cannot cross the wire: {exc}"), [])
+        try:
+            _write_all(to_tests, message, deadline)
+        except OSError:
+            return
+
+
+def _write_all(fd: int, data: bytes, deadline: float):
+    """Write a whole message to a non-blocking ``fd``, never waiting past ``deadline``."""
+    view = memoryview(data)
+    while view:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RelayTimeout
+        if select.select([], [fd], [], min(remaining, 0.25))[1]:
+            try:
+                view = view[os.write(fd, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
