@@ -85,7 +85,7 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
     scratch = Scratch(prefix="kvgrade-tests-")
     proc, fds = None, []
     try:
-        served.start()
+        served.launch()  # it imports while the tests' process starts
         requests_r, requests_w = os.pipe()
         replies_r, replies_w = os.pipe()
         fds = [requests_r, requests_w, replies_r, replies_w]
@@ -99,6 +99,7 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
             os.close(fd)
             fds.remove(fd)
         os.set_blocking(replies_w, False)
+        served.finish_load()
         relay.serve(served, requests_r, replies_w, proc, deadline)
         code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         return _outcome(code, read_junit(junit))

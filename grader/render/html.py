@@ -9,7 +9,8 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import pictures
-from .common import CRITERION_MARKS, STATUS_WORDS, case_text, level_word, reproduce, shows_detail
+from .common import (CRITERION_MARKS, STATUS_WORDS, case_text, level_word, own_tests_text, reproduce,
+                     shows_detail)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -21,6 +22,7 @@ def environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["level"] = level_word
     env.filters["case"] = case_text
+    env.filters["own_tests"] = own_tests_text
     env.globals.update(status_word=STATUS_WORDS, criterion_mark=CRITERION_MARKS,
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..result import ExerciseResult, Result
 from . import pictures
-from .common import CRITERION_MARKS, STATUS_WORDS, case_text, level_word, reproduce, shows_detail
+from .common import (CRITERION_MARKS, STATUS_WORDS, case_text, level_word, own_tests_text, reproduce,
+                     shows_detail)
 
 
 def _cell(text: str) -> str:
@@ -29,6 +30,11 @@ def render(result: Result) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _own_tests(e: ExerciseResult) -> list[str]:
+    text = own_tests_text(e.own_tests)
+    return [f"**{_cell(text[0].upper() + text[1:])}**", ""] if text else []
+
+
 def _exercise(result: Result, e: ExerciseResult) -> list[str]:
     out = [f"## `{e.id}`: {e.title} ({level_word(e.level)})", ""]
     if e.status == "not_attempted":
@@ -43,6 +49,7 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
                 line += f"  \n  *{d.explain}*"
             out.append(line)
         out.append("")
+    out += _own_tests(e)
     if e.criteria:
         out += ["**Criteria**", ""]
         for c in e.criteria:

@@ -5,7 +5,7 @@ import click
 
 from ..result import Result
 from . import pictures
-from .common import reproduce, shows_detail
+from .common import own_tests_text, reproduce, shows_detail
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 STATUS_WORDS = {"not_attempted": "not attempted (not counted)", "error": "error", "graded": ""}
@@ -31,6 +31,7 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines.append(head)
         for d in e.diagnoses:
             lines.append("      " + click.style(f"[{d.id}] ", fg="yellow") + d.message)
+        lines += _own_tests_lines(e)
         drawn = _picture_to_draw(e.checks) if detail else None
         for c in e.checks:
             if c.passed:
@@ -49,6 +50,11 @@ def summary(result: Result, detail: bool | None = None) -> str:
     lines += ["", f"  overall: {level_text(result.overall_level)}   "
               f"({result.seconds:.1f} s)"]
     return "\n".join(lines)
+
+
+def _own_tests_lines(e) -> list[str]:
+    text = own_tests_text(e.own_tests)
+    return ["      " + text] if text else []
 
 
 def _picture_to_draw(checks):

@@ -66,8 +66,11 @@ class Implementation:
         self.handles: set[int] = set()  # objects a reply handed to the tests
         self.stopped = ""  # why the implementation no longer answers
 
-    def start(self):
+    def launch(self):
+        """Start the worker importing the implementation; :meth:`finish_load` waits for it."""
         self.worker.launch()
+
+    def finish_load(self):
         self.worker.finish_load()
 
     def stop(self):
