@@ -1,5 +1,6 @@
 """Every exercise is complete and consistent: prompt, stub, public tests, rubric, reference, checks."""
 import ast
+import importlib
 import subprocess
 import sys
 
@@ -39,9 +40,9 @@ def test_rubric_knows_every_diagnosis_and_check(ex):
     known = {d["id"] for d in ex.rubric["diagnoses"]}
     for mutant in ex.mutants:
         assert mutant.expected_diagnosis in known, f"{mutant.path}: diagnosis not in the rubric"
-    source = ex.hidden_checks.read_text()
-    check_ids = {n.name.removeprefix("check_") for n in ast.parse(source).body
-                 if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
+    checks = importlib.import_module(f"grader.hidden.{ex.id}.checks")  # shared checks are imported
+    check_ids = {name.removeprefix("check_") for name, value in vars(checks).items()
+                 if name.startswith("check_") and callable(value)}
     for criterion in ex.rubric["criteria"]:
         for check in criterion.get("checks", []):
             assert check in check_ids, f"{ex.id}: rubric names unknown check {check}"

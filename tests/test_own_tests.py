@@ -4,6 +4,8 @@ import json
 import os
 from dataclasses import asdict
 
+import pytest
+
 from grader import catalog, engine, own_tests
 from grader.own_tests import OwnTestsRun, judge, read_junit
 from grader.render import html, markdown, terminal
@@ -67,11 +69,18 @@ def _checks(ex):
     return {c.id: c for c in ex.checks}
 
 
-def test_the_rubric_declares_the_variants_and_each_exists():
-    found = own_tests.variants(DECODE_MASK)
-    assert list(found)[0] == "reference" and "top_left_alignment" in found
-    assert all(path.is_file() for path in found.values())
-    assert "accepts_invalid_sizes" not in found  # validation only: not behaviour-visible
+@pytest.mark.parametrize("ex", [e for e in catalog.exercises() if own_tests.declaration(e)], ids=lambda e: e.id)
+def test_every_declared_variant_is_a_known_mistake_with_a_mutant(ex):
+    section = own_tests.declaration(ex)
+    diagnoses = {d["id"] for d in ex.rubric["diagnoses"]}
+    assert section["classic"] in diagnoses and set(section["scored"]) <= diagnoses
+    assert 0 < section["strong_hire_score"] <= 1
+    found = own_tests.variants(ex)
+    assert list(found)[0] == "reference" and all(path.is_file() for path in found.values())
+
+
+def test_decode_mask_scores_only_behaviour_visible_mistakes():
+    assert "accepts_invalid_sizes" not in own_tests.variants(DECODE_MASK)  # validation only
 
 
 def test_the_reference_tests_score_high(submission):

@@ -3,7 +3,6 @@ import numpy as np
 
 from grader import own_tests
 from grader.checking import expect_array, expect_raises, fail, grid_picture
-from grader.own_tests import check_own_tests_mutation_score, check_own_tests_pass_on_reference  # noqa: F401
 
 from . import diagnosis, oracle
 
@@ -125,9 +124,16 @@ def check_rejects_invalid_sizes(ex):
             raise
 
 
+# The shared own-tests checks come last: they wait for the runs started as grading began.
+check_own_tests_pass_on_reference = own_tests.check_own_tests_pass_on_reference
+
+
 def check_own_tests_catch_top_left(ex):
     """Your test_decode_mask.py fails on a top-left aligned mask."""
     own_tests.expect_classic_caught(ex, diagnosis=(
         "t1_only_tests",
         "your tests pass on a top-left mask, np.tril(np.ones((T, S))): they only try shapes where it "
         "agrees with the right one (T = S, or a single key); add a case with 1 < T < S"))
+
+
+check_own_tests_mutation_score = own_tests.check_own_tests_mutation_score
