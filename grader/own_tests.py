@@ -64,6 +64,7 @@ class OwnTestsRun:
     outcome: str  # "ran" | "no_tests" | "error"
     tests: dict = field(default_factory=dict)  # test id -> "passed" | "failed" | "skipped"
     detail: str = ""  # why it could not run; never the process's output
+    by_kit: bool = False  # it could not run for the kit's own reason (the implementation under test)
 
     @property
     def failed(self) -> set[str]:
@@ -80,8 +81,9 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
         timeout: float = TIMEOUT_SECONDS) -> OwnTestsRun:
     """Run the candidate's tests against ``implementation``, seen through the black box."""
     deadline = time.monotonic() + timeout
-    names = relay.public_names(exercise.stub_path)
-    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, names, limits)
+    api = {exercise.id: relay.public_names(exercise.stub_path),
+           **{helper.stem: relay.public_names(helper) for helper in exercise.helper_files}}
+    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits)
     scratch = Scratch(prefix="kvgrade-tests-")
     proc, fds = None, []
     try:
@@ -89,40 +91,47 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
         requests_r, requests_w = os.pipe()
         replies_r, replies_w = os.pipe()
         fds = [requests_r, requests_w, replies_r, replies_w]
-        runtime = scratch.add_runtime().parent
-        _fill(scratch, test_file, exercise,
-              relay.proxy_source(exercise.id, runtime, requests_w, replies_r, names))
+        _fill(scratch, test_file, exercise, {
+            module: relay.proxy_source(module, scratch.root / RUNTIME_DIR, requests_w, replies_r, names)
+            for module, names in api.items()})
         junit = scratch.root / "junit.xml"
         proc = spawn(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
                       test_file.name], scratch, limits, pass_fds=(requests_w, replies_r))
-        for fd in (requests_w, replies_r):  # the tests' ends: EOF when the tests finish
-            os.close(fd)
-            fds.remove(fd)
+        _close(fds, requests_w, replies_r)  # the tests' ends
         os.set_blocking(replies_w, False)
-        served.finish_load()
+        try:
+            served.finish_load()
+        except CandidateFault as exc:  # the implementation under test is the kit's own code
+            return OwnTestsRun("error", detail=f"the implementation under test did not start ({exc})",
+                               by_kit=True)
         relay.serve(served, requests_r, replies_w, proc, deadline)
+        _close(fds, requests_r, replies_w)  # EOF for tests still waiting on a refused frame
         code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         return _outcome(code, read_junit(junit))
     except (relay.RelayTimeout, subprocess.TimeoutExpired):
         return OwnTestsRun("error", detail=f"the tests did not finish within {timeout:g} s")
-    except CandidateFault as exc:  # the implementation under test is the kit's: say so plainly
-        return OwnTestsRun("error", detail=f"the implementation under test did not start ({exc})")
     finally:
         kill(proc)
         served.stop()
-        for fd in fds:
-            os.close(fd)
+        _close(fds, *fds)
         scratch.remove()
 
 
-def _fill(scratch: Scratch, test_file: Path, exercise: Exercise, proxy: str):
-    """The tests' folder: the candidate's .py files, the kit's helpers, and the proxy module."""
-    shutil.copyfile(Path(relay.__file__).with_name("blackbox.py"), scratch.root / RUNTIME_DIR / "blackbox.py")
+def _close(open_fds: list, *fds):
+    for fd in fds:
+        os.close(fd)
+        open_fds.remove(fd)
+
+
+def _fill(scratch: Scratch, test_file: Path, exercise: Exercise, proxies: dict[str, str]):
+    """The tests' folder: the candidate's .py files, and a proxy for the exercise's module and
+    each kit helper (the kit's real files stay with the implementation)."""
+    shutil.copyfile(Path(relay.__file__).with_name("blackbox.py"), scratch.add_runtime().parent / "blackbox.py")
     siblings = [(p.name, p) for p in sorted(test_file.parent.glob("*.py"))
-                if p.name != f"{exercise.id}.py" and not p.is_symlink() and p.is_file()
-                and p.stat().st_size <= 1 << 20]
-    scratch.add_files("work", list(exercise.helper_files) + siblings)
-    (scratch.work / f"{exercise.id}.py").write_text(proxy)
+                if not p.is_symlink() and p.is_file() and p.stat().st_size <= 1 << 20]
+    scratch.add_files("work", siblings)
+    for module, source in proxies.items():
+        (scratch.work / f"{module}.py").write_text(source)
     (scratch.work / "pytest.ini").write_text("[pytest]\n")
 
 
@@ -244,6 +253,9 @@ def _judged(ex) -> Judgement:
     if ex.own_tests_path is None:
         fail(f"no test_{ex.exercise.id}.py beside your module: write tests of your own (see the prompt)",
              kind="tests")
+    broken = [variant for variant, run in ex.own_tests.items() if run.by_kit]
+    if broken:  # not the candidate's fault: the exercise gets no verdict, never a lower one
+        raise RuntimeError(f"own tests could not run against {', '.join(broken)}: {ex.own_tests[broken[0]].detail}")
     reference = ex.own_tests[REFERENCE]
     if reference.outcome != "ran":
         fail(f"your tests, run against a correct implementation: {reference.line}", kind="tests")

@@ -10,6 +10,7 @@ from grader import catalog, engine, own_tests
 from grader.own_tests import OwnTestsRun, judge, read_junit
 from grader.render import html, markdown, terminal
 from grader.result import Result
+from grader.sandbox import Limits
 
 DECODE_MASK = catalog.get("decode_mask")
 REFERENCE_TESTS = (catalog.KIT_ROOT / "solutions" / "test_decode_mask.py").read_text()
@@ -41,7 +42,11 @@ def test_raw_requests_are_refused():
     for request in ({"op": "getattr", "target": None, "name": "EXPECTED_DIAGNOSIS"},
                     {"op": "getattr", "target": None, "name": "__file__"},
                     {"op": "getattr", "target": None, "name": "np"},
-                    {"op": "import", "target": None, "name": "inspect"}):
+                    {"op": "import", "target": None, "name": "inspect"},
+                    {"op": "getattr", "target": None, "module": "os", "name": "system"},
+                    {"op": "call", "target": None, "name": ["decode_causal_mask"]},
+                    {"op": "getattr", "target": 1, "name": "__globals__"},
+                    {"op": "call", "target": 12345, "name": None}):
         try:
             value = link.request(request)
         except ValueError as exc:
@@ -56,6 +61,20 @@ from decode_mask import decode_causal_mask
 
 def test_first_draft_row_sees_the_cache():
     assert decode_causal_mask(2, 5)[0, 1]
+'''
+
+
+GARBLED = '''
+import os
+import decode_mask
+
+
+def test_a_garbled_frame():
+    os.write(decode_mask.decode_causal_mask._link.to_grader, b"\\xff" * 64)
+
+
+def test_after_it():
+    assert decode_mask.decode_causal_mask(2, 3)[0, 1]
 '''
 
 
@@ -134,6 +153,23 @@ def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     ex = _grade(submission, (folder / "test_decode_mask.py").read_text(), OWN_CHECKS)
     assert "t1_only_tests" in {d.id for d in ex.diagnoses}
     assert "top_left_alignment" in ex.own_tests["missed"]
+
+
+def test_a_garbled_frame_ends_the_service_not_the_run(tmp_path):
+    (tmp_path / "test_decode_mask.py").write_text(GARBLED)
+    run = own_tests.run(tmp_path / "test_decode_mask.py", DECODE_MASK.reference_path, DECODE_MASK,
+                        Limits(), timeout=30)
+    assert run.outcome == "ran" and run.failed == {"test_after_it"}
+
+
+def test_any_exercise_can_be_tested_through_the_black_box():
+    """gpt2_decode's public tests use a class, a kit helper's classmethod, len and ValueError."""
+    gpt2_decode = catalog.get("gpt2_decode")
+    tests = gpt2_decode.public_tests[0]
+    reference = own_tests.run(tests, gpt2_decode.reference_path, gpt2_decode, Limits())
+    assert reference.outcome == "ran" and reference.tests and not reference.failed, reference
+    wrong = next(m for m in gpt2_decode.mutants if m.expected_diagnosis == "position_reset")
+    assert own_tests.run(tests, wrong.module_path, gpt2_decode, Limits()).failed
 
 
 # -- judging, on outcomes as pytest reports them -------------------------------------------

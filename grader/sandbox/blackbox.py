@@ -1,8 +1,8 @@
 """The exercise module as the candidate's own tests see it: a black box.
 
 Copied into the runtime folder of the tests' process. The generated ``<id>.py`` beside the
-tests calls :func:`install`, which fills the module with one forwarding callable per public
-name of the exercise. Each call travels over a pipe to the grader, which relays it to another
+tests (and one module per kit helper, such as ``gpt2.py``) calls :func:`install`, which fills
+the module with one forwarding callable per public name. Each call travels over a pipe to the grader, which relays it to another
 process holding the implementation under test (the reference or a known-wrong version). No
 source, file or marker of that implementation exists in this process; only values come back.
 Objects that cannot cross the wire (a cache instance) stay there and are used through
@@ -75,26 +75,31 @@ class Remote:
 
 
 class Public:
-    """A public name of the exercise module (a function or a class)."""
+    """A public name of the exercise module or a kit helper module (a function or a class)."""
 
-    def __init__(self, link: _Link, name: str):
-        self._link, self.__name__ = link, name
+    def __init__(self, link: _Link, module: str, name: str):
+        self._link, self._module, self.__name__ = link, module, name
 
     def __call__(self, *args, **kwargs):
-        return self._link.request({"op": "call", "target": None, "name": self.__name__}, args, kwargs)
+        return self._link.request({"op": "call", "target": None, "module": self._module,
+                                   "name": self.__name__}, args, kwargs)
 
     def __getattr__(self, name):  # a class's static method or constant
         if name.startswith("_"):
             raise AttributeError(name)
-        target = self._link.request({"op": "getattr", "target": None, "name": self.__name__})
+        target = self._link.request({"op": "getattr", "target": None, "module": self._module,
+                                     "name": self.__name__})
         return getattr(target, name)
 
     def __repr__(self):
         return f"<{self.__name__}>"
 
 
-def install(namespace: dict, to_grader: int, from_grader: int, names):
-    link = _Link(to_grader, from_grader)
+_links: dict = {}  # one per pipe pair, shared by the exercise module and the helpers
+
+
+def install(namespace: dict, to_grader: int, from_grader: int, module: str, names):
+    link = _links.setdefault((to_grader, from_grader), _Link(to_grader, from_grader))
     for name in names:
-        namespace[name] = Public(link, name)
+        namespace[name] = Public(link, module, name)
     namespace["__all__"] = list(names)

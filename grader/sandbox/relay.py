@@ -29,22 +29,22 @@ class RelayTimeout(Exception):
     """The tests did not finish before the deadline."""
 
 
-def public_names(stub: Path) -> list[str]:
-    """The exercise's public API: top-level functions and classes of its stub not starting with _."""
-    tree = ast.parse(stub.read_text())
+def public_names(source: Path) -> list[str]:
+    """A module's public API: its top-level functions and classes not starting with _."""
+    tree = ast.parse(source.read_text())
     return [node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
 
 
 def proxy_source(module_name: str, runtime: Path, to_grader: int, from_grader: int, names) -> str:
-    """The ``<id>.py`` the tests import: every public name forwards to the grader."""
+    """A module the tests import in place of ``module_name``: each public name forwards."""
     return (f'"""{module_name}, served by the grader: each public name forwards its calls to the '
             'implementation under test."""\n'
             "import sys as _sys\n"
             f"_sys.path.insert(0, {str(runtime)!r})\n"
             "import blackbox as _blackbox\n"
             "del _sys.path[0]\n"
-            f"_blackbox.install(globals(), {to_grader}, {from_grader}, {list(names)!r})\n")
+            f"_blackbox.install(globals(), {to_grader}, {from_grader}, {module_name!r}, {list(names)!r})\n")
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,17 @@ class _Handle:
 
 
 class Implementation:
-    """The implementation under test in a worker of its own, answering checked requests."""
+    """The implementation under test in a worker of its own, answering checked requests.
 
-    def __init__(self, module_name: str, implementation: Path, helper_files, names, limits: Limits):
+    ``api`` maps each module the tests may call (the exercise's, and its kit helpers such as
+    ``gpt2``) to its public names.
+    """
+
+    def __init__(self, module_name: str, implementation: Path, helper_files, api: dict, limits: Limits):
         spec = ModuleToLoad(module_name, [(f"{module_name}.py", implementation)], list(helper_files))
         self.worker = Worker(spec, limits)
-        self.names = set(names)
+        self.module_name, self.api = module_name, api
+        self.helpers: dict[str, int] = {}  # helper module -> its handle in the worker, never shown
         self.handles: set[int] = set()  # objects a reply handed to the tests
         self.stopped = ""  # why the implementation no longer answers
 
@@ -78,14 +83,13 @@ class Implementation:
 
     def answer(self, header, arrays) -> tuple[dict, list]:
         """The reply to one request from the tests: checked, forwarded, and cleaned."""
-        try:
-            request, request_arrays = self._checked(header, arrays)
-        except (wire.WireError, ValueError) as exc:
-            return _error("ValueError", f"the grader refused this request: {exc}"), []
         if self.stopped:
             return _error("RuntimeError", self.stopped), []
         try:
-            reply, reply_arrays, _ = self.worker.request(request, request_arrays, "a call from your tests")
+            request, request_arrays = self._checked(header, arrays)
+            reply, reply_arrays = self._forward(request, request_arrays)
+        except (wire.WireError, ValueError) as exc:
+            return _error("ValueError", f"the grader refused this request: {exc}"), []
         except CandidateFault:
             self.stopped = "the implementation under test stopped answering (a call timed out or crashed it)"
             return _error("RuntimeError", self.stopped), []
@@ -98,21 +102,42 @@ class Implementation:
         except wire.WireError as exc:
             return _error("ValueError", f"the value cannot cross the wire: {exc}"), []
 
+    def _forward(self, request: dict, arrays: list) -> tuple[dict, list]:
+        module = request.pop("module", self.module_name)
+        if request["target"] is None and module != self.module_name:
+            request["target"] = self._helper(module)
+        reply, reply_arrays, _ = self.worker.request(request, arrays, "a call from your tests")
+        return reply, reply_arrays
+
+    def _helper(self, module: str) -> int:
+        """The handle of a kit helper module in the worker, imported there on first use."""
+        if module not in self.helpers:
+            reply, _, _ = self.worker.request({"op": "import", "name": module, "target": None},
+                                              [], f"import {module}")
+            handle = reply.get("value", {}).get("$obj") if isinstance(reply.get("value"), dict) else None
+            if type(handle) is not int:
+                raise CandidateFault(f"the kit helper {module} did not import")
+            self.helpers[module] = handle
+        return self.helpers[module]
+
     def _checked(self, header, arrays) -> tuple[dict, list]:
+        """The request rebuilt from what it may hold; ValueError for anything else."""
         if not isinstance(header, dict):
             raise ValueError("not a request")
         op, target, name = header.get("op"), header.get("target"), header.get("name")
+        module = header.get("module", self.module_name)
         if op not in ("call", "getattr", "len"):
             raise ValueError(f"unknown operation {str(op)[:40]!r}")
+        if name is not None and (not isinstance(name, str) or name.startswith("_") or len(name) > MAX_NAME):
+            raise ValueError(f"no public name {str(name)[:MAX_NAME]!r}")
         if target is None:
-            if op == "len" or name not in self.names:
-                raise ValueError(f"the module has no public name {str(name)[:MAX_NAME]!r}")
+            if op == "len" or not isinstance(module, str) or name not in self.api.get(module, ()):
+                raise ValueError(f"{str(module)[:MAX_NAME]} has no public name {str(name)[:MAX_NAME]!r}")
         elif type(target) is not int or target not in self.handles:
             raise ValueError("unknown object")
-        elif name is not None and (not isinstance(name, str) or name.startswith("_")
-                                   or len(name) > MAX_NAME or op == "len"):
-            raise ValueError(f"no public attribute {str(name)[:MAX_NAME]!r}")
-        if op == "getattr" and not isinstance(name, str):
+        elif op == "len" and name is not None:
+            raise ValueError("len takes no name")
+        if op == "getattr" and name is None:
             raise ValueError("getattr needs a name")
         args = wire.decode(header.get("args", []), arrays, self._argument)
         kwargs = wire.decode(header.get("kwargs", {}), arrays, self._argument)
@@ -120,7 +145,7 @@ class Implementation:
             raise ValueError("arguments must be a list and a dict")
         out: list = []
         tree = wire.encode({"args": args, "kwargs": kwargs}, out, _send)
-        return {"op": op, "target": target, "name": name, **tree}, out
+        return {"op": op, "target": target, "name": name, "module": module, **tree}, out
 
     def _argument(self, tagged, arrays):
         handle = tagged.get("$obj")
