@@ -279,8 +279,8 @@ def expect_classic_caught(ex, diagnosis: tuple[str, str] | None = None):
     if classic not in judgement.caught:
         if diagnosis:
             ex.diagnose(*diagnosis)
-        fail(f"every test of yours passes on a version with the classic mistake {classic} "
-             f"({ex.own_tests[classic].line})", kind="tests")
+        fail(f"no test of yours that passes on a correct implementation fails on the classic mistake "
+             f"{classic} (run against it: {ex.own_tests[classic].line})", kind="tests")
 
 
 def check_own_tests_mutation_score(ex):

@@ -79,9 +79,14 @@ def test_grade_writes_every_format_from_one_result(graded):
     page = graded["report.html"].read_text()
     assert "<svg" in page and "top_left_alignment" in page
     assert "**Overall: weak**" in graded["report.md"].read_text()
-    assert ET.parse(graded["junit.xml"]).getroot().get("failures") == "6"
+    assert ET.parse(graded["junit.xml"]).getroot().get("failures") == "7"
     scores = json.loads(graded["gradescope.json"].read_text())
-    assert (scores["score"], scores["max_score"]) == (4.0, 10.0)
+    assert scores["max_score"] == pytest.approx(10.0, abs=1e-3)  # 10 points over 11 checks, 4 passed
+    assert scores["score"] == pytest.approx(10.0 * 4 / 11, abs=1e-3)
+    score_line = "own tests: caught 3 of 4 known mistakes (75%); missed: top_left_alignment"
+    assert data["exercises"][0]["own_tests"]["missed"] == ["top_left_alignment"]
+    for text in (graded["terminal"], page, graded["report.md"].read_text().lower()):
+        assert score_line in text
 
 
 def test_the_reproduce_line_reruns_exactly_one_failing_check(graded):
