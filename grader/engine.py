@@ -38,7 +38,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
         for run in runs.values():
-            _start_own_tests(run, own_tests_pool, limits)
+            _start_own_tests(run, own_tests_pool, limits, only_checks)
         collected = _run_checks(runs, only_checks, progress)
         exercises = [_exercise_result(e, runs.get(e.id), collected, notes) for e in chosen]
     finally:
@@ -55,9 +55,11 @@ def _prepare(exercise: Exercise, module: Path, modules, seed, limits) -> Exercis
     return ExerciseRun(exercise, seed, Sandbox(spec, limits), module)
 
 
-def _start_own_tests(run: ExerciseRun, pool, limits: Limits):
+def _start_own_tests(run: ExerciseRun, pool, limits: Limits, only_checks: set[str] | None):
     """Start the runs of the candidate's own tests the rubric declares, beside the checks."""
     if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
+        return
+    if only_checks is not None and not any(c.startswith(own_tests.CHECK_PREFIX) for c in only_checks):
         return
     run.own_tests = own_tests.schedule(pool, run.exercise, run.own_tests_path, run.sandbox, limits)
 

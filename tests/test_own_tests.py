@@ -78,6 +78,19 @@ def test_after_it():
 '''
 
 
+LOOKING_FOR_FILES = '''
+import glob
+import os
+
+
+def test_no_implementation_file_is_in_reach():
+    found = [path for pattern in ("/tmp/kvgrade-*/**/decode_mask.py", "/tmp/**/solutions/**/*.py")
+             for path in glob.glob(pattern, recursive=True)
+             if "EXPECTED_DIAGNOSIS" in open(path).read() or "S - T" in open(path).read()]
+    assert found == [], found  # on a mutant, finding its file would let this test fail there
+'''
+
+
 def _grade(submission, tests_source, only=None):
     root = submission({"decode_mask.py": DECODE_MASK.reference_path.read_text(),
                        "test_decode_mask.py": tests_source})
@@ -153,6 +166,19 @@ def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     ex = _grade(submission, (folder / "test_decode_mask.py").read_text(), OWN_CHECKS)
     assert "t1_only_tests" in {d.id for d in ex.diagnoses}
     assert "top_left_alignment" in ex.own_tests["missed"]
+
+
+def test_under_bubblewrap_the_tests_cannot_read_the_implementation(submission):
+    from tests.test_isolation import needs_bwrap
+    needs_bwrap()
+    ex = _grade(submission, LOOKING_FOR_FILES, OWN_CHECKS)
+    assert ex.own_tests == {"score": 0.0, "caught": [], "set_aside": [],
+                            "missed": own_tests.declaration(DECODE_MASK)["scored"]}
+
+
+def test_own_tests_run_only_when_a_chosen_check_needs_them(submission):
+    ex = _grade(submission, REFERENCE_TESTS, {"plain_decode"})
+    assert ex.own_tests is None and [c.id for c in ex.checks] == ["plain_decode"]
 
 
 def test_a_garbled_frame_ends_the_service_not_the_run(tmp_path):
