@@ -127,7 +127,8 @@ def _close(open_fds: list, *fds):
 def _fill(scratch: Scratch, test_file: Path, exercise: Exercise, proxies: dict[str, str]):
     """The tests' folder: the candidate's .py files, and a proxy for the exercise's module and
     each kit helper (the kit's real files stay with the implementation)."""
-    shutil.copyfile(Path(relay.__file__).with_name("blackbox.py"), scratch.add_runtime().parent / "blackbox.py")
+    runtime = scratch.add_runtime().parent
+    shutil.copyfile(Path(relay.__file__).with_name("blackbox.py"), runtime / "blackbox.py")
     siblings = [(p.name, p) for p in sorted(test_file.parent.glob("*.py"))
                 if not p.is_symlink() and p.is_file() and p.stat().st_size <= 1 << 20]
     scratch.add_files("work", siblings)
@@ -256,7 +257,8 @@ def _judged(ex) -> Judgement:
              kind="tests")
     broken = [variant for variant, run in ex.own_tests.items() if run.by_kit]
     if broken:  # not the candidate's fault: the exercise gets no verdict, never a lower one
-        raise RuntimeError(f"own tests could not run against {', '.join(broken)}: {ex.own_tests[broken[0]].detail}")
+        raise RuntimeError(f"own tests could not run against {', '.join(broken)}: "
+                           f"{ex.own_tests[broken[0]].detail}")
     reference = ex.own_tests[REFERENCE]
     if reference.outcome != "ran":
         fail(f"your tests, run against a correct implementation: {reference.line}", kind="tests")

@@ -101,7 +101,10 @@ def _checks(ex):
     return {c.id: c for c in ex.checks}
 
 
-@pytest.mark.parametrize("ex", [e for e in catalog.exercises() if own_tests.declaration(e)], ids=lambda e: e.id)
+WITH_OWN_TESTS = [e for e in catalog.exercises() if own_tests.declaration(e)]
+
+
+@pytest.mark.parametrize("ex", WITH_OWN_TESTS, ids=lambda e: e.id)
 def test_every_declared_variant_is_a_known_mistake_with_a_mutant(ex):
     section = own_tests.declaration(ex)
     diagnoses = {d["id"] for d in ex.rubric["diagnoses"]}
@@ -235,6 +238,7 @@ def test_a_swapped_junit_file_is_not_followed(tmp_path):
     real.write_text(JUNIT)
     (tmp_path / "junit.xml").symlink_to(real)
     os.mkfifo(tmp_path / "fifo.xml")  # opening a FIFO for reading must not wait for a writer
-    (tmp_path / "huge.xml").write_text("<testsuites>" + " " * (own_tests.JUNIT_MAX_BYTES + 1) + "</testsuites>")
+    padding = " " * (own_tests.JUNIT_MAX_BYTES + 1)
+    (tmp_path / "huge.xml").write_text(f"<testsuites>{padding}</testsuites>")
     for name in ("junit.xml", "fifo.xml", "huge.xml"):
         assert read_junit(tmp_path / name) == {}

@@ -33,7 +33,8 @@ def own_tests_text(own_tests: dict | None) -> str:
     if not own_tests:
         return ""
     caught, missed = len(own_tests.get("caught", [])), own_tests.get("missed", [])
-    text = f"own tests: caught {caught} of {caught + len(missed)} known mistakes ({own_tests.get('score', 0):.0%})"
+    score = own_tests.get("score", 0)
+    text = f"own tests: caught {caught} of {caught + len(missed)} known mistakes ({score:.0%})"
     if missed:
         text += "; missed: " + ", ".join(missed)
     if own_tests.get("set_aside"):

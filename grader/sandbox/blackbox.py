@@ -2,9 +2,10 @@
 
 Copied into the runtime folder of the tests' process. The generated ``<id>.py`` beside the
 tests (and one module per kit helper, such as ``gpt2.py``) calls :func:`install`, which fills
-the module with one forwarding callable per public name. Each call travels over a pipe to the grader, which relays it to another
-process holding the implementation under test (the reference or a known-wrong version). No
-source, file or marker of that implementation exists in this process; only values come back.
+the module with one forwarding callable per public name. Each call travels over a pipe to the
+grader, which relays it to another process holding the implementation under test (the
+reference or a known-wrong version). No source, file or marker of that implementation exists
+in this process; only values come back.
 Objects that cannot cross the wire (a cache instance) stay there and are used through
 :class:`Remote` handles whose methods forward calls too.
 
