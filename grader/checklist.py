@@ -8,16 +8,45 @@ and ``kvgrade show ID --checks``.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from .catalog import Exercise
 
+GRADER_ROOT = Path(__file__).resolve().parent
+
 
 def hidden_checks(exercise: Exercise) -> dict[str, str]:
-    """``{check id: first docstring line}`` in the order the checks are written."""
+    """``{check id: first docstring line}`` in the order the checks are written.
+
+    A check is defined there (``def check_x``) or shared: ``check_x = module.check_x`` with
+    ``module`` imported from the grader (``from grader import own_tests``), read from that
+    module's source in turn.
+    """
     tree = ast.parse(exercise.hidden_checks.read_text())
-    return {node.name.removeprefix("check_"): _first_line(ast.get_docstring(node))
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")}
+    imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
+                for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "grader"
+                for alias in node.names}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("check_"):
+            found[node.name.removeprefix("check_")] = _first_line(ast.get_docstring(node))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.startswith("check_"):
+            found[node.targets[0].id.removeprefix("check_")] = _shared_doc(node.value, imported)
+    return found
+
+
+def _shared_doc(value: ast.expr, imported: dict[str, str]) -> str:
+    """The first docstring line of ``module.function`` in a grader module, read from its source."""
+    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in imported):
+        return ""
+    source = GRADER_ROOT.joinpath(*imported[value.value.id].split(".")[1:]).with_suffix(".py")
+    if not source.is_file():
+        return ""
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name == value.attr:
+            return _first_line(ast.get_docstring(node))
+    return ""
 
 
 def _first_line(doc: str | None) -> str:

@@ -34,6 +34,8 @@ from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox.launch import isolation_level
 from .submission import Refused, candidate_files, locate, open_submission
 
+OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
+
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
           notes: Notes | None = None, only_checks: set[str] | None = None,
@@ -60,11 +62,10 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
-    own_tests_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="own-tests")
+    own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
         for run in runs.values():
-            if not run.sandbox.load_error:
-                run.start_own_tests(own_tests_pool)
+            _start_own_tests(run, own_tests_pool, limits, only_checks)
         collected = _run_checks(runs, only_checks, progress)
         facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
     finally:
@@ -88,16 +89,16 @@ def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path
     except Refused as exc:
         files, refused = [], str(exc)
     spec = ModuleToLoad(exercise.id, files, exercise.helper_files, refused, seed)
+    return ExerciseRun(exercise, seed, Sandbox(spec, limits), module)
 
-    def own_tests_runner(run: ExerciseRun, implementation: Path):
-        # the candidate's tests are candidate code too: they spend the exercise's time budget
-        with run.sandbox.budgeted(own_tests.TIMEOUT_SECONDS) as timeout:
-            if timeout is None:
-                return own_tests.OwnTestsRun("error", detail=run.sandbox.over_budget())
-            return own_tests.run(run.own_tests_path, implementation, exercise.id,
-                                 exercise.helper_files, limits, timeout=timeout)
 
-    return ExerciseRun(exercise, seed, Sandbox(spec, limits), module, own_tests_runner)
+def _start_own_tests(run: ExerciseRun, pool, limits: Limits, only_checks: set[str] | None):
+    """Start the runs of the candidate's own tests the rubric declares, beside the checks."""
+    if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
+        return
+    if only_checks is not None and not any(c.startswith(own_tests.CHECK_PREFIX) for c in only_checks):
+        return
+    run.own_tests = own_tests.schedule(pool, run.exercise, run.own_tests_path, run.sandbox, limits, run.seed)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
@@ -154,6 +155,7 @@ class ExerciseFacts:
     diagnoses: list[tuple[str, str]] = field(default_factory=list)  # (id, concrete sentence)
     unexpected: list[str] = field(default_factory=list)  # the plugin: errors no check expected
     reference_shows_unexpected: bool = False  # the same checks broke on the reference too
+    own_tests: dict | None = None  # the own-tests stage: score, caught, missed, set_aside (None: not run)
 
 
 def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
@@ -166,7 +168,7 @@ def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
     unexpected = list(collected.kit_errors[eid]) or ([] if checks else ["no hidden check ran"])
     return ExerciseFacts(run.module_path, attempted=not (sandbox.calls_ok == 0 and sandbox.calls_not_implemented > 0),
                          checks=checks, diagnoses=[(d.id, d.message) for d in run.diagnoses.values()],
-                         unexpected=unexpected)
+                         unexpected=unexpected, own_tests=own_tests.summary(run.exercise, run.own_tests))
 
 
 def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
@@ -199,6 +201,7 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
         return result
     result.status, result.checks = "graded", facts.checks
     result.diagnoses = [rubric.make_diagnosis(did, message) for did, message in facts.diagnoses]
+    result.own_tests = facts.own_tests
     result.seconds = round(sum(c.seconds for c in facts.checks), 3)
     observed = notes.observed(exercise.id) if notes else {}
     hints = notes.hints(exercise.id) if notes else ()

@@ -1,74 +1,296 @@
-"""Running a candidate's own tests (``test_<id>.py``) against a given implementation.
+"""The candidate's own tests (``test_<id>.py``) as a stage of grading, judged by mutation score.
 
-The tests are candidate code, so they run in a child under the same limits as the module,
-in a scratch folder holding the candidate's files with the implementation under test copied
-in as ``<id>.py``. The outcome comes from pytest's exit status and its JUnit XML, both
-structured; nothing is read from printed text.
+Which implementations the tests run against is data: the rubric's ``[own_tests]`` section
+names the classic mistake (``classic``) and the behaviour-visible ones (``scored``) by
+diagnosis id; each is a known-wrong version under ``solutions/mutants/<id>/``. The engine
+starts one run per variant (plus the reference) as grading begins, beside the checks, and
+hands the checks a mapping ``{variant: OwnTestsRun}``.
+
+Each run is two processes: the candidate's tests under pytest, importing a generated
+``<id>.py`` that forwards every call (``sandbox/blackbox.py``), and the implementation under
+test in a worker of its own, its files out of the tests' reach. The grader relays between
+them (``sandbox/relay.py``). Outcomes come test by test from pytest's JUnit XML.
+
+Judging: a test that fails on the reference disagrees with the contract and is set aside.
+A variant is caught when some remaining test fails on it; the score is the share of
+``scored`` variants caught.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from collections.abc import Mapping
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sandbox.launch import Limits, Scratch, kill, spawn
+from .catalog import Exercise
+from .checking import fail
+from .rubric import OwnTests
+from .sandbox import CandidateFault, Limits
+from .sandbox import relay
+from .sandbox.launch import RUNTIME_DIR, Scratch, kill, spawn
 
 TIMEOUT_SECONDS = 60.0
+REFERENCE = "reference"
+JUNIT = "junit.xml"  # one of the sandbox's REPORT_FILES
+JUNIT_MAX_BYTES = 4 << 20  # the JUnit file is written by the candidate's process: read at most this
+SHOWN = 8  # test names listed in a message
+CHECK_PREFIX = "own_tests_"  # every own-tests check id starts so (the engine skips the runs otherwise)
+
+
+def declaration(exercise: Exercise) -> OwnTests | None:
+    """The rubric's ``[own_tests]`` (classic, scored, strong_hire_score), or None where the
+    exercise asks for no tests. The one place that reads it."""
+    return exercise.rubric.own_tests
+
+
+def variants(exercise: Exercise) -> dict[str, Path]:
+    """What the tests run against: the reference, then each declared known-wrong version."""
+    section = declaration(exercise)
+    wanted = dict.fromkeys([section.classic, *section.scored]) if section else {}
+    return {REFERENCE: exercise.reference_path,
+            **{d: exercise.mutant(d).module_path for d in wanted}}
+
+
+# -- one run --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class OwnTestsRun:
-    outcome: str  # "passed" | "failed" | "no_tests" | "error"
-    tests: int = 0
-    failures: int = 0
-    detail: str = ""
+    outcome: str  # "ran" | "no_tests" | "error"
+    tests: dict = field(default_factory=dict)  # test id -> "passed" | "failed" | "skipped"
+    detail: str = ""  # why it could not run; never the process's output
+    by_kit: bool = False  # it could not run for the kit's own reason (the implementation under test)
+
+    @property
+    def failed(self) -> set[str]:
+        return {t for t, o in self.tests.items() if o == "failed"}
 
     @property
     def line(self) -> str:
-        counts = f"{self.tests} test(s), {self.failures} failing"
-        return {"passed": f"all pass ({counts})", "failed": f"some fail ({counts})",
-                "no_tests": "no tests were collected"}.get(self.outcome, f"could not run: {self.detail}")
+        if self.outcome == "ran":
+            return f"{len(self.tests)} test(s), {len(self.failed)} failing"
+        return "no tests were collected" if self.outcome == "no_tests" else f"could not run: {self.detail}"
 
 
-def run(test_file: Path, implementation: Path, module_name: str, helper_files, limits: Limits,
-        timeout: float = TIMEOUT_SECONDS) -> OwnTestsRun:
+def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limits,
+        timeout: float = TIMEOUT_SECONDS, seed: int = 0) -> OwnTestsRun:
+    """Run the candidate's tests against ``implementation``, seen through the black box.
+
+    Both processes start their global generators from the grading ``seed``.
+    """
+    deadline = time.monotonic() + timeout
+    api = {exercise.id: relay.public_names(exercise.stub_path),
+           **{helper.stem: relay.public_names(helper) for helper in exercise.helper_files}}
+    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed)
     scratch = Scratch(prefix="kvgrade-tests-")
+    proc, fds = None, []
     try:
-        siblings = [(p.name, p) for p in sorted(test_file.parent.glob("*.py"))
-                    if p.name != f"{module_name}.py" and p.stat().st_size <= 1 << 20]
-        scratch.add_files("work", list(helper_files) + siblings + [(f"{module_name}.py", implementation)])
-        (scratch.work / "pytest.ini").write_text("[pytest]\n")
-        junit = scratch.root / "junit.xml"
+        served.launch()  # it imports while the tests' process starts
+        requests_r, requests_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        fds = [requests_r, requests_w, replies_r, replies_w]
+        _fill(scratch, test_file, exercise, {
+            module: relay.proxy_source(module, scratch.root / RUNTIME_DIR, requests_w, replies_r, names)
+            for module, names in api.items()})
+        junit = scratch.root / JUNIT  # pre-created by Scratch; read back with read_private
         proc = spawn(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                      test_file.name], scratch, limits)
+                      test_file.name], scratch, limits, pass_fds=(requests_w, replies_r), seed=seed)
+        _close(fds, requests_w, replies_r)  # the tests' ends
+        os.set_blocking(replies_w, False)
         try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill(proc)
-            return OwnTestsRun("error", detail=f"the tests did not finish within {timeout:g} s")
-        finally:
-            kill(proc)
-        tests, failures = _junit_counts(junit)
-        if code == 0:
-            return OwnTestsRun("passed", tests, failures)
-        if code == 1:
-            return OwnTestsRun("failed", tests, failures)
-        if code == 5:
-            return OwnTestsRun("no_tests")
-        tail = scratch.output_tail(300).splitlines()
-        return OwnTestsRun("error", tests, failures,
-                           f"pytest exited with status {code}" + (f": {tail[-1][:200]}" if tail else ""))
+            served.finish_load()
+        except CandidateFault as exc:  # the implementation under test is the kit's own code
+            return OwnTestsRun("error", detail=f"the implementation under test did not start ({exc})",
+                               by_kit=True)
+        relay.serve(served, requests_r, replies_w, proc, deadline)
+        _close(fds, requests_r, replies_w)  # EOF for tests still waiting on a refused frame
+        code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        return _outcome(code, read_junit(scratch))
+    except (relay.RelayTimeout, subprocess.TimeoutExpired):
+        return OwnTestsRun("error", detail=f"the tests did not finish within {timeout:g} s")
     finally:
+        kill(proc)
+        served.stop()
+        _close(fds, *fds)
         scratch.remove()
 
 
-def _junit_counts(path: Path) -> tuple[int, int]:
+def _close(open_fds: list, *fds):
+    for fd in fds:
+        os.close(fd)
+        open_fds.remove(fd)
+
+
+def _fill(scratch: Scratch, test_file: Path, exercise: Exercise, proxies: dict[str, str]):
+    """The tests' folder: the candidate's .py files, and a proxy for the exercise's module and
+    each kit helper (the kit's real files stay with the implementation)."""
+    runtime = scratch.add_runtime().parent
+    shutil.copyfile(Path(relay.__file__).with_name("blackbox.py"), runtime / "blackbox.py")
+    siblings = [(p.name, p) for p in sorted(test_file.parent.glob("*.py"))
+                if not p.is_symlink() and p.is_file() and p.stat().st_size <= 1 << 20]
+    scratch.add_files("work", siblings)
+    for module, source in proxies.items():
+        (scratch.work / f"{module}.py").write_text(source)
+    (scratch.work / "pytest.ini").write_text("[pytest]\n")
+
+
+def _outcome(code: int, tests: dict) -> OwnTestsRun:
+    if tests:
+        return OwnTestsRun("ran", tests)
+    if code == 5:
+        return OwnTestsRun("no_tests")
+    return OwnTestsRun("error", detail=f"pytest exited with status {code} and reported no test")
+
+
+def read_junit(scratch: Scratch) -> dict[str, str]:
+    """Outcome per test from the JUnit file the candidate's process wrote, read through
+    ``Scratch.read_private`` (the very file the grader created, never a link or a FIFO put in
+    its place), and nothing from one over the cap."""
+    data = scratch.read_private(JUNIT, cap=JUNIT_MAX_BYTES + 1)
+    if not data or len(data) > JUNIT_MAX_BYTES:
+        return {}
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return 0, 0
-    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    tests = sum(int(s.get("tests", 0)) for s in suites)
-    failures = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-    return tests, failures
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return {}
+    return {_test_id(case): _case_outcome(case) for case in root.iter("testcase")}
+
+
+def _test_id(case) -> str:
+    where, name = str(case.get("classname", "")), str(case.get("name", ""))
+    inner = where.split(".", 1)[1] if "." in where else ""  # a class inside the test module
+    return (f"{inner}::{name}" if inner else name)[:200]
+
+
+def _case_outcome(case) -> str:
+    if case.find("failure") is not None or case.find("error") is not None:
+        return "failed"
+    return "skipped" if case.find("skipped") is not None else "passed"
+
+
+# -- scheduling -----------------------------------------------------------------------------
+
+
+class OwnTestsRuns(Mapping):
+    """``{variant: OwnTestsRun}``; a run still going is waited for when it is read."""
+
+    def __init__(self, futures: dict[str, Future]):
+        self._futures = futures
+
+    def __getitem__(self, variant: str) -> OwnTestsRun:
+        return self._futures[variant].result()
+
+    def __iter__(self):
+        return iter(self._futures)
+
+    def __len__(self):
+        return len(self._futures)
+
+
+def schedule(pool: Executor, exercise: Exercise, test_file: Path, sandbox, limits: Limits,
+             seed: int = 0) -> OwnTestsRuns:
+    """Start every declared run now in ``pool``, on the exercise's time budget, seeded from
+    the grading ``seed``."""
+    def job(implementation: Path) -> OwnTestsRun:
+        with sandbox.budgeted(TIMEOUT_SECONDS) as timeout:  # the tests are candidate code too
+            if timeout is None:
+                return OwnTestsRun("error", detail=sandbox.over_budget())
+            return run(test_file, implementation, exercise, limits, timeout, seed)
+
+    return OwnTestsRuns({variant: pool.submit(job, path) for variant, path in variants(exercise).items()})
+
+
+# -- judging --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judgement:
+    kept: list  # tests that pass on the reference
+    set_aside: list  # tests that fail on the reference: they disagree with the contract
+    caught: list  # variants (diagnosis ids) some kept test fails on
+    missed: list  # scored variants no kept test fails on
+    scored: list
+
+    @property
+    def score(self) -> float:
+        return sum(d in self.caught for d in self.scored) / len(self.scored) if self.scored else 1.0
+
+    def as_dict(self) -> dict:
+        return {"score": round(self.score, 3), "caught": [d for d in self.caught if d in self.scored],
+                "missed": self.missed, "set_aside": self.set_aside}
+
+
+def judge(runs: Mapping, scored: list) -> Judgement:
+    reference = runs[REFERENCE]
+    kept = sorted(t for t, o in reference.tests.items() if o == "passed")
+    caught = [v for v in runs if v != REFERENCE and runs[v].failed & set(kept)]
+    return Judgement(kept, sorted(reference.failed), caught, [d for d in scored if d not in caught],
+                     list(scored))
+
+
+def summary(exercise: Exercise, runs: Mapping) -> dict | None:
+    """The result's ``own_tests`` field: score, caught, missed, set_aside (None when not run)."""
+    section = declaration(exercise)
+    if not runs or section is None:
+        return None
+    return judge(runs, list(section.scored)).as_dict()
+
+
+# -- checks, shared by every exercise with [own_tests] (import them into its checks.py) -----
+
+
+def _listed(names) -> str:
+    return ", ".join(names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _judged(ex) -> Judgement:
+    """The judgement, or a failure when nothing is left to judge with."""
+    if ex.own_tests_path is None:
+        fail(f"no test_{ex.exercise.id}.py beside your module: write tests of your own (see the prompt)",
+             kind="tests")
+    broken = [variant for variant, run in ex.own_tests.items() if run.by_kit]
+    if broken:  # not the candidate's fault: the exercise gets no verdict, never a lower one
+        raise RuntimeError(f"own tests could not run against {', '.join(broken)}: "
+                           f"{ex.own_tests[broken[0]].detail}")
+    reference = ex.own_tests[REFERENCE]
+    if reference.outcome != "ran":
+        fail(f"your tests, run against a correct implementation: {reference.line}", kind="tests")
+    judgement = judge(ex.own_tests, list(declaration(ex.exercise).scored))
+    if not judgement.kept:
+        fail(f"none of your tests passes on a correct implementation; all disagree with the contract: "
+             f"{_listed(judgement.set_aside)}", kind="tests")
+    return judgement
+
+
+def check_own_tests_pass_on_reference(ex):
+    """Your own tests pass on a correct implementation (a test that fails there is set aside)."""
+    _judged(ex)
+
+
+def expect_classic_caught(ex, diagnosis: tuple[str, str] | None = None):
+    """Fail unless a kept test fails on the rubric's classic mistake; ``diagnosis``
+    (id, sentence) names what missing it shows."""
+    judgement = _judged(ex)
+    classic = declaration(ex.exercise).classic
+    if classic not in judgement.caught:
+        if diagnosis:
+            ex.diagnose(*diagnosis)
+        fail(f"no test of yours that passes on a correct implementation fails on the classic mistake "
+             f"{classic} (run against it: {ex.own_tests[classic].line})", kind="tests")
+
+
+def check_own_tests_mutation_score(ex):
+    """Your own tests catch most known mistakes (their mutation score)."""
+    judgement = _judged(ex)
+    bar = declaration(ex.exercise).strong_hire_score
+    if judgement.score < bar:
+        message = (f"caught {len(judgement.scored) - len(judgement.missed)} of {len(judgement.scored)} "
+                   f"known mistakes; missed: {_listed(judgement.missed)}")
+        if judgement.set_aside:
+            message += f"; set aside as disagreeing with the contract: {_listed(judgement.set_aside)}"
+        fail(message, kind="tests")

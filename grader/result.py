@@ -82,6 +82,7 @@ class ExerciseResult:
     kit_error: bool = False  # the failure is the kit's own (the reference shows it too): no verdict
     about: str = ""  # the rubric's summary, for the interviewer
     level_guide: dict = field(default_factory=dict)  # the rubric's words for each level, for the interviewer
+    own_tests: dict | None = None  # score, caught, missed, set_aside: see grader/own_tests.py
 
     @property
     def passed_checks(self) -> int:

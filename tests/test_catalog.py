@@ -1,5 +1,6 @@
 """Every exercise is complete and consistent: prompt, stub, public tests, rubric, reference, checks."""
 import ast
+import importlib
 import subprocess
 import sys
 
@@ -39,6 +40,9 @@ def test_rubric_knows_every_diagnosis_and_check(ex):
     known = {d.id for d in ex.rubric.diagnoses}
     for mutant in ex.mutants:
         assert mutant.expected_diagnosis in known, f"{mutant.path}: diagnosis not in the rubric"
+    checks = importlib.import_module(f"grader.hidden.{ex.id}.checks")  # shared checks are imported
+    assert ex.check_ids == {name.removeprefix("check_") for name, value in vars(checks).items()
+                            if name.startswith("check_") and callable(value)}, "read from source != collected"
     for criterion in ex.rubric.criteria:
         for check in criterion.checks:
             assert check in ex.check_ids, f"{ex.id}: rubric names unknown check {check}"

@@ -92,6 +92,20 @@ def case_text(case: dict | None) -> str:
     return ", ".join(f"{k} = {v}" for k, v in (case or {}).items())
 
 
+def own_tests_text(own_tests: dict | None) -> str:
+    """One line on the candidate's own tests: their mutation score and what they missed."""
+    if not own_tests:
+        return ""
+    caught, missed = len(own_tests.get("caught", [])), own_tests.get("missed", [])
+    score = own_tests.get("score", 0)
+    text = f"own tests: caught {caught} of {caught + len(missed)} known mistakes ({score:.0%})"
+    if missed:
+        text += "; missed: " + ", ".join(missed)
+    if own_tests.get("set_aside"):
+        text += f"; {len(own_tests['set_aside'])} test(s) set aside as disagreeing with the contract"
+    return text
+
+
 def shows_detail(result: Result) -> bool:
     return result.feedback != "summary"
 

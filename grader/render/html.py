@@ -10,7 +10,8 @@ from markupsafe import Markup
 from ..result import Result
 from . import pictures
 from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, exercise_level, explanation,
-                     failure_parts, level_word, levels_shown, overall_level, shows_detail, status_text)
+                     failure_parts, level_word, levels_shown, overall_level, own_tests_text, shows_detail,
+                     status_text)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -24,6 +25,7 @@ def environment() -> jinja2.Environment:
     env.filters["case"] = case_text
     env.filters["level_letter"] = lambda level: {"strong_hire": "S", "hire": "H", "weak": "W"}.get(level, "?")
     env.filters["short_id"] = short_id
+    env.filters["own_tests"] = own_tests_text
     env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS,
                        not_isolated=NOT_ISOLATED,
                        picture_svg=lambda p: Markup(pictures.svg(p)),

@@ -11,7 +11,7 @@ import re
 from ..result import ExerciseResult, Result
 from . import pictures
 from .common import (CRITERION_MARKS, STATUS_WORDS, exercise_level, explanation, failure_parts, level_phrase,
-                     level_word, levels_shown, overall_level, status_text)
+                     level_word, levels_shown, overall_level, own_tests_text, shows_detail, status_text)
 
 
 def text(value) -> str:
@@ -77,6 +77,7 @@ def _exercise(result: Result, e: ExerciseResult, shown: bool) -> list[str]:
                 line += f"  \n  *{text(d.explain)}*"
             out.append(line)
         out.append("")
+    out += _own_tests(result, e)
     if shown:
         out += _criteria(e)
     out += _failing(result, e)
@@ -106,6 +107,12 @@ def _level_guide(e: ExerciseResult) -> list[str]:
         return []
     out = ["**What each level looks like**", ""] + ([text(e.about), ""] if e.about else [])
     return out + [f"- *{level_word(level)}*: {text(words)}" for level, words in e.level_guide.items()] + [""]
+
+
+def _own_tests(result: Result, e: ExerciseResult) -> list[str]:
+    """The own-tests line (detail feedback only: it names the candidate's tests)."""
+    line = own_tests_text(e.own_tests) if shows_detail(result) else ""
+    return [f"**{text(line[0].upper() + line[1:])}**", ""] if line else []
 
 
 def _criteria(e: ExerciseResult) -> list[str]:

@@ -5,7 +5,8 @@ import click
 
 from ..result import Result
 from . import pictures
-from .common import NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown, status_text
+from .common import (NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown,
+                     own_tests_text, status_text)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -50,6 +51,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
 
 def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     lines = ["      " + click.style(f"[{d.id}] ", fg="yellow") + d.message for d in e.diagnoses]
+    if detail and e.own_tests:  # detail only: it names the candidate's tests
+        lines.append("      " + own_tests_text(e.own_tests))
     drawn = _picture_to_draw(e.checks) if detail else None
     for c in e.checks:
         if c.passed:

@@ -66,7 +66,7 @@ class Worker:
                 "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)]}
         try:  # the child imports while other children start; finish_load reads its answer
             self._write(wire.pack(load, []), time.monotonic() + self.limits.load_seconds)
-        except (_Deadline, OSError):
+        except (Deadline, OSError):
             pass  # it died at once: finish_load reports how
 
     def finish_load(self):
@@ -169,7 +169,7 @@ class Worker:
                     return reply, reply_arrays, meter
                 else:
                     raise BadValue(f"{what}: the candidate process sent an unexpected {str(op)[:40]!r} frame")
-        except _Deadline:
+        except Deadline:
             kill(self.child)
             raise CandidateTimeout(f"{what} did not finish within {timeout:g} s; "
                                    "the candidate process was stopped") from None
@@ -183,16 +183,7 @@ class Worker:
             raise
 
     def _reader(self, deadline):
-        def read(fd, n):
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _Deadline
-                if select.select([fd], [], [], min(remaining, 0.25))[0]:
-                    return os.read(fd, n)
-                if self.child.poll() is not None:  # died, though a process it forked holds the pipe
-                    raise EOFError("the candidate process exited")
-        return read
+        return reader(deadline, self.child)
 
     def _crashed(self, what) -> CandidateCrashed:
         try:
@@ -206,16 +197,7 @@ class Worker:
         return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{last}")
 
     def _write(self, data: bytes, deadline: float):
-        """Write a whole message, but never wait past ``deadline`` for a child that stops reading."""
-        view = memoryview(data)
-        while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([], [self.to_child], [], remaining)[1]:
-                raise _Deadline
-            try:
-                view = view[os.write(self.to_child, view[:1 << 16]):]
-            except BlockingIOError:
-                continue
+        write_all(self.to_child, data, deadline)
 
     def _serve_callback(self, request, arrays, deadline):
         host = self.hosts.get(request.get("host")) if type(request.get("host")) is int else None
@@ -240,8 +222,38 @@ def _warnings_of(reply: dict) -> list:
     return [w[:500] for w in warnings[:20] if isinstance(w, str)] if isinstance(warnings, list) else []
 
 
-class _Deadline(Exception):
-    pass
+class Deadline(Exception):
+    """A read or write on a child's pipe reached its deadline."""
+
+
+def reader(deadline: float, process):
+    """A ``read(fd, n)`` for ``wire.read_frame`` that waits for data until ``deadline``
+    (then :class:`Deadline`), and raises EOFError once ``process`` (anything with ``poll()``)
+    has exited, though a process it forked may still hold the pipe open."""
+    def read(fd, n):
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Deadline
+            if select.select([fd], [], [], min(remaining, 0.25))[0]:
+                return os.read(fd, n)
+            if process.poll() is not None:
+                raise EOFError("the process exited")
+    return read
+
+
+def write_all(fd: int, data: bytes, deadline: float):
+    """Write a whole message to a non-blocking ``fd``, but never wait past ``deadline`` (then
+    :class:`Deadline`) for a reader that stops reading."""
+    view = memoryview(data)
+    while view:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+            raise Deadline
+        try:
+            view = view[os.write(fd, view[:1 << 16]):]
+        except BlockingIOError:
+            continue
 
 
 def _shift(tree, offset):

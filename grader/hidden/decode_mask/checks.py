@@ -1,6 +1,7 @@
 """Hidden checks for decode_mask. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
+from grader import own_tests
 from grader.checking import expect_array, expect_raises, fail, grid_picture
 
 from . import diagnosis, oracle
@@ -123,28 +124,16 @@ def check_rejects_invalid_sizes(ex):
             raise
 
 
-def _own_tests(ex):
-    if ex.own_tests_path is None:
-        fail("no test_decode_mask.py beside your module: write tests of your own (see the prompt)")
-    return ex.run_own_tests(ex.exercise.reference_path)
-
-
-def check_own_tests_pass_on_reference(ex):
-    """Your test_decode_mask.py passes on a correct mask."""
-    run = _own_tests(ex)
-    if run.outcome != "passed":
-        fail(f"your tests, run against a correct decode_causal_mask: {run.line}")
+# The shared own-tests checks come last: they wait for the runs started as grading began.
+check_own_tests_pass_on_reference = own_tests.check_own_tests_pass_on_reference
 
 
 def check_own_tests_catch_top_left(ex):
     """Your test_decode_mask.py fails on a top-left aligned mask."""
-    if _own_tests(ex).outcome != "passed":
-        fail("cannot tell: your tests do not pass on a correct mask")
-    top_left = ex.run_own_tests(ex.exercise.mutant("top_left_alignment").module_path)
-    if top_left.outcome == "passed":
-        ex.diagnose("t1_only_tests",
-                    "your tests pass on a top-left mask, np.tril(np.ones((T, S))): they only try shapes "
-                    "where it agrees with the right one (T = S, or a single key); add a case with 1 < T < S")
-        fail(f"your tests, run against a top-left aligned mask: {top_left.line}")
-    if top_left.outcome != "failed":
-        fail(f"your tests, run against a top-left aligned mask: {top_left.line}")
+    own_tests.expect_classic_caught(ex, diagnosis=(
+        "t1_only_tests",
+        "your tests pass on a top-left mask, np.tril(np.ones((T, S))): they only try shapes where it "
+        "agrees with the right one (T = S, or a single key); add a case with 1 < T < S"))
+
+
+check_own_tests_mutation_score = own_tests.check_own_tests_mutation_score
