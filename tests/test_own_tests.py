@@ -9,6 +9,7 @@ import pytest
 from grader import catalog, engine, own_tests
 from grader.own_tests import OwnTestsRun, judge, read_junit
 from grader.render import html, markdown, terminal
+from grader.render.common import for_candidate
 from grader.result import Result
 from grader.sandbox import Limits
 from grader.sandbox.launch import Scratch
@@ -158,6 +159,17 @@ def test_a_suite_catching_only_top_left_is_hire_and_misses_the_score(submission)
 def _result(ex):
     return Result(seed=5, submission="candidate", exercises=[ex])
 
+
+def test_summary_feedback_shows_nothing_of_the_tests_run(submission):
+    ex = _grade(submission, SNOOPING, OWN_CHECKS)
+    detail = _result(ex)
+    assert "test_source_has_tril" in json.dumps(detail.to_dict())  # the set-aside test, by name
+    assert "own tests: caught 0 of 4" in terminal.summary(detail)
+    safe = for_candidate(detail)
+    assert safe.exercises[0].own_tests is None
+    for text in (terminal.summary(safe), markdown.render(safe), html.render(safe), json.dumps(safe.to_dict())):
+        assert "test_source_has_tril" not in text and "OWN-TESTS-OUTPUT" not in text
+        assert "own tests: caught" not in text.lower()
 
 
 def test_a_suite_failing_everywhere_has_nothing_left(submission):

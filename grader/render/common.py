@@ -141,7 +141,8 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
     Hidden inputs live in failure messages, cases, pictures, errors and the concrete sentences
     of diagnoses; those go. A diagnosis keeps its id and the rubric's general explanation. The
     interviewer's side (what observed criteria listen for, notes, follow-up questions, the
-    rubric's summary and level guide) goes too. Levels go unless ``show_levels``, and with them
+    rubric's summary and level guide) goes too, and so does the own-tests line (it names tests
+    from what the candidate's test process reported). Levels go unless ``show_levels``, and with them
     everything that speaks of a level (criteria, provisional, why, what would raise it,
     hygiene); when they are shown, that observations are pending stays, so a provisional level
     still says so.
@@ -157,6 +158,7 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
         if e.error:
             e.error = _error_kind(e.error)
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
+        e.own_tests = None  # names the candidate's tests as their run reported them: detail only
         if show_levels:
             for c in e.criteria:  # what an interviewer listens for stays theirs; that it is pending does not
                 if c.kind == "observed":
