@@ -147,8 +147,8 @@ def _err(got, want) -> np.ndarray:
 def _describe(step: Step, cached: int) -> str:
     T = len(step.q)
     if step.parents is None:
-        return f"T = {T} after {cached} cached tokens"
-    return f"a tree of {T} drafts with parents {list(step.parents)} after {cached} cached tokens"
+        return f"T = {T} after {cached} cached"
+    return f"a tree of {T} drafts with parents {list(step.parents)} after {cached} cached"
 
 
 def _output_message(step: Step, n, cached, got, want) -> str:
@@ -304,7 +304,7 @@ def check_prefill_then_decode(ex):
     for prompt, base in [(_odd(rng, 20, 60), 10000.0), (1, 10000.0), (_odd(rng, 60, 120), 500000.0)]:
         H, D = _heads(rng), _head_dim(rng)
         steps = plain_steps(rng, [prompt] + [1] * _odd(rng, 20, 40), H, D)
-        scripts.append(Script(H, D, base, steps, f"a prefill of {prompt} tokens, then decode steps of T = 1"))
+        scripts.append(Script(H, D, base, steps, f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"))
     _expect_scripts(ex, scripts)
 
 

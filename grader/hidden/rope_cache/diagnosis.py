@@ -167,16 +167,16 @@ def _tree_step(steps):
 def sentence(diagnosis_id, got: list[Seen], steps, D, base) -> str:
     n_steps = len(got)
     if diagnosis_id == "rotated_twice":
-        appended, cached = {}, 0
-        for n, s in enumerate(steps[:n_steps]):
+        stored_at, cached = {}, 0  # position -> index of the step that stored it
+        for n, s in enumerate(steps[:n_steps - 1]):
             if s.parents is None:
-                for p in range(cached, cached + len(s.q)):
-                    appended[p] = n
+                stored_at.update((p, n) for p in range(cached, cached + len(s.q)))
                 cached += len(s.q)
-        p = max(1, min(cached - 1, 12)) if cached > 1 else 0
-        times = n_steps - appended.get(p, 0)
-        return (f"the key cached at position {p} was rotated again at every later step: by step {n_steps} "
-                f"its angle is that of position {times * p}; a stored key is already rotated and must stay as it is")
+        p = min(12, cached - 1)
+        times = n_steps - stored_at.get(p, 0)  # once when stored, once more at each later step
+        return (f"the key cached at position {p} (stored at step {stored_at.get(p, 0) + 1}) was rotated again at "
+                f"each later step: at step {n_steps} its angle is that of position {times * p}; a stored key is "
+                "already rotated and must stay as it is")
     if diagnosis_id == "interleaved_pairs":
         return (f"the rotation pairs dimensions (0, 1), (2, 3), ... (GPT-J's layout); rotate-half pairs dimension "
                 f"i with i + D/2: (0, {D // 2}), (1, {D // 2 + 1}), ... for D = {D}")
@@ -184,8 +184,9 @@ def sentence(diagnosis_id, got: list[Seen], steps, D, base) -> str:
         n, cached, s = _plain_step(steps, n_steps)
         T = len(s.q)
         start = cached + 1 if diagnosis_id == "position_after_append" else 0
+        at = f"position {start}" if T == 1 else f"positions {start}..{start + T - 1}"
         return (f"step {n} ({T} new token{'s' if T > 1 else ''} after {cached} cached) rotated its tokens at "
-                f"positions {start}..{start + T - 1}, which are not where those tokens sit in the sequence")
+                f"{at}, which is not where they sit in the sequence")
     if diagnosis_id == "index_positions":
         found = _tree_step(steps[:n_steps])
         if found is None:
