@@ -101,7 +101,7 @@ class Script:
 
     def case(self, seed, upto=None) -> dict:
         steps = self.steps[:upto]
-        shown = [len(s.q) if s.parents is None else f"tree{list(s.parents)}" for s in steps]
+        shown = [len(s.q) if s.parents is None else f"tree{[int(p) for p in s.parents]}" for s in steps]
         return {"num_heads": self.H, "head_dim": self.D, "base": self.base, "script": self.label,
                 "steps": shown if len(shown) <= 12 else shown[:12] + [f"... {len(shown)} steps"], "seed": seed}
 
@@ -148,7 +148,7 @@ def _describe(step: Step, cached: int) -> str:
     T = len(step.q)
     if step.parents is None:
         return f"T = {T} after {cached} cached"
-    return f"a tree of {T} drafts with parents {list(step.parents)} after {cached} cached"
+    return f"a tree of {T} drafts with parents {[int(p) for p in step.parents]} after {cached} cached"
 
 
 def _output_message(step: Step, n, cached, got, want) -> str:
@@ -309,21 +309,22 @@ def check_prefill_then_decode(ex):
 
 
 def check_one_token_at_a_time(ex):
-    """From an empty cache, one token per step (D = 2 too): outputs, stored keys and values after every step."""
+    """From an empty cache, one token per step (D = 2 too, T = 0 first): outputs, keys and values after every step."""
     rng = ex.rng
-    scripts = [Script(H, D, 10000.0, plain_steps(rng, [1] * _odd(rng, 25, 50), H, D), "one token per step",
-                      numpy_sizes=H > 1)
+    scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * _odd(rng, 25, 50), H, D),
+                      "an empty step, then one token per step", numpy_sizes=True)
                for H, D in [(_heads(rng), 2), (_heads(rng), _head_dim(rng))]]
     _expect_scripts(ex, scripts)
 
 
 def check_random_chunks(ex):
-    """Chunks of random sizes (T = 1 and T > 1, float32 inputs too): outputs and the cache after every step."""
+    """Chunks of random sizes (T = 0, 1 and more, float32 inputs too): outputs and the cache after every step."""
     rng = ex.rng
     scripts = []
     for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, 10000.0)]:
         H, D = _heads(rng), _head_dim(rng)
         chunks = chunk_sizes(rng, _odd(rng, 80, 160), 2, 17)
+        chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
         script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})",
                         tol=diagnosis.FLOAT32_TOLERANCE if dtype == np.float32 else diagnosis.TOLERANCE)
         scripts.append(script)
@@ -337,7 +338,7 @@ def check_tree_after_prefill(ex):
     P = _odd(rng, 10, 40)
     chain = list(range(-1, 5))
     trees = [chain, random_tree(rng, _odd(rng, 5, 14)), random_tree(rng, 9, roots=3), [-1], [],
-             [-1, 0, 0, 1, 1, 2, 2, 3], [-1, -1, 1, 2, 3, 4]]
+             [-1, 0, 0, 1, 1, 2, 2, 3], [np.int64(p) for p in (-1, -1, 1, 2, 3, 4)]]
     steps = plain_steps(rng, [P], H, D)
     for n, parents in enumerate(trees):
         steps.append(tree_step(rng, parents, H, D, as_array=n % 2 == 1))

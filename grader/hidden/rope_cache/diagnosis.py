@@ -26,12 +26,14 @@ class Mistake:
     restart: bool = False  # a plain step's tokens at t, as if the sequence began again
     drafts_by_index: bool = False  # draft i at len + i
     rotate_values: bool = False
-    rerotate_cache: bool = False  # each step turns the stored keys again at their positions
+    rerotate_cache: bool = False  # each step turns the stored keys again at their positions, and stores them
+    rerotate_on_read: bool = False  # each step turns a copy of the stored keys again before attending
     append_drafts: bool = False
 
 
 MISTAKES = [
     Mistake("rotated_twice", rerotate_cache=True),
+    Mistake("rotated_twice", rerotate_on_read=True),
     Mistake("interleaved_pairs", interleaved=True),
     Mistake("position_after_append", shift=1),
     Mistake("index_positions", drafts_by_index=True),
@@ -100,10 +102,11 @@ def replay(steps: list[Step], H, D, base, m: Mistake) -> list[Seen]:
         S, T = len(keys), len(step.q)
         if m.rerotate_cache:
             keys = turn(keys, np.arange(S), base, m)
+        read = turn(keys, np.arange(S), base, m) if m.rerotate_on_read else keys
         pos = step.positions(S, m)
         k, v = turn(step.k, pos, base, m), (turn(step.v, pos, base, m) if m.rotate_values else step.v)
         visible = np.concatenate([np.ones((T, S), bool), _sees(step.parents, T)], axis=1)
-        out = oracle.attention(turn(step.q, pos, base, m), np.concatenate([keys, k]), np.concatenate([values, v]),
+        out = oracle.attention(turn(step.q, pos, base, m), np.concatenate([read, k]), np.concatenate([values, v]),
                                visible) if T else np.zeros((0, H, D))
         if step.parents is None or m.append_drafts:
             keys, values = np.concatenate([keys, k]), np.concatenate([values, v])
@@ -129,10 +132,10 @@ def explaining_script(got: list[Seen], steps: list[Step], H, D, base, tol) -> li
         return all(same(g, r, tol) for g, r in zip(got, replay(steps[:len(got)], H, D, base, m)))
     for m in MISTAKES:
         if fits(m):
-            return [(m.id, sentence(m.id, got, steps, D, base))]
+            return [(m.id, sentence(m, got, steps, D, base))]
     for pair in itertools.combinations(MISTAKES, 2):
-        if fits(_combined(pair)):
-            return [(m.id, sentence(m.id, got, steps, D, base)) for m in pair]
+        if pair[0].id != pair[1].id and fits(_combined(pair)):
+            return [(m.id, sentence(m, got, steps, D, base)) for m in pair]
     return []
 
 
@@ -164,8 +167,13 @@ def _tree_step(steps):
     return None
 
 
-def sentence(diagnosis_id, got: list[Seen], steps, D, base) -> str:
-    n_steps = len(got)
+def sentence(m: Mistake, got: list[Seen], steps, D, base) -> str:
+    n_steps, diagnosis_id = len(got), m.id
+    if m.rerotate_on_read:
+        p = min(12, got[-1].length - len(steps[n_steps - 1].q) - 1) if steps[n_steps - 1].parents is None \
+            else min(12, got[-1].length - 1)
+        return (f"at step {n_steps} the cached keys were rotated again before attending: the key cached at "
+                f"position {p} was scored at the angle of position {2 * p}; a stored key is already rotated")
     if diagnosis_id == "rotated_twice":
         stored_at, cached = {}, 0  # position -> index of the step that stored it
         for n, s in enumerate(steps[:n_steps - 1]):
@@ -192,7 +200,7 @@ def sentence(diagnosis_id, got: list[Seen], steps, D, base) -> str:
         if found is None:
             return "draft tokens were rotated at the cache length plus their index in the tree"
         n, cached, s, i = found
-        return (f"at step {n}, draft {i} of the tree (parents {list(s.parents)}) was rotated at position "
+        return (f"at step {n}, draft {i} of the tree (parents {[int(p) for p in s.parents]}) was rotated at position "
                 f"{cached + i}, the cache length plus its index; its branch puts it at {cached + int(depths(s.parents)[i])}")
     if diagnosis_id == "angle_exponent_halved":
         i = min(1, D // 2 - 1)
@@ -215,6 +223,6 @@ def explaining_rope(got, x, positions, base, tol) -> list[tuple[str, str]]:
     found = []
     for m in MISTAKES:
         if (m.interleaved or m.exponent != 2.0) and np.allclose(got, turn(x, positions, base, m), rtol=0, atol=tol):
-            found.append((m.id, sentence(m.id, [], [], D, base)))
+            found.append((m.id, sentence(m, [], [], D, base)))
     return found
 
