@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from grader.hidden.rope_cache import checks, diagnosis, oracle
-from grader.hidden.rope_cache.diagnosis import Mistake, Step
+from grader.hidden.rope_cache.diagnosis import Mistake
 
 
 def _vec(*values):

@@ -233,7 +233,7 @@ def _rope_cases(rng):
 
 
 def check_rope_values(ex):
-    """rope matches the rotate-half formula: D = 2, D not a power of two, odd head counts, unsorted and large positions."""
+    """rope matches the rotate-half formula: D = 2, D not a power of two, odd head counts, unsorted, large positions."""
     misses = []
     for x, positions, base in _rope_cases(ex.rng):
         p = np.asarray(positions, np.int64)
@@ -304,7 +304,8 @@ def check_prefill_then_decode(ex):
     for prompt, base in [(_odd(rng, 20, 60), 10000.0), (1, 10000.0), (_odd(rng, 60, 120), 500000.0)]:
         H, D = _heads(rng), _head_dim(rng)
         steps = plain_steps(rng, [prompt] + [1] * _odd(rng, 20, 40), H, D)
-        scripts.append(Script(H, D, base, steps, f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"))
+        label = f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"
+        scripts.append(Script(H, D, base, steps, label))
     _expect_scripts(ex, scripts)
 
 
@@ -332,7 +333,7 @@ def check_random_chunks(ex):
 
 
 def check_tree_after_prefill(ex):
-    """Trees of drafts after a prefill (chains, several roots, bushy, empty): each draft's output, the cache unchanged."""
+    """Trees of drafts after a prefill (chain, several roots, bushy, empty): each draft's output, the cache kept."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng)
     P = _odd(rng, 10, 40)
@@ -354,7 +355,7 @@ def check_tree_after_prefill(ex):
 # ---- invalid arguments ---------------------------------------------------------------------------
 
 def check_rejects_invalid_arguments(ex):
-    """Odd D, negative positions, base <= 1, bad parents and shapes that do not fit raise ValueError, changing nothing."""
+    """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing."""
     rng = ex.rng
     try:
         _rejections(ex, rng)
@@ -411,28 +412,35 @@ def _peak_bytes(ex, *args) -> int | None:
     return ex.sandbox.last_call.peak_bytes
 
 
+def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
+    """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``."""
+    peaks = []
+    for _ in range(times):
+        x = _tokens(ex.rng, T, H, D)
+        peaks.append(_peak_bytes(ex, cache, x, x, x, *([] if parents is None else [parents])))
+    return None if None in peaks else sorted(peaks)[times // 2]
+
+
 def check_decode_step_memory(ex):
-    """A decode step over a long cache reads the cached keys in place: no copy or re-rotation of the whole cache."""
+    """Steps over a long cache (T = 1, a short chunk, a tree) read the cached keys in place: no copy, no re-rotation."""
     rng = ex.rng
     H, D, S = 1, 130, _odd(rng, 3500, 4200)
     cache = ex.candidate.call("RopeKVCache", H, D)
     for T in chunk_sizes(rng, S, 400, 600, p_one=0):
         x = _tokens(rng, T, H, D)
         ex.candidate.call("rope_attention_step", cache, x, x, x)
-    peaks = []
-    for _ in range(5):
-        x = _tokens(rng, 1, H, D)
-        peaks.append(_peak_bytes(ex, cache, x, x, x))
-    if None in peaks:
-        return
     cached_keys = S * H * D * 8
-    typical = sorted(peaks)[len(peaks) // 2]
-    if typical >= cached_keys // 2:
+    for T, parents, what in [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"),
+                             (4, [-1, 0, 0, 1], "trees of 4 drafts")]:
+        typical = _typical_peak(ex, cache, H, D, T, parents, 5 if parents is None else 3)
+        if typical is None or typical < cached_keys // 2:
+            continue
         ex.diagnose("cache_copied_each_step",
-                    f"a decode step over {S:,} cached tokens typically allocated {typical / 2**20:.2f} MiB, as much "
+                    f"{what} over about {S:,} cached tokens typically allocated {typical / 2**20:.2f} MiB, as much "
                     f"as the cached keys ({cached_keys / 2**20:.2f} MiB): the cache is copied (or rotated anew) at "
-                    "every token instead of being read where it lies")
-        fail(f"5 decode steps (T = 1) over {S:,} cached tokens (H = {H}, D = {D}) peaked at a median of "
+                    "every step instead of being read where it lies")
+        fail(f"{what} over about {S:,} cached tokens (H = {H}, D = {D}) peaked at a median of "
              f"{typical / 2**20:.2f} MiB, while the cached keys are {cached_keys / 2**20:.2f} MiB and one step's "
-             f"scores {S * H * 8 / 2**10:.0f} KiB: each step copies or re-rotates the whole cache",
-             {"num_heads": H, "head_dim": D, "cached": S, "peaks": peaks, "seed": ex.seed}, kind="efficiency")
+             f"scores {T * S * H * 8 / 2**10:.0f} KiB: each step copies or re-rotates the whole cache",
+             {"num_heads": H, "head_dim": D, "cached": S, "T": T, "parents": parents, "seed": ex.seed},
+             kind="efficiency")

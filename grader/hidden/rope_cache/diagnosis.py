@@ -200,8 +200,9 @@ def sentence(m: Mistake, got: list[Seen], steps, D, base) -> str:
         if found is None:
             return "draft tokens were rotated at the cache length plus their index in the tree"
         n, cached, s, i = found
+        depth = int(depths(s.parents)[i])
         return (f"at step {n}, draft {i} of the tree (parents {[int(p) for p in s.parents]}) was rotated at position "
-                f"{cached + i}, the cache length plus its index; its branch puts it at {cached + int(depths(s.parents)[i])}")
+                f"{cached + i}, the cache length plus its index; its branch puts it at {cached + depth}")
     if diagnosis_id == "angle_exponent_halved":
         i = min(1, D // 2 - 1)
         return (f"the angles are p * base ** (-i / D), not p * base ** (-2 i / D): with D = {D}, pair {i} turns by "
