@@ -3,6 +3,7 @@ mistakes agree with it where they should and are told apart where they should no
 import math
 
 import numpy as np
+import pytest
 
 from grader.hidden.rope_cache import checks, diagnosis, oracle
 from grader.hidden.rope_cache.diagnosis import Mistake
@@ -69,13 +70,13 @@ def test_branches_run_from_the_root():
     assert oracle.branch([-1, 0, 0, 2, -1], 4) == [4]
 
 
-def _script(rng, with_tree=True):
-    H, D = 3, 6
-    steps = checks.plain_steps(rng, [5, 1, 3], H, D)
-    if with_tree:
-        steps.append(checks.tree_step(rng, [-1, 0, 0, 2, -1], H, D))
-        steps += checks.plain_steps(rng, [1], H, D)
-    return checks.Script(H, D, 10000.0, steps, "test")
+def _script(rng):
+    """A prefill, a step, a chunk, a tree with siblings, one more step; shapes drawn from ``rng``."""
+    H, D = int(rng.choice([1, 3, 5])), int(rng.choice([4, 6, 10, 12]))
+    steps = checks.plain_steps(rng, [int(rng.integers(2, 9)), 1, 3], H, D)
+    steps.append(checks.tree_step(rng, [-1, 0, 0, 2, -1], H, D))
+    steps += checks.plain_steps(rng, [1], H, D)
+    return checks.Script(H, D, float(rng.choice([100.0, 10000.0])), steps, "test")
 
 
 def test_the_right_replay_matches_the_oracle_at_every_step():
@@ -85,8 +86,9 @@ def test_the_right_replay_matches_the_oracle_at_every_step():
     assert all(diagnosis.same(g, w, 1e-9) for g, w in zip(got, want))
 
 
-def test_each_mistake_is_named_from_its_own_replay():
-    script = _script(np.random.default_rng(2))
+@pytest.mark.parametrize("seed", range(21))
+def test_each_mistake_is_named_from_its_own_replay_on_any_seed(seed):
+    script = _script(np.random.default_rng(seed))
     for mistake in diagnosis.MISTAKES:
         got = diagnosis.replay(script.steps, script.H, script.D, script.base, mistake)
         found = diagnosis.explaining_script(got, script.steps, script.H, script.D, script.base, 1e-9)

@@ -134,10 +134,10 @@ def expected(script: Script) -> list[Seen]:
     return want
 
 
-def _first(diff: np.ndarray) -> tuple:
-    """(row, head) of the largest error in an error array [T, H, D] (NaN counts as largest)."""
-    err = np.nan_to_num(diff, nan=np.inf).max(axis=-1)
-    return tuple(int(i) for i in np.unravel_index(np.argmax(err), err.shape))
+def _first(diff: np.ndarray, tol: float) -> tuple:
+    """(row, head) of the first error above ``tol`` in an error array [T, H, D] (NaN counts as one)."""
+    over = np.nan_to_num(diff, nan=np.inf).max(axis=-1) > tol
+    return tuple(int(i) for i in np.argwhere(over)[0])
 
 
 def _err(got, want) -> np.ndarray:
@@ -151,9 +151,9 @@ def _describe(step: Step, cached: int) -> str:
     return f"a tree of {T} drafts with parents {[int(p) for p in step.parents]} after {cached} cached"
 
 
-def _output_message(step: Step, n, cached, got, want) -> str:
+def _output_message(step: Step, n, cached, got, want, tol) -> str:
     diff = _err(got, want)
-    row, head = _first(diff)
+    row, head = _first(diff, tol)
     worst = float(np.nan_to_num(diff, nan=np.inf).max())
     if step.parents is None:
         what = "RoPE attention over the whole sequence"
@@ -199,7 +199,7 @@ def run_script(ex, script: Script) -> Miss | None:
         prefix = f"RopeKVCache({script.H}, {script.D}, base={script.base:g}) fed {script.label}: "
         if (_err(out, w.out) > script.tol).any() or not np.isfinite(out).all():
             kind = "nan" if np.isnan(out).any() else "wrong"
-            message = prefix + _output_message(step, n, cached, out, w.out)
+            message = prefix + _output_message(step, n, cached, out, w.out, script.tol)
         else:
             message = _state_message(step, n, cached, got[-1], w, script.tol)
             message, kind = (prefix + message, "corrupt") if message else (None, None)
@@ -245,7 +245,7 @@ def check_rope_values(ex):
         tol = diagnosis.FLOAT32_TOLERANCE if x.dtype == np.float32 else diagnosis.TOLERANCE
         diff = _err(got, want)
         if (diff > tol).any() or not np.isfinite(got).all():
-            t, h = _first(diff)
+            t, h = _first(diff, tol)
             d = int(np.argmax(np.nan_to_num(diff[t, h], nan=np.inf)))
             message = (f"{call}: row {t} (position {p[t]}), head {h}, dimension {d} is {float(got[t, h, d]):.6g}, "
                        f"expected {want[t, h, d]:.6g}")
