@@ -263,18 +263,20 @@ def check_rope_relative_invariance(ex):
     q_pos, k_pos = rng.integers(0, 500, T), rng.integers(0, 500, T)
     scores = {}
     for shift in (0, 1, _odd(rng, 1000, 5000), 70_001):
-        rq = np.asarray(ex.candidate.rope(q, q_pos + shift), np.float64)
-        rk = np.asarray(ex.candidate.rope(k, (k_pos + shift).tolist()), np.float64)
+        case = {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed}
+        rq, rk = (expect_array(ex.candidate.rope(x, p), call=f"rope(x [{T}, {H}, {D}], positions shifted by {shift})",
+                               shape=x.shape, kind="f", case=case).astype(np.float64)
+                  for x, p in ((q, q_pos + shift), (k, (k_pos + shift).tolist())))
         scores[shift] = np.einsum("thd,shd->hts", rq, rk)  # [H, T, T]
-    base = scores[0]
+    unshifted = scores[0]
     for shift, s in scores.items():
-        diff = np.abs(s - base)
-        if (diff > 1e-7 * max(1.0, float(np.abs(base).max()))).any() or not np.isfinite(s).all():
+        diff = np.abs(s - unshifted)
+        if (diff > 1e-7 * max(1.0, float(np.abs(unshifted).max()))).any() or not np.isfinite(s).all():
             h, i, j = (int(x) for x in np.unravel_index(np.argmax(np.nan_to_num(diff, nan=np.inf)), diff.shape))
             fail(f"rope: with every position shifted by {shift}, the score of query {i} (position "
                  f"{q_pos[i]} -> {q_pos[i] + shift}) with key {j} (position {k_pos[j]} -> {k_pos[j] + shift}), "
-                 f"head {h}, changed from {base[h, i, j]:.6g} to {s[h, i, j]:.6g}; a score must depend only on "
-                 "the distance between the two positions",
+                 f"head {h}, changed from {unshifted[h, i, j]:.6g} to {s[h, i, j]:.6g}; a score must depend only "
+                 "on the distance between the two positions",
                  {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed})
 
 
