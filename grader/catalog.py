@@ -8,12 +8,17 @@ Exercises are discovered from ``exercises/``; no code lists them.
 from __future__ import annotations
 
 import ast
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+from . import rubric
+from .rubric import Rubric
+
+# A checkout keeps the kit's data beside the package; an installed wheel carries it inside, as
+# grader/kit/ (setup.py copies it there).
+_PACKAGE = Path(__file__).resolve().parent
+KIT_ROOT = _PACKAGE / "kit" if (_PACKAGE / "kit" / "exercises").is_dir() else _PACKAGE.parent
 HIDDEN_ROOT = Path(__file__).resolve().parent / "hidden"
 
 
@@ -55,7 +60,7 @@ class Exercise:
 
     @property
     def title(self) -> str:
-        return self.rubric.get("title", self.id)
+        return self.rubric.title
 
     @property
     def public_tests(self) -> list[Path]:
@@ -84,12 +89,19 @@ class Exercise:
         return self.hidden_package / "checks.py"
 
     @cached_property
-    def rubric(self) -> dict:
+    def rubric(self) -> Rubric:
+        """The exercise's rubric, validated as it loads (a ``CatalogError`` names the problem)."""
         try:
-            with open(self.rubric_path, "rb") as fh:
-                return tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise CatalogError(f"rubric for {self.id} unreadable: {exc}") from None
+            return rubric.load(self.rubric_path)
+        except rubric.RubricError as exc:
+            raise CatalogError(f"rubric {self.rubric_path}: {exc}") from None
+
+    @cached_property
+    def check_ids(self) -> set[str]:
+        """The ids of the hidden checks (``check_<id>`` functions), read without importing them."""
+        from .checklist import hidden_checks  # checklist imports this module
+
+        return set(hidden_checks(self))
 
     @cached_property
     def mutants(self) -> list[Mutant]:

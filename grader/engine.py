@@ -1,35 +1,62 @@
-"""One grading run: submission -> sandbox -> hidden checks -> diagnoses -> rubric -> result."""
+"""One grading run: submission -> sandbox -> hidden checks -> diagnoses -> rubric -> result.
+
+Who is to blame, and what counts:
+
+- Without ``exercise_ids`` (self-study) an exercise not attempted (no module, or every
+  function still raising NotImplementedError) is listed and not counted. With them (an
+  interview set) each chosen exercise is required: not attempted is weak, scoring 0.
+- The candidate's code failing is the candidate's: an import error, a crash, a reply the
+  grader cannot use are status error, level weak, counted.
+- An exception a check did not expect (not a ``CheckFailure``), a check module that fails to
+  load, or no check running at all, is blamed by re-running the same checks on the reference
+  solution (``blame_reference``): if the reference breaks them too, the kit is at fault and
+  the exercise has no verdict (``kit_error``; the overall level is null, never higher).
+  Otherwise the candidate's data broke the grader's handling: status error, level weak.
+"""
 from __future__ import annotations
 
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pytest
 
-from . import __version__, catalog, own_tests, rubric
+from . import __version__, catalog, own_tests
 from .catalog import Exercise
 from .checking import ExerciseRun
-from .notes import Notes
+from .notes import Notes, NotesError
 from .plugin import CollectChecks
-from .result import ExerciseResult, Result
+from .result import CheckResult, ExerciseResult, Result
+from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox.launch import isolation_level
-from .submission import candidate_files, check_root, locate
+from .submission import Refused, candidate_files, locate, open_submission
 
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
           notes: Notes | None = None, only_checks: set[str] | None = None,
-          limits: Limits | None = None, progress=None) -> Result:
-    """Grade a submission folder. Unknown exercise ids raise KeyError; a bad folder, SubmissionError."""
+          limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
+    """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
+
+    ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
+    kit's faults from the candidate's (off when grading the reference itself).
+    """
+    with open_submission(submission) as root:  # a folder or a .zip, read safely
+        return _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
+                           progress, blame_reference)
+
+
+def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, limits, progress,
+                blame_reference) -> Result:
     started = time.perf_counter()
-    root = check_root(Path(submission))
     limits = limits or Limits()
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
     modules = {e.id: locate(root, e.id) for e in catalog.exercises()}
     found = {e.id: modules[e.id] for e in chosen if modules[e.id] is not None}
 
-    runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits)
+    runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits, root)
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
@@ -39,18 +66,28 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
             if not run.sandbox.load_error:
                 run.start_own_tests(own_tests_pool)
         collected = _run_checks(runs, only_checks, progress)
-        exercises = [_exercise_result(e, runs.get(e.id), collected, notes) for e in chosen]
+        facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
     finally:
         own_tests_pool.shutdown(wait=True, cancel_futures=True)
         for run in runs.values():
             run.sandbox.close()
+    if blame_reference:
+        _blame(facts, seed, limits)
+    else:
+        for f in facts.values():
+            f.reference_shows_unexpected = bool(f.unexpected)
+    exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=isolation,
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
-def _prepare(exercise: Exercise, module: Path, modules, seed, limits) -> ExerciseRun:
+def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path) -> ExerciseRun:
     others = {eid: p for eid, p in modules.items() if p is not None and eid != exercise.id}
-    spec = ModuleToLoad(exercise.id, candidate_files(module, others), exercise.helper_files)
+    try:  # a link or non-regular file where a module is read refuses the exercise
+        files, refused = candidate_files(module, others, root), None
+    except Refused as exc:
+        files, refused = [], str(exc)
+    spec = ModuleToLoad(exercise.id, files, exercise.helper_files, refused, seed)
 
     def own_tests_runner(run: ExerciseRun, implementation: Path):
         # the candidate's tests are candidate code too: they spend the exercise's time budget
@@ -93,34 +130,79 @@ def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:
     return plugin
 
 
-def _exercise_result(exercise: Exercise, run: ExerciseRun | None, collected: CollectChecks,
-                     notes: Notes | None) -> ExerciseResult:
-    result = ExerciseResult(exercise.id, "not_attempted", title=exercise.title,
-                            follow_ups=list(exercise.rubric.get("follow_ups", [])))
+def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
+    """For each exercise whose checks broke unexpectedly, grade the reference on those checks."""
+    from .verify import reference_submission  # verify grades through this module
+
+    for eid, f in facts.items():
+        if not f.unexpected or f.load_error:
+            continue
+        broken = {c.id for c in f.checks if not c.passed and c.kind is None} or None
+        with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
+            reference = grade(reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
+                              limits=limits, blame_reference=False).exercise(eid)
+        f.reference_shows_unexpected = reference.kit_error or reference.status != "graded"  # the kit's either way
+
+
+@dataclass
+class ExerciseFacts:
+    """What the collectors reported about one exercise; the result is built from these alone."""
+    module: Path | None = None  # None: no module found
+    load_error: str | None = None  # the sandbox: the candidate's module failed to import
+    attempted: bool = True  # the sandbox: some function did more than raise NotImplementedError
+    checks: list[CheckResult] = field(default_factory=list)  # the plugin
+    diagnoses: list[tuple[str, str]] = field(default_factory=list)  # (id, concrete sentence)
+    unexpected: list[str] = field(default_factory=list)  # the plugin: errors no check expected
+    reference_shows_unexpected: bool = False  # the same checks broke on the reference too
+
+
+def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
     if run is None:
-        result.error = "no module found"
-        return result
-    result.module = str(run.module_path)
-    sandbox = run.sandbox
+        return ExerciseFacts()
+    sandbox, eid = run.sandbox, run.exercise.id
     if sandbox.load_error:
-        result.status, result.level, result.error = "error", "weak", sandbox.load_error
+        return ExerciseFacts(run.module_path, load_error=sandbox.load_error)
+    checks = collected.results[eid]
+    unexpected = list(collected.kit_errors[eid]) or ([] if checks else ["no hidden check ran"])
+    return ExerciseFacts(run.module_path, attempted=not (sandbox.calls_ok == 0 and sandbox.calls_not_implemented > 0),
+                         checks=checks, diagnoses=[(d.id, d.message) for d in run.diagnoses.values()],
+                         unexpected=unexpected)
+
+
+def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
+                 notes: Notes | None = None) -> ExerciseResult:
+    """One exercise's result from the facts, in one pure step (see ``grade`` for the rules)."""
+    rubric = exercise.rubric
+    result = ExerciseResult(exercise.id, "not_attempted", title=exercise.title, required=required,
+                            follow_ups=[asdict(f) for f in rubric.follow_ups],
+                            module=str(facts.module) if facts.module else None,
+                            notes=notes.text(exercise.id) if notes else "",
+                            about=rubric.summary, level_guide=dict(rubric.levels))
+    if facts.module is None or not facts.attempted:
+        result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
+        if required:
+            result.level, result.reason = "weak", "weak: chosen for the interview set and not attempted"
         return result
-    if sandbox.calls_ok == 0 and sandbox.calls_not_implemented > 0:
-        result.error = "every function still raises NotImplementedError"
+    if facts.load_error:
+        result.status, result.level, result.error = "error", "weak", facts.load_error
+        result.reason = "weak: the candidate's module failed to load"
         return result
-    result.checks = collected.results[exercise.id]
-    if not result.checks and not collected.kit_errors[exercise.id]:
-        collected.kit_errors[exercise.id].append("no hidden check ran")
-    if collected.kit_errors[exercise.id]:
-        result.status, result.error = "error", "grader error: " + collected.kit_errors[exercise.id][0]
+    if facts.unexpected:
+        result.status, result.checks = "error", facts.checks
+        if facts.reference_shows_unexpected:
+            result.kit_error, result.error = True, "grader error: " + facts.unexpected[0]
+            result.reason = "no level: the kit failed on the reference solution too"
+        else:
+            result.level = "weak"
+            result.error = "the candidate's code broke the grader's handling: " + facts.unexpected[0]
+            result.reason = "weak: the candidate's code sent back something the grader could not use"
         return result
-    for d in run.diagnoses.values():
-        d.caps, d.explain = rubric.diagnosis_cap(exercise.rubric, d.id)
-    result.diagnoses = list(run.diagnoses.values())
+    result.status, result.checks = "graded", facts.checks
+    result.diagnoses = [rubric.make_diagnosis(did, message) for did, message in facts.diagnoses]
+    result.seconds = round(sum(c.seconds for c in facts.checks), 3)
     observed = notes.observed(exercise.id) if notes else {}
-    result.notes = notes.text(exercise.id) if notes else ""
-    result.criteria = rubric.criteria(exercise.rubric, {c.id: c.passed for c in result.checks}, observed)
-    result.status = "graded"
-    result.level = rubric.level(result.criteria, result.diagnoses)
-    result.seconds = round(sum(c.seconds for c in result.checks), 3)
-    return result
+    hints = notes.hints(exercise.id) if notes else ()
+    try:
+        return result.judged(judge(rubric, result.checks, result.diagnoses, observed, hints))
+    except ValueError as exc:  # a hint number the rubric does not have
+        raise NotesError(f"notes for [{exercise.id}]: {exc}") from None

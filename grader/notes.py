@@ -5,6 +5,8 @@ A TOML file such as::
     [decode_mask]
     notes = "Derived the offset from positions; needed a hint on T = 1."
 
+    hints = [1]          # the rubric's hints given, numbered from 1 in the order it lists them
+
     [decode_mask.observed]
     explains_why_decode_hides_the_bug = true
     names_library_conventions = false
@@ -40,10 +42,18 @@ class Notes:
             observed = section.get("observed", {})
             if not isinstance(observed, dict) or not all(isinstance(v, bool) for v in observed.values()):
                 raise NotesError(f"notes file {path}: [{key}.observed] should map criteria to true/false")
+            hints = section.get("hints", [])
+            if not isinstance(hints, list) or not all(type(h) is int and h >= 1 for h in hints):
+                raise NotesError(f"notes file {path}: [{key}] hints should be a list of hint numbers (1, 2, ...)")
+            _check_hints_exist(path, key, hints)
         return cls(data)
 
     def observed(self, exercise_id: str) -> dict[str, bool]:
         return dict(self.data.get(exercise_id, {}).get("observed", {}))
+
+    def hints(self, exercise_id: str) -> tuple[int, ...]:
+        """Indices into the rubric's hints of those given (the file numbers them from 1)."""
+        return tuple(h - 1 for h in self.data.get(exercise_id, {}).get("hints", []))
 
     def text(self, exercise_id: str) -> str:
         return str(self.data.get(exercise_id, {}).get("notes", ""))
@@ -62,13 +72,24 @@ class Notes:
         return out
 
 
-def apply(result, notes: Notes):
-    """Record ``notes`` in a saved result: observed criteria, free text, and the levels they imply.
+def _check_hints_exist(path, exercise_id: str, hints: list[int]):
+    from . import catalog
 
-    Levels come from the rubric exactly as during grading (``grader.rubric``), from the check
-    results already in the result: nothing is graded again.
+    try:
+        offered = len(catalog.get(exercise_id).rubric.hints)
+    except KeyError:
+        return  # notes for an exercise this kit lacks: reported by Notes.problems
+    if any(h > offered for h in hints):
+        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {offered} hint(s)")
+
+
+def apply(result, notes: Notes):
+    """Record ``notes`` in a saved result: observed criteria, hints, free text, and the levels
+    they imply, by ``rubric.judge`` exactly as during grading, from the check results already
+    in the result: nothing is graded again.
     """
-    from . import catalog, rubric
+    from . import catalog
+    from .rubric import judge
 
     for e in result.exercises:
         e.notes = notes.text(e.id)
@@ -78,8 +99,10 @@ def apply(result, notes: Notes):
             exercise_rubric = catalog.get(e.id).rubric
         except KeyError:
             continue
-        e.criteria = rubric.criteria(exercise_rubric, {c.id: c.passed for c in e.checks}, notes.observed(e.id))
-        e.level = rubric.level(e.criteria, e.diagnoses)
+        try:
+            e.judged(judge(exercise_rubric, e.checks, e.diagnoses, notes.observed(e.id), notes.hints(e.id)))
+        except ValueError as exc:  # a hint number the rubric does not have
+            raise NotesError(f"notes for [{e.id}]: {exc}") from None
     return result
 
 

@@ -73,10 +73,36 @@ class ExerciseResult:
     notes: str = ""
     module: str | None = None  # where the candidate's module was found
     seconds: float = 0.0
+    required: bool = False  # chosen with -e: counted even when not attempted
+    provisional: bool = False  # observed criteria at or below the level are still unrecorded
+    to_observe: list = field(default_factory=list)  # their ids
+    reason: str = ""  # one line: why the level is what it is
+    to_raise: str = ""  # one line: what would raise (or confirm) it
+    hygiene: str = ""  # one line: substance and hygiene apart
+    kit_error: bool = False  # the failure is the kit's own (the reference shows it too): no verdict
+    about: str = ""  # the rubric's summary, for the interviewer
+    level_guide: dict = field(default_factory=dict)  # the rubric's words for each level, for the interviewer
 
     @property
     def passed_checks(self) -> int:
         return sum(c.passed for c in self.checks)
+
+    @property
+    def counted(self) -> bool:
+        """Part of the overall level: required, or attempted (self-study)."""
+        return self.required or self.status != "not_attempted"
+
+    @property
+    def share_passed(self) -> float:
+        """Share of this exercise's checks passed; 0 when none ran (not attempted, an error)."""
+        return self.passed_checks / len(self.checks) if self.checks and self.status == "graded" else 0.0
+
+    def judged(self, judgement) -> "ExerciseResult":
+        """Take a ``rubric.Judgement``'s level and explanations."""
+        self.level, self.provisional, self.to_observe = judgement.level, judgement.provisional, judgement.to_observe
+        self.reason, self.to_raise, self.hygiene = judgement.reason, judgement.to_raise, judgement.hygiene
+        self.criteria = judgement.criteria
+        return self
 
 
 @dataclass
@@ -89,22 +115,45 @@ class Result:
     kvgrade_version: str = ""
     seconds: float = 0.0
     schema: str = SCHEMA
+    levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
+
+    @property
+    def counted(self) -> list[ExerciseResult]:
+        return [e for e in self.exercises if e.counted]
 
     @property
     def overall_level(self) -> str | None:
-        """The lowest level among attempted exercises: strong overall means strong on all asked.
+        """The lowest level among counted exercises: strong overall means strong on all asked.
 
-        Exercises not attempted do not count against the candidate (an interview set may
-        choose a few); a run where nothing was attempted has no level.
+        In self-study (no -e) an exercise not attempted is not counted; in an interview set
+        every chosen one is, and one not attempted is weak. A kit error anywhere leaves no
+        verdict (None), never a higher one; so does a run where nothing counts.
         """
-        levels = [e.level for e in self.exercises if e.status != "not_attempted" and e.level]
-        return min(levels, key=level_rank) if levels else None
+        counted = self.counted
+        if not counted or any(e.kit_error or e.level is None for e in counted):
+            return None
+        return min((e.level for e in counted), key=level_rank)
+
+    @property
+    def overall_provisional(self) -> bool:
+        """Some counted exercise still waits on an observation that could lower the overall level."""
+        overall = self.overall_level
+        return overall is not None and any(
+            c.status == "to_observe" and level_rank(c.level) <= level_rank(overall)
+            for e in self.counted for c in e.criteria)
+
+    @property
+    def overall_to_observe(self) -> list[str]:
+        overall = self.overall_level
+        return [f"{e.id}.{c.id}" for e in self.counted for c in e.criteria
+                if overall and c.status == "to_observe" and level_rank(c.level) <= level_rank(overall)]
 
     @property
     def score(self) -> float:
-        """Fraction of checks passed over attempted exercises, for ranking within a level."""
-        checks = [c for e in self.exercises if e.status != "not_attempted" for c in e.checks]
-        return round(sum(c.passed for c in checks) / len(checks), 4) if checks else 0.0
+        """Mean share of checks passed over counted exercises (each weighs the same; one
+        required but not attempted, or failing with an error, adds 0), for ranking within a level."""
+        counted = self.counted
+        return round(sum(e.share_passed for e in counted) / len(counted), 4) if counted else 0.0
 
     def exercise(self, exercise_id: str) -> ExerciseResult:
         return next(e for e in self.exercises if e.id == exercise_id)
@@ -114,18 +163,21 @@ class Result:
             "schema": self.schema,
             "seed": self.seed,
             "submission": self.submission,
-            "overall": {"level": self.overall_level, "score": self.score},
+            "overall": {"level": self.overall_level, "provisional": self.overall_provisional,
+                        "to_observe": self.overall_to_observe, "score": self.score},
             "isolation": self.isolation,
             "feedback": self.feedback,
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),
             "exercises": [asdict(e) for e in self.exercises],
+            **({"levels_hidden": True} if self.levels_hidden else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Result":
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"not a kvgrade result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        problem = schema_problem(data)
+        if problem:
+            raise ValueError(f"not a kvgrade result: {problem}")
         exercises = []
         for e in data.get("exercises", []):
             e = _known(ExerciseResult, e)
@@ -141,3 +193,50 @@ class Result:
 def _known(kind, data: dict) -> dict:
     names = {f.name for f in fields(kind)}
     return {k: v for k, v in data.items() if k in names}
+
+
+_TOP_FIELDS = {"seed": int, "submission": str, "exercises": list}
+_EXERCISE_FIELDS = {"id": str, "status": str}
+_PART_FIELDS = {  # the lists inside an exercise, and what each of their entries must hold
+    "checks": {"id": str, "passed": bool},
+    "diagnoses": {"id": str, "message": str},
+    "criteria": {"id": str, "level": str, "text": str, "kind": str, "status": str},
+}
+
+
+def schema_problem(data) -> str | None:
+    """The first way ``data`` (parsed JSON) fails to be a saved result, or None when it is one."""
+    if not isinstance(data, dict):
+        return f"the top level is {type(data).__name__}, not an object"
+    if data.get("schema") != SCHEMA:
+        return f"schema {data.get('schema')!r}, expected {SCHEMA!r}"
+    problems = (_object_problem(e, _EXERCISE_FIELDS, f"exercises[{i}]") or _parts_problem(e, f"exercises[{i}]")
+                for i, e in enumerate(data.get("exercises", [])))
+    return _fields_problem(data, _TOP_FIELDS, "result") or next(filter(None, problems), None)
+
+
+def _parts_problem(exercise: dict, where: str) -> str | None:
+    for part, expected in _PART_FIELDS.items():
+        entries = exercise.get(part, [])
+        if not isinstance(entries, list):
+            return f"{where}.{part} is {type(entries).__name__}, not list"
+        for j, entry in enumerate(entries):
+            problem = _object_problem(entry, expected, f"{where}.{part}[{j}]")
+            if problem:
+                return problem
+    return None
+
+
+def _object_problem(value, expected: dict, where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is {type(value).__name__}, not an object"
+    return _fields_problem(value, expected, where)
+
+
+def _fields_problem(data: dict, expected: dict, where: str) -> str | None:
+    for name, kind in expected.items():
+        if name not in data:
+            return f"{where} has no {name!r}"
+        if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
+            return f"{where}.{name} is {type(data[name]).__name__}, not {kind.__name__}"
+    return None

@@ -1,65 +1,384 @@
-"""Levels from a rubric: automatic criteria from checks, observed ones from interviewer notes.
+"""Rubrics as a typed model, and the one level rule: ``judge``.
 
-A rubric (``rubrics/<id>.toml``) lists criteria, each needed for a level. A criterion with
-``checks`` is met when all those checks passed; one with ``observe`` is met or missed only
-by the interviewer's notes, and without a note it does not count either way (the report
-lists it as still to observe). An exercise reaches the highest level whose criteria, and
-those of every level below, are all met; each diagnosis then caps the level.
+A rubric (``rubrics/<id>.toml``, format and calibration in ``rubrics/README.md``) is read
+once into a ``Rubric`` and validated as it loads: a problem is a ``RubricError`` naming the
+field. ``judge`` turns everything a level depends on (check outcomes, diagnoses, what an
+interviewer recorded, hints given) into a ``Judgement``; the engine, notes and verify all use it.
 """
 from __future__ import annotations
 
-from .result import LEVELS, Criterion, Diagnosis, level_rank
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
 
-DEFAULT_CAP = "weak"
+from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank
+
+HIRE_CAPPED_KINDS = tuple(kind for kind, cap in FAILURE_CAPS.items() if cap == "hire")
 
 
-def criteria(rubric: dict, passed: dict[str, bool], observed: dict[str, bool]) -> list[Criterion]:
+class RubricError(ValueError):
+    """A rubric file that cannot be read or does not follow the format."""
+
+
+@dataclass(frozen=True)
+class RubricCriterion:
+    id: str
+    level: str  # "hire" or "strong_hire"
+    text: str
+    checks: tuple[str, ...] = ()  # automatic: met when every one passed
+    kind: str | None = None  # automatic strong_hire: the one hire-capped failure kind it stands for
+
+    @property
+    def observed(self) -> bool:
+        """Only an interviewer can meet or miss it."""
+        return not self.checks
+
+
+@dataclass(frozen=True)
+class DiagnosisRule:
+    id: str
+    caps: str
+    explain: str = ""
+    contract: bool = False  # one of the classic mistakes CONTRACT.md names: it caps at weak
+
+
+@dataclass(frozen=True)
+class OwnTests:
+    classic: str  # hire needs the suite to catch this known-wrong version
+    scored: tuple[str, ...]  # behaviour-visible known-wrong versions, by diagnosis id
+    strong_hire_score: float
+
+
+@dataclass(frozen=True)
+class Hint:
+    text: str
+    caps: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    minutes: int
+    expect: str
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    ask: str
+    listen_for: str
+
+
+@dataclass(frozen=True)
+class Rubric:
+    title: str
+    summary: str
+    levels: dict  # level -> what it looks like, in words for the interviewer
+    criteria: tuple[RubricCriterion, ...]
+    diagnoses: tuple[DiagnosisRule, ...]
+    follow_ups: tuple[FollowUp, ...]
+    own_tests: OwnTests | None = None
+    hints: tuple[Hint, ...] = ()
+    checkpoints: tuple[Checkpoint, ...] = ()
+    telltales: tuple[str, ...] = ()
+    time_box_minutes: int | None = None
+    take_home: bool = False
+
+    def diagnosis(self, diagnosis_id: str) -> DiagnosisRule:
+        """The rubric's rule for a diagnosis; one it does not name caps at weak."""
+        return next((d for d in self.diagnoses if d.id == diagnosis_id),
+                    DiagnosisRule(diagnosis_id, "weak"))
+
+    def make_diagnosis(self, diagnosis_id: str, message: str) -> Diagnosis:
+        rule = self.diagnosis(diagnosis_id)
+        return Diagnosis(diagnosis_id, message, rule.caps, rule.explain)
+
+    @property
+    def check_ids(self) -> set[str]:
+        return {check for c in self.criteria for check in c.checks}
+
+
+# ---------------------------------------------------------------------------- loading
+
+def load(path: Path) -> Rubric:
+    """Read and validate ``path``; a ``RubricError`` says which field is wrong."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise RubricError(f"cannot read it: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RubricError(f"not valid TOML: {exc}") from None
+    return parse(data)
+
+
+def parse(data: dict) -> Rubric:
+    for key in ("title", "summary", "levels", "criteria", "diagnoses", "follow_ups"):
+        if key not in data:
+            raise RubricError(f"has no {key}")
+    levels = _table(data, "levels")
+    if set(levels) != set(LEVELS) or not all(isinstance(v, str) for v in levels.values()):
+        raise RubricError(f"[levels] needs exactly {', '.join(LEVELS)}, each a sentence")
+    rubric = Rubric(
+        title=_text(data, "title"), summary=_text(data, "summary").strip(), levels=dict(levels),
+        criteria=tuple(_criterion(c) for c in _tables(data, "criteria")),
+        diagnoses=tuple(_diagnosis(d) for d in _tables(data, "diagnoses")),
+        follow_ups=tuple(FollowUp(_text(f, "ask"), _text(f, "listen_for")) for f in _tables(data, "follow_ups")),
+        own_tests=_own_tests(data["own_tests"]) if "own_tests" in data else None,
+        hints=tuple(Hint(_text(h, "text"), _level(h, "caps", LEVELS)) for h in _tables(data, "hints")),
+        checkpoints=tuple(Checkpoint(_int(c, "minutes"), _text(c, "expect")) for c in _tables(data, "checkpoints")),
+        telltales=tuple(_strings(data, "telltales")),
+        time_box_minutes=_int(data, "time_box_minutes") if "time_box_minutes" in data else None,
+        take_home=_bool(data, "take_home") if "take_home" in data else False)
+    _check_unique("criterion", [c.id for c in rubric.criteria])
+    _check_unique("diagnosis", [d.id for d in rubric.diagnoses])
+    if rubric.own_tests:
+        known = {d.id for d in rubric.diagnoses}
+        for name in (rubric.own_tests.classic, *rubric.own_tests.scored):
+            if name not in known:
+                raise RubricError(f"[own_tests] names {name!r}, which is not one of its diagnoses")
+    return rubric
+
+
+def _criterion(c: dict) -> RubricCriterion:
+    cid = _text(c, "id")
+    if ("checks" in c) == ("observe" in c):
+        raise RubricError(f"criterion {cid} needs exactly one of checks / observe")
+    level = _level(c, "level", LEVELS[1:])
+    if "observe" in c:
+        return RubricCriterion(cid, level, _text(c, "observe"))
+    checks = tuple(_strings(c, "checks"))
+    if not checks:
+        raise RubricError(f"criterion {cid} lists no checks")
+    kind = c.get("kind")
+    if kind is not None and kind not in HIRE_CAPPED_KINDS:
+        raise RubricError(f"criterion {cid}: kind {kind!r} is not one of {', '.join(HIRE_CAPPED_KINDS)}")
+    return RubricCriterion(cid, level, _text(c, "text"), checks, kind)
+
+
+def _diagnosis(d: dict) -> DiagnosisRule:
+    return DiagnosisRule(_text(d, "id"), _level(d, "caps", LEVELS) if "caps" in d else "weak",
+                         " ".join(_text(d, "explain").split()) if "explain" in d else "",
+                         _bool(d, "contract") if "contract" in d else False)
+
+
+def _own_tests(data) -> OwnTests:
+    if not isinstance(data, dict):
+        raise RubricError("[own_tests] should be a table")
+    score = data.get("strong_hire_score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 < score <= 1:
+        raise RubricError("[own_tests] strong_hire_score should be a number in (0, 1]")
+    return OwnTests(_text(data, "classic"), tuple(_strings(data, "scored")), float(score))
+
+
+def _table(data: dict, key: str) -> dict:
+    if not isinstance(data.get(key), dict):
+        raise RubricError(f"[{key}] should be a table")
+    return data[key]
+
+
+def _tables(data: dict, key: str) -> list[dict]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise RubricError(f"{key} should be an array of tables ([[{key}]])")
+    return value
+
+
+def _text(data: dict, key: str) -> str:
+    if not isinstance(data.get(key), str) or not data[key].strip():
+        raise RubricError(f"{key} should be a non-empty string (in {_where(data)})")
+    return data[key]
+
+
+def _strings(data: dict, key: str) -> list[str]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise RubricError(f"{key} should be a list of strings (in {_where(data)})")
+    return value
+
+
+def _int(data: dict, key: str) -> int:
+    if isinstance(data.get(key), bool) or not isinstance(data.get(key), int) or data[key] <= 0:
+        raise RubricError(f"{key} should be a positive integer (in {_where(data)})")
+    return data[key]
+
+
+def _bool(data: dict, key: str) -> bool:
+    if not isinstance(data.get(key), bool):
+        raise RubricError(f"{key} should be true or false")
+    return data[key]
+
+
+def _level(data: dict, key: str, allowed) -> str:
+    if data.get(key) not in allowed:
+        raise RubricError(f"{key} {data.get(key)!r} should be one of {', '.join(allowed)} (in {_where(data)})")
+    return data[key]
+
+
+def _where(data: dict) -> str:
+    return repr(data["id"]) if isinstance(data.get("id"), str) else "the rubric"
+
+
+def _check_unique(what: str, ids: list[str]):
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise RubricError(f"{what} ids repeated: {', '.join(repeated)}")
+
+
+# ---------------------------------------------------------------------------- the level rule
+
+@dataclass
+class Judgement:
+    level: str
+    provisional: bool  # observed criteria at or below the level are still unrecorded
+    to_observe: list[str]  # their ids
+    reason: str  # one line: why the level is what it is
+    to_raise: str  # one line: what would raise it (or confirm it)
+    hygiene: str  # one line apart: substance, then hygiene ("correct and efficient; validation missing")
+    criteria: list[Criterion] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Cap:
+    level: str
+    cause: str  # as a reader sees it: "plain_decode (wrong)"
+    fix: str  # what lifts it: "pass plain_decode"
+
+
+def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
+          observed: dict[str, bool], hints=()) -> Judgement:
+    """The level of one graded exercise. ``hints`` are indices into ``rubric.hints``.
+
+    Start at strong_hire. Every failing check caps at its kind's cap (``FAILURE_CAPS``; no
+    kind counts as "wrong"), every diagnosis at the rubric's cap, every recorded hint at its
+    cap. An automatic criterion missed, or an observed one recorded false, caps one level
+    below its own. Observed criteria unrecorded at or below the level reached never lower
+    it: they make it provisional. The level follows failure kinds, not criteria: a wrong
+    value in a strong_hire criterion's check still caps at weak, and a hire criterion missed
+    only through hygiene failures caps at hire, not below.
+    """
+    by_id = {c.id: c for c in checks}
+    crits = criteria(rubric, {c.id: c.passed for c in checks}, observed)
+    caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)  # named mistakes first
+    caps += [_criterion_cap(c, by_id) for c in crits if c.status == "missed"]
+    level = min((cap.level for cap in caps), key=level_rank, default=LEVELS[-1])
+    to_observe = [c.id for c in crits
+                  if c.status == "to_observe" and level_rank(c.level) <= level_rank(level)]
+    binding = [cap for cap in caps if cap.level == level]
+    missed = [c for c in crits if c.status == "missed" and LEVELS[level_rank(c.level) - 1] == level]
+    return Judgement(level, bool(to_observe), to_observe, _reason(level, binding, missed, to_observe),
+                     _to_raise(level, binding, to_observe), hygiene_line(checks), crits)
+
+
+def criteria(rubric: Rubric, passed: dict[str, bool], observed: dict[str, bool]) -> list[Criterion]:
+    """Each criterion's status: automatic from check outcomes (a check not run is not passed),
+    observed from the interviewer's record ("to_observe" when there is none)."""
     out = []
-    for c in rubric.get("criteria", []):
-        if "checks" in c:
-            ok = all(passed.get(check, False) for check in c["checks"])
-            status, kind = ("met" if ok else "missed"), "check"
+    for c in rubric.criteria:
+        if c.observed:
+            status = {True: "met", False: "missed"}.get(observed.get(c.id), "to_observe")
+            out.append(Criterion(c.id, c.level, c.text, "observed", status))
         else:
-            kind = "observed"
-            status = {True: "met", False: "missed"}.get(observed.get(c["id"]), "to_observe")
-        out.append(Criterion(c["id"], c["level"], c.get("text", c.get("observe", "")), kind, status,
-                             list(c.get("checks", []))))
+            status = "met" if all(passed.get(check, False) for check in c.checks) else "missed"
+            out.append(Criterion(c.id, c.level, c.text, "check", status, list(c.checks)))
     return out
 
 
-def diagnosis_cap(rubric: dict, diagnosis_id: str) -> tuple[str, str]:
-    """(cap, general explanation) of a diagnosis as the rubric states it."""
-    for d in rubric.get("diagnoses", []):
-        if d["id"] == diagnosis_id:
-            return d.get("caps", DEFAULT_CAP), d.get("explain", "")
-    return DEFAULT_CAP, ""
+def _failure_caps(checks: list[CheckResult]) -> list[_Cap]:
+    out = []
+    for c in checks:
+        if not c.passed:
+            kind = c.kind if c.kind in FAILURE_CAPS else "wrong"
+            out.append(_Cap(FAILURE_CAPS[kind], f"{c.id} ({kind})", f"pass {c.id}"))
+    return out
 
 
-def level(crits: list[Criterion], diagnoses: list[Diagnosis]) -> str:
-    reached = LEVELS[0]
-    for candidate in LEVELS[1:]:
-        needed = [c for c in crits if level_rank(c.level) <= level_rank(candidate)]
-        if any(c.status == "missed" for c in needed):
-            break
-        reached = candidate
-    for d in diagnoses:
-        if level_rank(d.caps) < level_rank(reached):
-            reached = d.caps
-    return reached
+def _criterion_cap(c: Criterion, checks: dict[str, CheckResult]) -> _Cap:
+    below = LEVELS[level_rank(c.level) - 1]
+    if c.kind == "observed":
+        return _Cap(below, "", f"show {c.id}")
+    unmet = [check for check in c.checks if check not in checks or not checks[check].passed]
+    if all(check in checks for check in unmet):  # all ran: the failures' kinds say how far it falls
+        worst = min((FAILURE_CAPS.get(checks[check].kind, "weak") for check in unmet), key=level_rank)
+        below = max(below, worst, key=level_rank)
+    return _Cap(below, "", "pass " + ", ".join(unmet))
 
 
-def validate(rubric: dict, exercise_id: str) -> list[str]:
-    """Problems in a rubric file, as sentences (empty when it is sound)."""
-    problems = []
-    for c in rubric.get("criteria", []):
-        if c.get("level") not in LEVELS[1:]:
-            problems.append(f"{exercise_id}: criterion {c.get('id')} has level {c.get('level')!r}")
-        if ("checks" in c) == ("observe" in c):
-            problems.append(f"{exercise_id}: criterion {c.get('id')} needs exactly one of checks/observe")
-    for d in rubric.get("diagnoses", []):
-        if d.get("caps", DEFAULT_CAP) not in LEVELS:
-            problems.append(f"{exercise_id}: diagnosis {d.get('id')} caps at {d.get('caps')!r}")
-    for key in ("title", "levels", "criteria", "diagnoses", "follow_ups"):
-        if key not in rubric:
-            problems.append(f"{exercise_id}: rubric has no {key}")
+def _diagnosis_caps(rubric: Rubric, diagnoses: list[Diagnosis]) -> list[_Cap]:
+    caps = [rubric.diagnosis(d.id).caps for d in diagnoses]
+    return [_Cap(cap, f"{d.id} (caps at {_word(cap)})", f"fix {d.id}") for d, cap in zip(diagnoses, caps)]
+
+
+def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
+    out = []
+    for i in hints:
+        if not 0 <= i < len(rubric.hints):
+            raise ValueError(f"hint {i + 1} is not in the rubric (it has {len(rubric.hints)})")
+        cap = rubric.hints[i].caps
+        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ""))
+    return out
+
+
+def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe: list[str]) -> str:
+    parts = [_listed([cap.cause for cap in binding if cap.cause])]
+    above = LEVELS[level_rank(level) + 1] if level != LEVELS[-1] else None
+    if missed and above:
+        parts.append(f"{_count(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
+    parts = [p for p in parts if p] or ["every check passed, no classic mistake"]
+    if to_observe:
+        parts.append(f"provisional: {_count(len(to_observe), 'observation', 'observations')} to record")
+    return f"{_word(level)}: " + "; ".join(parts)
+
+
+def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
+    pieces = []
+    if level != LEVELS[-1]:
+        fixes = list(dict.fromkeys(cap.fix for cap in binding if cap.fix)) or ["not possible after the hints given"]
+        pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
+    if to_observe:
+        pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")
+    return "; ".join(pieces)
+
+
+def hygiene_line(checks: list[CheckResult]) -> str:
+    """Substance and hygiene apart, so "correct but sloppy" reads differently from "wrong":
+    "correct and efficient; hygiene missing: rejects_invalid_sizes"."""
+    failed = [c for c in checks if not c.passed]
+    kinds = {c.kind if c.kind in FAILURE_CAPS else "wrong" for c in failed}
+    if any(FAILURE_CAPS[k] == "weak" for k in kinds):
+        substance = "not correct"
+    else:
+        substance = "correct but wasteful" if "efficiency" in kinds else "correct and efficient"
+    if "tests" in kinds:
+        substance += "; own tests too weak"
+    sloppy = [c.id for c in failed if c.kind == "hygiene"]
+    return f"{substance}; " + (f"hygiene missing: {_listed(sloppy)}" if sloppy else "hygiene clean")
+
+
+def _listed(items: list[str], most: int = 3) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _word(level: str) -> str:
+    return level.replace("_", " ")
+
+
+# ---------------------------------------------------------------------------- structure
+
+def structure_problems(rubric: Rubric, check_ids: set[str]) -> list[str]:
+    """What breaks the calibration in a rubric, as sentences (empty when it is sound).
+
+    A strong_hire automatic criterion declares the hire-capped kind it stands for, so no
+    weak-class failure sits only there; a contract diagnosis caps at weak; every named
+    check exists.
+    """
+    problems = [f"criterion {c.id} names unknown check {check}"
+                for c in rubric.criteria for check in c.checks if check not in check_ids]
+    problems += [f"strong_hire criterion {c.id} declares no kind (one of {', '.join(HIRE_CAPPED_KINDS)})"
+                 for c in rubric.criteria if c.level == "strong_hire" and not c.observed and not c.kind]
+    problems += [f"diagnosis {d.id} is the contract's, so it caps at weak, not {d.caps}"
+                 for d in rubric.diagnoses if d.contract and d.caps != "weak"]
     return problems

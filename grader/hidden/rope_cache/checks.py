@@ -409,9 +409,8 @@ def _unchanged(cache, before, call):
 # ---- efficiency ----------------------------------------------------------------------------------
 
 def _peak_bytes(ex, *args) -> int | None:
-    """Peak memory allocated during one candidate rope_attention_step (None when unmeasured)."""
-    ex.candidate.call("rope_attention_step", *args, measure_memory=True)
-    return ex.sandbox.last_call.peak_bytes
+    """Peak memory of one candidate rope_attention_step, measured by the grader (None when unmeasured)."""
+    return ex.candidate.measured("rope_attention_step", *args)[1].peak_bytes
 
 
 def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
