@@ -82,6 +82,10 @@ def scrubbed_env(home: Path, marker: str = "", seed: int = 0, site: Path | None 
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        # A fixed mmap threshold (setting it turns glibc's adaptive one off): every large array
+        # is its own mapping, returned on free, so the cgroup's peak sees each allocation
+        # instead of reused heap that was charged once, steps ago.
+        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
     }
     if site is not None:  # where sitecustomize.py seeds the generators
         env["PYTHONPATH"] = str(site)

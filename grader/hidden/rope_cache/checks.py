@@ -1,0 +1,447 @@
+"""Hidden checks for rope_cache. Each ``check_*`` is one stable check id (without the prefix).
+
+A script is a list of steps fed to a fresh candidate cache: plain steps continue one sequence,
+tree steps score drafts after it. After every step the outputs are compared with RoPE attention
+over the whole sequence computed from scratch (for a draft: over the cache plus its branch),
+and the cache's length, stored keys and values with the sequence's own tokens, each key rotated
+once at its position. A check tries all its scripts, reports the smallest failing one, and
+names a mistake only when replaying that mistake reproduces every failing script.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail
+
+from . import diagnosis, oracle
+from .diagnosis import Seen, Step
+
+
+@dataclass
+class Miss:
+    """One failing case: its size (to pick the smallest), what to say, and the mistakes that fit it."""
+    size: int
+    message: str
+    case: dict
+    kind: str = "wrong"
+    found: list = field(default_factory=list)
+
+
+def _settle(ex, misses: list):
+    """Fail with the smallest miss; name a mistake only when it explains every miss of the check."""
+    misses = [m for m in misses if m is not None]
+    if not misses:
+        return
+    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
+    smallest = min(misses, key=lambda m: m.size)
+    message = smallest.message
+    for diagnosis_id, sentence in smallest.found:
+        if diagnosis_id in shared:
+            ex.diagnose(diagnosis_id, sentence)
+            message += f"; {sentence}"
+    if smallest.found and not shared:
+        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
+    fail(message, case=smallest.case, kind=smallest.kind)
+
+
+# ---- shapes ------------------------------------------------------------------------------------
+
+def _odd(rng, lo, hi) -> int:
+    """An integer in [lo, hi) that is not a power of two."""
+    while True:
+        n = int(rng.integers(lo, hi))
+        if n & (n - 1):
+            return n
+
+
+def _head_dim(rng, lo=6, hi=40) -> int:
+    """An even head dimension that is not a power of two."""
+    while True:
+        D = 2 * int(rng.integers(lo // 2, hi // 2))
+        if D & (D - 1):
+            return D
+
+
+def _heads(rng) -> int:
+    return int(rng.choice([1, 3, 5, 7]))
+
+
+def _tokens(rng, T, H, D, dtype=np.float64) -> np.ndarray:
+    return rng.standard_normal((T, H, D)).astype(dtype)
+
+
+def chunk_sizes(rng, tokens, low, high, p_one=0.3) -> list[int]:
+    """Random chunk sizes summing to ``tokens``: T = 1 with probability ``p_one``, else low..high."""
+    sizes, done = [], 0
+    while done < tokens:
+        T = 1 if rng.random() < p_one else int(rng.integers(low, high + 1))
+        sizes.append(min(T, tokens - done))
+        done += sizes[-1]
+    return sizes
+
+
+def random_tree(rng, T, roots=None) -> list[int]:
+    """Parents of T drafts in topological order; ``roots`` drafts (at least one) hang off the cache."""
+    roots = roots or int(rng.integers(1, max(2, T // 3) + 1))
+    return [-1 if i < roots else int(rng.integers(-1 if rng.random() < 0.2 else 0, i)) for i in range(T)]
+
+
+# ---- scripts -----------------------------------------------------------------------------------
+
+@dataclass
+class Script:
+    """Steps for a fresh RopeKVCache(H, D, base); ``numpy_sizes`` passes H and D as np.int64."""
+    H: int
+    D: int
+    base: float
+    steps: list
+    label: str
+    numpy_sizes: bool = False
+    tol: float = diagnosis.TOLERANCE
+
+    def case(self, seed, upto=None) -> dict:
+        steps = self.steps[:upto]
+        shown = [len(s.q) if s.parents is None else f"tree{[int(p) for p in s.parents]}" for s in steps]
+        return {"num_heads": self.H, "head_dim": self.D, "base": self.base, "script": self.label,
+                "steps": shown if len(shown) <= 12 else shown[:12] + [f"... {len(shown)} steps"], "seed": seed}
+
+
+def plain_steps(rng, chunks, H, D, dtype=np.float64) -> list[Step]:
+    return [Step(*(_tokens(rng, T, H, D, dtype) for _ in range(3))) for T in chunks]
+
+
+def tree_step(rng, parents, H, D, as_array=False) -> Step:
+    T = len(parents)
+    return Step(*(_tokens(rng, T, H, D) for _ in range(3)), np.array(parents, np.int64) if as_array else parents)
+
+
+def expected(script: Script) -> list[Seen]:
+    """The oracle's answer after each step of ``script``."""
+    plain = [s for s in script.steps if s.parents is None]
+    q, k, v = (np.concatenate([getattr(s, a).astype(np.float64) for s in plain] or
+                              [np.zeros((0, script.H, script.D))]) for a in "qkv")
+    N = len(q)
+    every = oracle.sequence_attention(q, k, v, script.base, np.arange(N)) if N else q
+    keys = oracle.rotate(k, np.arange(N), script.base)
+    want, cached = [], 0
+    for s in script.steps:
+        T = len(s.q)
+        if s.parents is None:
+            out, cached = every[cached:cached + T], cached + T
+        else:
+            out = oracle.tree_attention(k[:cached], v[:cached], s.q, s.k, s.v, list(s.parents), script.base)
+        want.append(Seen(out, cached, keys[:cached], v[:cached]))
+    return want
+
+
+def _first(diff: np.ndarray, tol: float) -> tuple:
+    """(row, head) of the first error above ``tol`` in an error array [T, H, D] (NaN counts as one)."""
+    over = np.nan_to_num(diff, nan=np.inf).max(axis=-1) > tol
+    return tuple(int(i) for i in np.argwhere(over)[0])
+
+
+def _err(got, want) -> np.ndarray:
+    return np.abs(np.asarray(got, np.float64) - want)
+
+
+def _describe(step: Step, cached: int) -> str:
+    T = len(step.q)
+    if step.parents is None:
+        return f"T = {T} after {cached} cached"
+    return f"a tree of {T} drafts with parents {[int(p) for p in step.parents]} after {cached} cached"
+
+
+def _output_message(step: Step, n, cached, got, want, tol) -> str:
+    diff = _err(got, want)
+    row, head = _first(diff, tol)
+    worst = float(np.nan_to_num(diff, nan=np.inf).max())
+    if step.parents is None:
+        what = "RoPE attention over the whole sequence"
+        where = f"token {row} of the step, head {head}"
+    else:
+        what = "decoding that draft's own branch after the cache"
+        where = f"draft {row}, head {head}"
+    return (f"step {n} ({_describe(step, cached)}) returned outputs that differ from {what} by up to "
+            f"{worst:.3g} (first at {where})")
+
+
+def _state_message(step: Step, n, cached, got: Seen, want: Seen, tol) -> str | None:
+    after = f"after step {n} ({_describe(step, cached)})"
+    if got.length != want.length:
+        return f"len(cache) is {got.length} {after}; expected {want.length}"
+    for name in ("keys", "values"):
+        bad = (_err(getattr(got, name), getattr(want, name)) > tol).any(axis=(1, 2))
+        if bad.any():
+            p = int(np.flatnonzero(bad)[0])
+            rule = "rotated once, at that position" if name == "keys" else "as given (values are not rotated)"
+            return (f"cache.{name}[{p}] {after} is not the {name[:-1]} of position {p} {rule}; "
+                    f"{int(bad.sum())} of {len(bad)} stored {name} differ")
+    return None
+
+
+def run_script(ex, script: Script) -> Miss | None:
+    """Feed ``script`` to a fresh candidate cache, checking every step; a Miss at the first wrong one."""
+    want = expected(script)
+    H, D = (np.int64(script.H), np.int64(script.D)) if script.numpy_sizes else (script.H, script.D)
+    cache = ex.candidate.call("RopeKVCache", H, D, script.base)
+    got, cached = [], 0
+    for n, (step, w) in enumerate(zip(script.steps, want), start=1):
+        case = script.case(ex.seed, n)
+        call = f"rope_attention_step(cache, q, k, v{'' if step.parents is None else ', parents'}) at step {n}"
+        kwargs = {} if step.parents is None else {"parents": step.parents}
+        out = ex.candidate.call("rope_attention_step", cache, step.q, step.k, step.v, **kwargs)
+        out = expect_array(out, call=call, shape=step.q.shape, kind="f", case=case)
+        length = len(cache)
+        keys, values = (expect_array(getattr(cache, name), call=f"cache.{name} after step {n}",
+                                     shape=(length, script.H, script.D), kind="f", case=case)
+                        for name in ("keys", "values"))
+        got.append(Seen(out, length, keys, values))
+        prefix = f"RopeKVCache({script.H}, {script.D}, base={script.base:g}) fed {script.label}: "
+        if (_err(out, w.out) > script.tol).any() or not np.isfinite(out).all():
+            kind = "nan" if np.isnan(out).any() else "wrong"
+            message = prefix + _output_message(step, n, cached, out, w.out, script.tol)
+        else:
+            message = _state_message(step, n, cached, got[-1], w, script.tol)
+            message, kind = (prefix + message, "corrupt") if message else (None, None)
+        if message:
+            found = diagnosis.explaining_script(got, script.steps, script.H, script.D, script.base, script.tol)
+            return Miss(sum(len(s.q) for s in script.steps[:n]) * script.H * script.D, message, case, kind, found)
+        cached = w.length
+    return None
+
+
+def _expect_scripts(ex, scripts):
+    _settle(ex, [run_script(ex, s) for s in scripts])
+
+
+# ---- rope on its own ---------------------------------------------------------------------------
+
+def _rope_cases(rng):
+    """(x, positions as passed, base): D = 2, D not a power of two, odd heads, unsorted and large
+    positions (past 2^16 and 10^5), a list of positions, numpy integer base, float32, T = 0."""
+    T = _odd(rng, 5, 40)
+    return [
+        (_tokens(rng, 1, 1, 2), [1], 10000.0),
+        (_tokens(rng, T, 3, 2), rng.permutation(T + 7)[:T], 10000.0),
+        (_tokens(rng, T, _heads(rng), _head_dim(rng)), rng.integers(0, 2000, T), 10000.0),
+        (_tokens(rng, T, 5, _head_dim(rng)), rng.integers(60_000, 140_000, T).tolist(), 10000.0),
+        (_tokens(rng, 9, 1, _head_dim(rng, 40, 140)), rng.choice([0, 1, 100_000, 65_537, 32_769], 9), 500000.0),
+        (_tokens(rng, T, 7, _head_dim(rng)), rng.integers(0, 300, T), np.int64(10)),
+        (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(0, 1000, T).astype(np.int32), 10000.0),
+        (_tokens(rng, 0, 3, _head_dim(rng)), np.zeros(0, np.int64), 10000.0),
+    ]
+
+
+def check_rope_values(ex):
+    """rope matches the rotate-half formula: D = 2, D not a power of two, odd head counts, unsorted, large positions."""
+    misses = []
+    for x, positions, base in _rope_cases(ex.rng):
+        p = np.asarray(positions, np.int64)
+        call = f"rope(x {x.dtype} {list(x.shape)}, positions {type(positions).__name__} [{len(p)}], base={base!r})"
+        case = {"shape": list(x.shape), "dtype": str(x.dtype), "base": float(base),
+                "positions": p[:8].tolist() + (["..."] if len(p) > 8 else []), "seed": ex.seed}
+        got = expect_array(ex.candidate.rope(x, positions, base), call=call, shape=x.shape, kind="f", case=case)
+        want = oracle.rotate(x, p, float(base))
+        tol = diagnosis.FLOAT32_TOLERANCE if x.dtype == np.float32 else diagnosis.TOLERANCE
+        diff = _err(got, want)
+        if (diff > tol).any() or not np.isfinite(got).all():
+            t, h = _first(diff, tol)
+            d = int(np.argmax(np.nan_to_num(diff[t, h], nan=np.inf)))
+            message = (f"{call}: row {t} (position {p[t]}), head {h}, dimension {d} is {float(got[t, h, d]):.6g}, "
+                       f"expected {want[t, h, d]:.6g}")
+            misses.append(Miss(x.size, message, case, "nan" if np.isnan(got).any() else "wrong",
+                               diagnosis.explaining_rope(got, x, p, float(base), tol)))
+    _settle(ex, misses)
+
+
+def check_rope_relative_invariance(ex):
+    """Shifting every position by the same amount leaves every query-key score unchanged."""
+    rng = ex.rng
+    H, D = _heads(rng), _head_dim(rng)
+    T = _odd(rng, 5, 30)
+    q, k = _tokens(rng, T, H, D), _tokens(rng, T, H, D)
+    q_pos, k_pos = rng.integers(0, 500, T), rng.integers(0, 500, T)
+    scores = {}
+    for shift in (0, 1, _odd(rng, 1000, 5000), 70_001):
+        case = {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed}
+        rq, rk = (expect_array(ex.candidate.rope(x, p), call=f"rope(x [{T}, {H}, {D}], positions shifted by {shift})",
+                               shape=x.shape, kind="f", case=case).astype(np.float64)
+                  for x, p in ((q, q_pos + shift), (k, (k_pos + shift).tolist())))
+        scores[shift] = np.einsum("thd,shd->hts", rq, rk)  # [H, T, T]
+    unshifted = scores[0]
+    for shift, s in scores.items():
+        diff = np.abs(s - unshifted)
+        if (diff > 1e-7 * max(1.0, float(np.abs(unshifted).max()))).any() or not np.isfinite(s).all():
+            h, i, j = (int(x) for x in np.unravel_index(np.argmax(np.nan_to_num(diff, nan=np.inf)), diff.shape))
+            fail(f"rope: with every position shifted by {shift}, the score of query {i} (position "
+                 f"{q_pos[i]} -> {q_pos[i] + shift}) with key {j} (position {k_pos[j]} -> {k_pos[j] + shift}), "
+                 f"head {h}, changed from {unshifted[h, i, j]:.6g} to {s[h, i, j]:.6g}; a score must depend only "
+                 "on the distance between the two positions",
+                 {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed})
+
+
+# ---- the cache ---------------------------------------------------------------------------------
+
+def check_fresh_cache(ex):
+    """A new cache is empty, keeps its base, and its keys and values have shape [0, H, D]."""
+    rng = ex.rng
+    for H, D, base in [(1, 2, 10000.0), (np.int64(_heads(rng)), np.int64(_head_dim(rng)), 500000.0),
+                       (_heads(rng), _head_dim(rng), np.int64(50))]:
+        call = f"RopeKVCache({H!r}, {D!r}, {base!r})"
+        case = {"num_heads": int(H), "head_dim": int(D), "base": float(base)}
+        cache = ex.candidate.call("RopeKVCache", H, D, base)
+        if len(cache) != 0:
+            fail(f"len({call}) is {len(cache)}; expected 0", case, kind="corrupt")
+        for name in ("keys", "values"):
+            expect_array(getattr(cache, name), call=f"{call}.{name}", shape=(0, int(H), int(D)), kind="f", case=case)
+        kept = cache.base
+        if not isinstance(kept, (int, float, np.number)) or float(kept) != float(base):
+            fail(f"{call}.base is {kept!r}; expected {float(base)!r}", case)
+
+
+def check_prefill_then_decode(ex):
+    """A prefill, then one token at a time: every output and every stored key and value, after every step."""
+    rng = ex.rng
+    scripts = []
+    for prompt, base in [(_odd(rng, 20, 60), 10000.0), (1, 10000.0), (_odd(rng, 60, 120), 500000.0)]:
+        H, D = _heads(rng), _head_dim(rng)
+        steps = plain_steps(rng, [prompt] + [1] * _odd(rng, 20, 40), H, D)
+        label = f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"
+        scripts.append(Script(H, D, base, steps, label))
+    _expect_scripts(ex, scripts)
+
+
+def check_one_token_at_a_time(ex):
+    """From an empty cache, one token per step (D = 2 too, T = 0 first): outputs, keys and values after every step."""
+    rng = ex.rng
+    scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * _odd(rng, 25, 50), H, D),
+                      "an empty step, then one token per step", numpy_sizes=True)
+               for H, D in [(_heads(rng), 2), (_heads(rng), _head_dim(rng))]]
+    _expect_scripts(ex, scripts)
+
+
+def check_random_chunks(ex):
+    """Chunks of random sizes (T = 0, 1 and more, float32 inputs too): outputs and the cache after every step."""
+    rng = ex.rng
+    scripts = []
+    for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, 10000.0)]:
+        H, D = _heads(rng), _head_dim(rng)
+        chunks = chunk_sizes(rng, _odd(rng, 80, 160), 2, 17)
+        chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
+        script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})",
+                        tol=diagnosis.FLOAT32_TOLERANCE if dtype == np.float32 else diagnosis.TOLERANCE)
+        scripts.append(script)
+    _expect_scripts(ex, scripts)
+
+
+def check_tree_after_prefill(ex):
+    """Trees of drafts after a prefill (chain, several roots, bushy, empty): each draft's output, the cache kept."""
+    rng = ex.rng
+    H, D = _heads(rng), _head_dim(rng)
+    P = _odd(rng, 10, 40)
+    chain = list(range(-1, 5))
+    trees = [chain, random_tree(rng, _odd(rng, 5, 14)), random_tree(rng, 9, roots=3), [-1], [],
+             [-1, 0, 0, 1, 1, 2, 2, 3], [np.int64(p) for p in (-1, -1, 1, 2, 3, 4)]]
+    steps = plain_steps(rng, [P], H, D)
+    for n, parents in enumerate(trees):
+        steps.append(tree_step(rng, parents, H, D, as_array=n % 2 == 1))
+        if n == 3:
+            steps += plain_steps(rng, [3, 1], H, D)  # the sequence goes on between trees
+    scripts = [Script(H, D, 10000.0, steps, f"a prefill of {P} tokens, then trees of drafts")]
+    H2 = _heads(rng)
+    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
+                          "a prefill of 7 tokens, a step of 1, then a tree (D = 2)"))
+    _expect_scripts(ex, scripts)
+
+
+# ---- invalid arguments ---------------------------------------------------------------------------
+
+def check_rejects_invalid_arguments(ex):
+    """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing."""
+    rng = ex.rng
+    try:
+        _rejections(ex, rng)
+    except AssertionError as exc:
+        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
+            ex.diagnose("accepts_invalid_arguments", f"{str(exc).split(';')[0]}: invalid arguments must "
+                                                     "raise ValueError, not give a silent answer")
+        raise
+
+
+def _rejections(ex, rng):
+    c = ex.candidate
+    x = _tokens(rng, 3, 2, 6)
+    for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
+                       ((x, [0, -1, 2]), "a negative position"),
+                       ((x, [0, 1]), "2 positions for 3 rows"),
+                       ((x, [0, 1, 2], 1.0), "base = 1"),
+                       ((x, [0, 1, 2], 0.5), "base = 0.5")]:
+        expect_raises(c.rope, *args, call=f"rope with {what}")
+    for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
+                       ((2, 4, -3.0), "base -3.0")]:
+        expect_raises(c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})")
+    H, D = 3, 4
+    cache = c.call("RopeKVCache", H, D)
+    first = _tokens(rng, 4, H, D)
+    c.call("rope_attention_step", cache, first, first, first)
+    before = (len(cache), np.array(cache.keys), np.array(cache.values))
+    t = lambda T, h=H, d=D: _tokens(rng, T, h, d)  # noqa: E731
+    bad_steps = [((t(2), t(3), t(3)), {}, "q [2, H, D] with k, v [3, H, D]"),
+                 ((t(2, 2), t(2, 2), t(2, 2)), {}, "2 heads for a cache of 3"),
+                 ((t(2, d=6), t(2, d=6), t(2, d=6)), {}, "head dimension 6 for a cache of 4"),
+                 ((t(2)[:, 0], t(2)[:, 0], t(2)[:, 0]), {}, "2-D q, k, v"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, 1, 0]}, "parents [-1, 1, 0] (a draft its own parent)"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, 0, 2]}, "parents [-1, 0, 2]"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, -2, 0]}, "parents [-1, -2, 0]"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts")]
+    for args, kwargs, what in bad_steps:
+        expect_raises(c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}", **kwargs)
+        _unchanged(cache, before, f"rope_attention_step with {what}")
+
+
+def _unchanged(cache, before, call):
+    length, keys, values = len(cache), np.asarray(cache.keys), np.asarray(cache.values)
+    if length != before[0] or not (np.array_equal(keys, before[1]) and np.array_equal(values, before[2])):
+        fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {before[0]})",
+             kind="corrupt")
+
+
+# ---- efficiency ----------------------------------------------------------------------------------
+
+def _peak_bytes(ex, *args) -> int | None:
+    """Peak memory of one candidate rope_attention_step, measured by the grader (None when unmeasured)."""
+    return ex.candidate.measured("rope_attention_step", *args)[1].peak_bytes
+
+
+def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
+    """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``."""
+    peaks = []
+    for _ in range(times):
+        x = _tokens(ex.rng, T, H, D)
+        peaks.append(_peak_bytes(ex, cache, x, x, x, *([] if parents is None else [parents])))
+    return None if None in peaks else sorted(peaks)[times // 2]
+
+
+def check_decode_step_memory(ex):
+    """Steps over a long cache (T = 1, a short chunk, a tree) read the cached keys in place: no copy, no re-rotation."""
+    rng = ex.rng
+    H, D, S = 1, 130, _odd(rng, 3500, 4200)
+    cache = ex.candidate.call("RopeKVCache", H, D)
+    for T in chunk_sizes(rng, S, 400, 600, p_one=0):
+        x = _tokens(rng, T, H, D)
+        ex.candidate.call("rope_attention_step", cache, x, x, x)
+    cached_keys = S * H * D * 8
+    for T, parents, what in [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"),
+                             (4, [-1, 0, 0, 1], "trees of 4 drafts")]:
+        typical = _typical_peak(ex, cache, H, D, T, parents, 5 if parents is None else 3)
+        if typical is None or typical < cached_keys // 2:
+            continue
+        ex.diagnose("cache_copied_each_step",
+                    f"{what} over about {S:,} cached tokens typically allocated {typical / 2**20:.2f} MiB, as much "
+                    f"as the cached keys ({cached_keys / 2**20:.2f} MiB): the cache is copied (or rotated anew) at "
+                    "every step instead of being read where it lies")
+        fail(f"{what} over about {S:,} cached tokens (H = {H}, D = {D}) peaked at a median of "
+             f"{typical / 2**20:.2f} MiB, while the cached keys are {cached_keys / 2**20:.2f} MiB and one step's "
+             f"scores {T * S * H * 8 / 2**10:.0f} KiB: each step copies or re-rotates the whole cache",
+             {"num_heads": H, "head_dim": D, "cached": S, "T": T, "parents": parents, "seed": ex.seed},
+             kind="efficiency")
