@@ -352,7 +352,8 @@ def test_the_memory_peak_falls_back_to_vmhwm_and_says_so(bounds, monkeypatch):
     monkeypatch.setenv("KVGRADE_CGROUPS", "off")
     box = bounds()
     _, own = box.module.measured("hold", 100 << 20)
-    assert own.peak_source == "vmhwm" and 100 << 20 <= own.peak_bytes < 200 << 20
+    # pages the child had touched before the call may be reused: a few KiB under 100 MiB is fine
+    assert own.peak_source == "vmhwm" and 99 << 20 <= own.peak_bytes < 200 << 20
     _, forked = box.module.measured("hold_in_a_fork", 100 << 20)
     assert forked.peak_source == "vmhwm" and forked.peak_bytes < 100 << 20  # it misses forks: said so
 
