@@ -1,0 +1,503 @@
+"""Hidden checks for split_kv_decode. Each ``check_*`` is one stable check id (without the prefix).
+
+Every value is compared with the oracle's dense attention over all keys at once; nothing here
+trusts the candidate's own splits. A check tries all its cases, reports the smallest failing
+one, and names a classic mistake only when that mistake explains every failing case.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, summarize
+
+from . import diagnosis, oracle
+from .diagnosis import Tol
+
+TOL = {np.dtype(np.float64): Tol(1e-8, 1e-9), np.dtype(np.float32): Tol(3e-4, 3e-5)}
+
+
+@dataclass
+class Miss:
+    """One failing case: its size (to pick the smallest), what to say, and the mistakes that fit it."""
+    size: int
+    message: str
+    case: dict
+    kind: str = "wrong"
+    found: list = field(default_factory=list)
+
+
+def _settle(ex, misses: list[Miss]):
+    """Fail with the smallest miss; name a mistake only when it explains every miss of the check."""
+    misses = [m for m in misses if m is not None]
+    if not misses:
+        return
+    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
+    smallest = min(misses, key=lambda m: m.size)
+    message = smallest.message
+    for diagnosis_id, sentence in smallest.found:
+        if diagnosis_id in shared:
+            ex.diagnose(diagnosis_id, sentence)
+            message += f"; {sentence}"
+    if smallest.found and not shared:
+        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
+    fail(message, case=smallest.case, kind=smallest.kind)
+
+
+# ---- calls, each validated for type and shape --------------------------------------------
+
+def _text(x) -> str:
+    x = np.asarray(x)
+    return f"{x.dtype} {list(x.shape)}"
+
+
+def _expect_part(value, call, T, D, case):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        fail(f"{call} returned {summarize(value)}; expected a tuple (o [T, D], lse [T]) with T = {T}, D = {D}", case)
+    o = expect_array(value[0], call=f"{call} -> o", shape=(T, D), kind="f", case=case)
+    lse = expect_array(value[1], call=f"{call} -> lse", shape=(T,), kind="f", case=case)
+    return o, lse
+
+
+def _attention(ex, q, k, v, mask, case):
+    call = f"attention_with_lse(q {_text(q)}, k {_text(k)}, v {_text(v)}, mask {_text(mask)})"
+    return _expect_part(ex.candidate.attention_with_lse(q, k, v, mask), call, *q.shape, case), call
+
+
+def _merge(ex, o, lse, case):
+    call = f"merge_states(o {_text(o)}, lse {_text(lse)})"
+    return _expect_part(ex.candidate.merge_states(o, lse), call, *o.shape[1:], case), call
+
+
+def _split_kv(ex, q, k, v, q_pos, k_pos, n, case):
+    call = (f"split_kv_attention(q {_text(q)}, k {_text(k)}, v {_text(v)}, q_positions {type(q_pos).__name__} "
+            f"[{len(q_pos)}], k_positions {type(k_pos).__name__} [{len(k_pos)}], num_splits={n!r})")
+    return _expect_part(ex.candidate.split_kv_attention(q, k, v, q_pos, k_pos, n), call, *q.shape, case), call
+
+
+def _shared_prefix(ex, q, prefix_k, prefix_v, suffix_k, suffix_v, case):
+    call = (f"shared_prefix_attention(q {_text(q)}, prefix_k {_text(prefix_k)}, prefix_v {_text(prefix_v)}, "
+            f"suffix_k {_text(suffix_k)}, suffix_v {_text(suffix_v)})")
+    got = ex.candidate.shared_prefix_attention(q, prefix_k, prefix_v, suffix_k, suffix_v)
+    return expect_array(got, call=call, shape=q.shape, kind="f", case=case), call
+
+
+# ---- comparisons -------------------------------------------------------------------------
+
+def _g(x) -> str:
+    return f"{float(x):.6g}"
+
+
+def _compare(got, want, tol, call, case, size, found=(), row_name=lambda r: f"query {r}") -> Miss | None:
+    """None when (o, lse) match the oracle; else a Miss naming the first wrong query and what it got."""
+    (g_o, g_lse), (w_o, w_lse) = got, want
+    bad = diagnosis.off_rows(g_o, g_lse, w_o, w_lse, tol)
+    if not bad.any():
+        return None
+    row = int(np.flatnonzero(bad)[0])
+    sees = "sees no key" if w_lse is not None and w_lse[row] == -np.inf else "sees keys"
+    if w_lse is not None and not diagnosis.close(g_lse[row], w_lse[row], tol):
+        what = f"lse = {_g(g_lse[row])}, expected {_g(w_lse[row])}"
+    else:
+        col = int(np.flatnonzero(~diagnosis.close(g_o[row], w_o[row], tol))[0])
+        what = f"o = {_g(g_o[row, col])} in dimension {col}, expected {_g(w_o[row, col])}"
+    nan = any(np.isnan(np.asarray(x, np.float64)).any() for x in got if x is not None)
+    message = f"{call}: {row_name(row)} ({sees}) got {what}; {int(bad.sum())} of {len(bad)} queries wrong"
+    return Miss(size, message, case, "nan" if nan else "wrong", list(found))
+
+
+def _odd(rng, lo, hi) -> int:
+    """An integer in [lo, hi) that is not a power of two."""
+    while True:
+        n = int(rng.integers(lo, hi))
+        if n & (n - 1):
+            return n
+
+
+def _normal(rng, *shape, scale=1.0):
+    return rng.standard_normal(shape) * scale
+
+
+def _mask(rng, T, n, empty_rows=1):
+    """Random bool [T, n]; ``empty_rows`` random rows see nothing."""
+    mask = rng.random((T, n)) < rng.uniform(0.2, 0.9)
+    mask[rng.choice(T, size=min(empty_rows, T), replace=False)] = False
+    return mask
+
+
+# ---- attention_with_lse ------------------------------------------------------------------------
+
+def _expect_attention(ex, q, k, v, mask, case) -> Miss | None:
+    got, call = _attention(ex, q, k, v, mask, case)
+    want = oracle.masked_attention(q, k, v, mask)
+    tol = TOL[np.dtype(q.dtype)]
+    return _compare(got, want, tol, call, case, q.size + k.size,
+                    diagnosis.explaining_attention(got, q, k, v, mask, want, tol))
+
+
+def check_attention_with_lse_values(ex):
+    """attention_with_lse gives exact attention and the natural-log log-sum-exp, T = 1 and T > 1."""
+    rng, misses = ex.rng, []
+    for T, dtype in [(1, np.float64), (_odd(rng, 3, 30), np.float64), (_odd(rng, 3, 30), np.float64),
+                     (_odd(rng, 3, 30), np.float32)]:
+        n, D = _odd(rng, 5, 200), _odd(rng, 3, 40)
+        q, k, v = (_normal(rng, *s).astype(dtype) for s in [(T, D), (n, D), (n, D)])
+        mask = _mask(rng, T, n, empty_rows=int(T > 1))
+        mask[T - 1, rng.integers(0, n)] = True  # at least one row that sees a key
+        misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "dtype": np.dtype(dtype).name,
+                                                            "seed": ex.seed}))
+    _settle(ex, misses)
+
+
+def check_attention_with_lse_empty(ex):
+    """Rows that see no key and chunks with no keys give o = 0 and lse = -inf, never NaN or +inf."""
+    rng, misses = ex.rng, []
+    T, D = _odd(rng, 3, 20), _odd(rng, 3, 30)
+    for n, mask in [(0, np.zeros((T, 0), bool)), (37, np.zeros((T, 37), bool)), (41, _mask(rng, T, 41, T // 2))]:
+        q, k, v = _normal(rng, T, D), _normal(rng, n, D), _normal(rng, n, D)
+        misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "seed": ex.seed}))
+    _settle(ex, misses)
+
+
+# ---- merge_states --------------------------------------------------------------------------
+
+@dataclass
+class Parts:
+    """N parts over disjoint key sets, as the oracle computes them, and the answer over all keys."""
+    o: np.ndarray  # [N, T, D]
+    lse: np.ndarray  # [N, T]
+    want: tuple
+    case: dict
+
+
+def _parts(rng, N, T, n, D, seed, scale=1.0, garbage=False, negative=False) -> Parts:
+    """Keys dealt to N parts at random (not contiguous); part 0 gets no key and another part is
+    masked for every query; with ``garbage``, the o of empty rows holds NaN and huge values.
+    Scores are about ``scale`` in size; with ``negative`` every score is about -scale * sqrt(D)."""
+    q, k, v = _normal(rng, T, D, scale=scale), _normal(rng, n, D), _normal(rng, n, D)
+    if negative:
+        q, k = np.full((T, D), scale), -1.0 - 0.1 * np.abs(k)
+    mask = _mask(rng, T, n, empty_rows=1)
+    owner = rng.integers(1, N, n) if N > 1 else np.zeros(n, int)
+    if N > 2:
+        mask[:, owner == int(rng.integers(1, N))] = False
+    o, lse = zip(*[oracle.masked_attention(q, k[owner == p], v[owner == p], mask[:, owner == p]) for p in range(N)])
+    o, lse = np.stack(o), np.stack(lse)
+    if garbage:
+        o[lse == -np.inf] = rng.choice([np.nan, 1e300, -np.inf], size=(int((lse == -np.inf).sum()), D))
+    case = {"N": N, "T": T, "n": n, "D": D, "q_scale": scale, "garbage_in_empty_parts": garbage, "seed": seed}
+    return Parts(o, lse, oracle.masked_attention(q, k, v, mask), case)
+
+
+def _expect_merge(ex, parts: Parts, order=None, label="") -> Miss | None:
+    order = np.arange(len(parts.lse)) if order is None else np.asarray(order)
+    o, lse = parts.o[order], parts.lse[order]
+    got, call = _merge(ex, o, lse, parts.case)
+    tol = TOL[np.dtype(np.float64)]
+    case = parts.case | ({"order": order.tolist()} if label else {})
+    return _compare(got, parts.want, tol, call + label, case, o.size,
+                    diagnosis.explaining_merge(got, o, lse, parts.want, tol))
+
+
+def check_merge_matches_all_keys(ex):
+    """Merging N parts (N = 1 .. 13, some empty, some masked) equals attention over all their keys."""
+    rng = ex.rng
+    misses = [_expect_merge(ex, _parts(rng, N, _odd(rng, 3, 25), _odd(rng, 20, 300), _odd(rng, 3, 40), ex.seed,
+                                       scale=float(rng.choice([1.0, 4.0]))))
+              for N in (1, 2, 3, 7, 13)]
+    _settle(ex, misses)
+
+
+def check_merge_in_any_order(ex):
+    """The same parts in any order (reversed, shuffled, largest first or last) merge to the same answer."""
+    rng = ex.rng
+    parts = _parts(rng, 7, _odd(rng, 5, 20), _odd(rng, 60, 300), _odd(rng, 3, 30), ex.seed, scale=3.0)
+    N = len(parts.lse)
+    by_weight = np.argsort(parts.lse.max(axis=1))
+    orders = [np.arange(N)[::-1], rng.permutation(N), rng.permutation(N), by_weight, by_weight[::-1]]
+    _settle(ex, [_expect_merge(ex, parts, order, f" with the parts in order {list(order)}") for order in orders])
+
+
+def check_merge_empty_parts(ex):
+    """Parts with lse = -inf change nothing, whatever their o holds; all parts empty give o = 0, lse = -inf."""
+    rng, misses = ex.rng, []
+    T, D = _odd(rng, 3, 20), _odd(rng, 3, 30)
+    for N in (1, 4):
+        o = rng.choice([0.0, np.nan, 7.0], size=(N, T, D))
+        nothing = Parts(o, np.full((N, T), -np.inf), (np.zeros((T, D)), np.full(T, -np.inf)),
+                        {"N": N, "T": T, "D": D, "every_part_empty": True, "seed": ex.seed})
+        misses.append(_expect_merge(ex, nothing))
+    misses.append(_expect_merge(ex, _parts(rng, 5, T, _odd(rng, 20, 120), D, ex.seed, garbage=True)))
+    _settle(ex, misses)
+
+
+def _scaled_parts(rng, N, magnitude, seed) -> Parts:
+    """Parts whose lse are about ``magnitude``: q scaled up (scores of both signs, the largest near
+    +magnitude), or for a negative magnitude every score near it."""
+    D = 9
+    parts = _parts(rng, N, _odd(rng, 3, 15), _odd(rng, 30, 150), D, seed, scale=abs(magnitude) / 3,
+                   negative=magnitude < 0)
+    seen = parts.lse[np.isfinite(parts.lse)]
+    parts.case["lse_range"] = [float(seen.min()), float(seen.max())]
+    return parts
+
+
+def check_merge_large_lse(ex):
+    """lse of magnitude 30 up to 1e4, positive and negative: no overflow, no underflow, no NaN."""
+    rng = ex.rng
+    _settle(ex, [_expect_merge(ex, _scaled_parts(rng, N, magnitude, ex.seed))
+                 for N, magnitude in [(3, 30.0), (5, 1e3), (7, 1e4), (4, -1e4 / 1.1)]])
+
+
+# ---- split_ranges ------------------------------------------------------------------------------
+
+def _range_pairs(rng):
+    """(S, num_splits): 1, 2, 7, S - 1, S and more than S splits, S = 0, S not divisible, sizes past
+    2^16, and numpy integers for both arguments."""
+    S1, S2 = _odd(rng, 10, 500), _odd(rng, 70_000, 140_000)
+    return [(0, 1), (0, 5), (1, 1), (1, 3), (S1, 1), (S1, 2), (S1, 7), (7 * S1 + 3, 7), (S1, S1 - 1), (S1, S1),
+            (S1, S1 + 6), (S2, 37), (S2, 1000), (np.int64(S2), np.int64(7)), (S1, np.int32(3))]
+
+
+def _ranges_miss(call, got, want, case, found) -> Miss:
+    first = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+    shown = got[first] if first < len(got) else "missing"
+    expected = want[first] if first < len(want) else "no range"
+    more = " ..." if len(want) > 4 else ""
+    return Miss(case["S"] + case["num_splits"], f"{call} returned {len(got)} ranges; range {first} is {shown}, "
+                f"expected {expected} (the ranges start {want[:4]}{more})", case, found=found)
+
+
+def check_split_ranges_rule(ex):
+    """split_ranges gives num_splits contiguous ranges covering 0 .. S, sizes within one, longer first."""
+    misses = []
+    for S, n in _range_pairs(ex.rng):
+        call = f"split_ranges({S!r}, {n!r})"
+        got = ex.candidate.split_ranges(S, n)
+        want = oracle.ranges(int(S), int(n))
+        case = {"S": int(S), "num_splits": int(n), "seed": ex.seed}
+        if not isinstance(got, (list, tuple)) or not all(isinstance(r, (list, tuple)) and len(r) == 2 for r in got):
+            fail(f"{call} returned {summarize(got)}; expected a list of {int(n)} (start, stop) pairs", case)
+        got = [(int(a), int(b)) for a, b in got]
+        if got != want:
+            misses.append(_ranges_miss(call, got, want, case, diagnosis.explaining_ranges(got, int(S), int(n))))
+    _settle(ex, misses)
+
+
+# ---- split_kv_attention ------------------------------------------------------------------------
+
+@dataclass
+class KV:
+    """Queries and a cache: q [T, D], k and v [S, D], absolute positions (-1 = empty slot)."""
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    q_pos: np.ndarray
+    k_pos: np.ndarray
+    label: str
+
+    def case(self, seed, n):
+        return {"T": len(self.q), "S": len(self.k), "D": self.q.shape[1], "num_splits": int(n),
+                "cache": self.label, "seed": seed}
+
+
+def _decode(rng, T, S, D) -> KV:
+    """The newest T tokens of an S-token sequence (already in the cache) attend over it."""
+    return KV(_normal(rng, T, D), _normal(rng, S, D), _normal(rng, S, D), np.arange(S - T, S), np.arange(S),
+              f"contiguous, queries are the last {T} of {S}")
+
+
+def _ring(rng, T, capacity, written, D, holes) -> KV:
+    """A ring buffer of ``capacity`` slots after ``written`` tokens: token p sits in slot p % capacity,
+    unwritten slots and ``holes`` more are -1. Queries are the newest T tokens, plus, when T > 2,
+    one early position that sees no stored key."""
+    k_pos = np.full(capacity, -1)
+    newest = np.arange(max(0, written - capacity), written)
+    k_pos[newest % capacity] = newest
+    k_pos[rng.choice(capacity, size=holes, replace=False)] = -1
+    q_pos = np.arange(written - T, written)
+    if T > 2 and written > capacity:
+        q_pos[0] = int(rng.integers(0, written - capacity))  # before every stored key: sees nothing
+    return KV(_normal(rng, T, D), _normal(rng, capacity, D), _normal(rng, capacity, D), q_pos, k_pos,
+              f"ring buffer of {capacity} slots after {written} tokens, {holes} holes")
+
+
+def _expect_split_kv(ex, kv: KV, n, as_lists=False) -> Miss | None:
+    """Compare with attention over all keys; positions go as lists when ``as_lists``."""
+    q_pos, k_pos = (kv.q_pos.tolist(), kv.k_pos.tolist()) if as_lists else (kv.q_pos, kv.k_pos)
+    case = kv.case(ex.seed, n)
+    got, call = _split_kv(ex, kv.q, kv.k, kv.v, q_pos, k_pos, n, case)
+    want = oracle.positional_attention(kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos)
+    tol = TOL[np.dtype(np.float64)]
+    if diagnosis.off_rows(*got, *want, tol).any():
+        found = diagnosis.explaining_split_kv(got, kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, int(n), want, tol)
+        return _compare(got, want, tol, f"{call} [{kv.label}]", case, kv.q.size + kv.k.size, found)
+    return None
+
+
+def _split_counts(rng, S):
+    """1, 2, 7, S - 1, S and more than S, each once and at least 1."""
+    return list(dict.fromkeys(n for n in [1, 2, 7, S - 1, S, S + int(rng.integers(1, 9))] if n >= 1))
+
+
+def _every_split_count(ex, kv: KV) -> list:
+    """kv under every split count; the 7 splits as a numpy integer, the 2 splits with list positions."""
+    return [_expect_split_kv(ex, kv, np.int64(n) if n == 7 else n, as_lists=n == 2)
+            for n in _split_counts(ex.rng, len(kv.k))]
+
+
+def check_split_kv_contiguous(ex):
+    """Decode over a contiguous cache: 1, 2, 7, S - 1, S and more than S splits equal attention over all keys."""
+    rng = ex.rng
+    D = _odd(rng, 3, 24)
+    caches = [_decode(rng, 1, _odd(rng, 40, 300), D), _decode(rng, _odd(rng, 3, 12), _odd(rng, 40, 300), D),
+              _decode(rng, 1, 1, D), _decode(rng, 11, 11, D)]  # one key; prefill, T = S
+    _settle(ex, [miss for kv in caches for miss in _every_split_count(ex, kv)])
+
+
+def check_split_kv_ring_positions(ex):
+    """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0) equal attention over all keys."""
+    rng, misses = ex.rng, []
+    for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0)]:
+        kv = _ring(rng, T, capacity, written, _odd(rng, 3, 20), holes)
+        if written == 0:
+            kv.q_pos = np.array([0, 3, 5, 9][:T])  # nothing stored yet: every query sees nothing
+        misses += _every_split_count(ex, kv) if capacity else [_expect_split_kv(ex, kv, n) for n in (1, 3)]
+    _settle(ex, misses)
+
+
+def check_split_kv_long_context(ex):
+    """Contexts of 70K-140K keys (positions past 2^16), contiguous and wrapped, with 37 and 1,000 splits."""
+    rng = ex.rng
+    S = _odd(rng, 70_000, 90_000)
+    contiguous = _decode(rng, 3, S, 5)
+    wrapped = _ring(rng, 4, S, S + _odd(rng, 30_000, 50_000), 5, 100)
+    _settle(ex, [_expect_split_kv(ex, contiguous, np.int64(37)), _expect_split_kv(ex, wrapped, 1000, as_lists=True)])
+
+
+# ---- shared_prefix_attention --------------------------------------------------------------------
+
+def _expect_shared_prefix(ex, B, T, L, P, D) -> Miss | None:
+    rng = ex.rng
+    q, prefix_k, prefix_v = _normal(rng, B, T, D), _normal(rng, P, D), _normal(rng, P, D)
+    suffix_k, suffix_v = _normal(rng, B, L, D), _normal(rng, B, L, D)
+    case = {"B": B, "T": T, "L": L, "P": P, "D": D, "seed": ex.seed}
+    got, call = _shared_prefix(ex, q, prefix_k, prefix_v, suffix_k, suffix_v, case)
+    want = oracle.shared_prefix(q, prefix_k, prefix_v, suffix_k, suffix_v)
+    tol = TOL[np.dtype(np.float64)]
+    flat_got, flat_want = got.reshape(B * T, D), want.reshape(B * T, D)
+    if not diagnosis.off_rows(flat_got, None, flat_want, None, tol).any():
+        return None
+    found = diagnosis.explaining_shared_prefix(got, q, prefix_k, prefix_v, suffix_k, suffix_v, want, tol)
+    return _compare((flat_got, None), (flat_want, None), tol, call, case, q.size + P + B * L, found,
+                    row_name=lambda r: f"query {r % T} of sequence {r // T}")
+
+
+def check_shared_prefix_values(ex):
+    """Cascade attention (B = 1 .. 5, T = 1 .. L, P = 0, P > L) equals each sequence's own full attention."""
+    rng = ex.rng
+    D = _odd(rng, 3, 20)
+    L = _odd(rng, 5, 14)
+    shapes = [(1, 1, L, 0), (5, _odd(rng, 2, L), L, _odd(rng, 3, 40)), (3, L, L, _odd(rng, 3, 40)),
+              (4, 3, L, 0), (2, _odd(rng, 2, L), L, L + _odd(rng, 5, 30)), (1, L, L, 2 * L + 1),
+              (2, 3, 6, _odd(rng, 33_000, 40_000))]
+    _settle(ex, [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes])
+
+
+# ---- efficiency: one split at a time -------------------------------------------------------------
+
+def _peak_bytes(ex, fn: str, *args) -> int | None:
+    """Peak memory allocated during one call of the candidate's ``fn`` (None when unmeasured)."""
+    getattr(ex.candidate, fn)(*args, measure_memory=True)
+    return ex.sandbox.last_call.peak_bytes
+
+
+def check_split_kv_memory_per_split(ex):
+    """With many splits, a call never holds a T x S score matrix: the splits are attended one by one."""
+    rng = ex.rng
+    T, S, D, n = 48, _odd(rng, 150_000, 160_000), 8, 60
+    for kv in (_decode(rng, T, S, D), _ring(rng, T, S, S + 20_011, D, 500)):
+        peak = _peak_bytes(ex, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, np.int64(n))
+        dense = T * S * 8  # one float64 score matrix over all keys
+        if peak is not None and peak >= dense // 2:
+            ex.diagnose("dense_scores_not_split",
+                        f"split_kv_attention with T = {T} queries over S = {S:,} keys in {n} splits peaked at "
+                        f"{peak / 2**20:.1f} MiB, while T x S float64 scores are {dense / 2**20:.1f} MiB and one "
+                        f"split's are {dense / n / 2**20:.1f} MiB: the keys were attended all at once")
+            fail(f"split_kv_attention(T = {T}, S = {S:,}, num_splits = {n}) [{kv.label}] allocated up to "
+                 f"{peak:,} bytes; one split's scores need about {dense // n:,}", kv.case(ex.seed, n),
+                 kind="efficiency")
+
+
+# ---- numpy warnings ------------------------------------------------------------------------------
+
+def _warned(ex, situation) -> str | None:
+    caught = list(ex.sandbox.last_call.warnings)
+    return f"{situation}: \"{caught[0]}\"" + (f" (and {len(caught) - 1} more)" if len(caught) > 1 else "") \
+        if caught else None
+
+
+def check_quiet_numpy(ex):
+    """No numpy warning from any function: empty rows and chunks, empty or NaN parts, huge lse, empty splits, P = 0."""
+    rng, heard = ex.rng, []
+    T, D = 5, 7
+    q, k, v = _normal(rng, T, D), _normal(rng, 30, D), _normal(rng, 30, D)
+    for n, mask, what in [(30, _mask(rng, T, 30, 2), "attention_with_lse with rows that see no key"),
+                          (0, np.zeros((T, 0), bool), "attention_with_lse over no keys")]:
+        ex.candidate.attention_with_lse(q, k[:n], v[:n], mask)
+        heard.append(_warned(ex, what))
+    garbage = _parts(rng, 5, T, 40, D, ex.seed, garbage=True)
+    for o, lse, what in [(garbage.o, garbage.lse, "merge_states with empty parts holding NaN"),
+                         (np.full((3, T, D), np.nan), np.full((3, T), -np.inf), "merge_states of empty parts only")]:
+        ex.candidate.merge_states(o, lse)
+        heard.append(_warned(ex, what))
+    for magnitude in (1e4, -1e4 / 1.1):
+        huge = _scaled_parts(rng, 4, magnitude, ex.seed)
+        ex.candidate.merge_states(huge.o, huge.lse)
+        heard.append(_warned(ex, f"merge_states with lse near {magnitude:.0e}"))
+    for kv, n in [(_ring(rng, 4, 45, 120, D, 6), 44), (_decode(rng, 1, 23, D), 30)]:
+        ex.candidate.split_kv_attention(kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
+        heard.append(_warned(ex, f"split_kv_attention [{kv.label}] in {n} splits"))
+    ex.candidate.shared_prefix_attention(_normal(rng, 2, 3, D), np.zeros((0, D)), np.zeros((0, D)),
+                                         _normal(rng, 2, 4, D), _normal(rng, 2, 4, D))
+    heard.append(_warned(ex, "shared_prefix_attention with P = 0"))
+    heard = [h for h in heard if h]
+    if heard:
+        fail(f"numpy warned during {heard[0]}" + (f"; also during {len(heard) - 1} more situations" if len(heard) > 1
+                                                   else "") + "; the contract promises no warning",
+             {"seed": ex.seed}, kind="hygiene")
+
+
+# ---- validation ----------------------------------------------------------------------------------
+
+def check_rejects_invalid_arguments(ex):
+    """Negative query positions, num_splits < 1, S < 0, shapes that do not fit and T > L raise ValueError."""
+    rng, c = ex.rng, ex.candidate
+    f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
+    cases = [
+        (c.split_ranges, (-1, 3), "split_ranges(-1, 3)"),
+        (c.split_ranges, (10, 0), "split_ranges(10, 0)"),
+        (c.split_ranges, (10, np.int64(-2)), "split_ranges(10, np.int64(-2))"),
+        (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [-1, 5], np.arange(6), 2),
+         "split_kv_attention with q_positions [-1, 5]"),
+        (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [4, 5], np.arange(6), 0),
+         "split_kv_attention with num_splits = 0"),
+        (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [4, 5], np.arange(5), 2),
+         "split_kv_attention with 5 k_positions for 6 keys"),
+        (c.attention_with_lse, (f(3, 4), f(5, 4), f(5, 4), np.ones((3, 6), bool)),
+         "attention_with_lse with mask [3, 6] for n = 5"),
+        (c.attention_with_lse, (f(3, 4), f(5, 3), f(5, 4), np.ones((3, 5), bool)),
+         "attention_with_lse with k [5, 3], q [3, 4]"),
+        (c.merge_states, (f(3, 4, 2), f(3, 1)), "merge_states(o [3, 4, 2], lse [3, 1])"),
+        (c.merge_states, (f(0, 4, 2), f(0, 4)), "merge_states with N = 0 parts"),
+        (c.shared_prefix_attention, (f(2, 5, 4), f(3, 4), f(3, 4), f(2, 4, 4), f(2, 4, 4)),
+         "shared_prefix_attention with T = 5 > L = 4"),
+        (c.shared_prefix_attention, (f(2, 2, 4), f(3, 4), f(3, 4), f(3, 4, 4), f(3, 4, 4)),
+         "shared_prefix_attention with B = 2 queries but 3 suffixes"),
+    ]
+    for fn, args, call in cases:
+        try:
+            expect_raises(fn, *args, call=call, case={"seed": ex.seed})
+        except AssertionError:
+            ex.diagnose("accepts_invalid_arguments",
+                        f"{call} did not raise ValueError: an invalid argument turned into a plausible-looking answer")
+            raise

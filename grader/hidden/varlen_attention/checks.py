@@ -1,0 +1,557 @@
+"""Hidden checks for varlen_attention. Each ``check_*`` is one stable check id (without the prefix).
+
+Packed batches are drawn as per-sequence counts (n_q, n_k), then sent as cu_seqlens in every
+container the contract allows; left-padded batches as one padding length per row. Every answer
+is compared with the per-sequence oracle; a failing check names a known mistake only when every
+failing case of that check equals it (``diagnosis.explain``).
+"""
+import math
+import time
+
+import numpy as np
+
+from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.sandbox import CandidateTimeout
+
+from . import diagnosis, oracle
+
+LONG = 70_001  # past 2**16: positions or lengths kept in int16 / uint16 wrap
+FORMS = ("list", "int64", "int32", "numpy scalars")
+
+
+# -- drawing batches ----------------------------------------------------------------------------
+
+
+def _odd(rng, low, high):
+    """An integer in [low, high] that is not a power of two (when the range allows it)."""
+    for _ in range(100):
+        n = int(rng.integers(low, high + 1))
+        if n & (n - 1):
+            return n
+    return int(low)
+
+
+def counts(rng, kinds, max_k=40):
+    """(n_q, n_k) per sequence: "prefill" n_q = n_k, "decode" n_q = 1, "chunk" 1 < n_q < n_k,
+    "idle" n_q = 0 (its keys still packed)."""
+    n_q, n_k = [], []
+    for kind in kinds:
+        k = _odd(rng, 3, max_k)
+        q = {"prefill": k, "decode": 1, "chunk": int(rng.integers(2, k)), "idle": 0}[kind]
+        n_q.append(q)
+        n_k.append(k)
+    return n_q, n_k
+
+
+def cumulative(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def sent_as(cu: np.ndarray, form: str):
+    """cu_seqlens as the candidate receives it: a list of ints, an int64 or int32 array, or a
+    list of numpy int64 scalars."""
+    return {"list": [int(x) for x in cu], "int64": cu.astype(np.int64), "int32": cu.astype(np.int32),
+            "numpy scalars": [np.int64(x) for x in cu]}[form]
+
+
+def mixed_batches(rng, count, max_k=40):
+    """Batches of 1 to 9 sequences mixing prefill, decode, chunks and idle sequences."""
+    batches = []
+    for n in range(count):
+        B = 1 + n % 9
+        kinds = list(rng.choice(["prefill", "decode", "chunk", "idle"], size=B))
+        batches.append(counts(rng, kinds, max_k))
+    return batches
+
+
+def _short(a) -> str:
+    a = [int(x) for x in a]
+    return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} entries)"
+
+
+class Packed:
+    """One packed batch: its cu_seqlens (int64), and how they are sent."""
+
+    def __init__(self, n_q, n_k, form="list"):
+        self.cu_q, self.cu_k, self.form = cumulative(n_q), cumulative(n_k), form
+
+    @property
+    def inputs(self):
+        return self.cu_q, self.cu_k
+
+    @property
+    def sent(self):
+        return sent_as(self.cu_q, self.form), sent_as(self.cu_k, self.form)
+
+    @property
+    def size(self):
+        return int(self.cu_q[-1]) * int(self.cu_k[-1]) + len(self.cu_q)
+
+    def case(self, seed, **more):
+        return {"cu_seqlens_q": _short(self.cu_q), "cu_seqlens_k": _short(self.cu_k),
+                "sent as": self.form, "seed": seed, **more}
+
+    def call(self, name):
+        return f"{name}(cu_seqlens_q={_short(self.cu_q)}, cu_seqlens_k={_short(self.cu_k)}) [{self.form}]"
+
+
+# -- naming mistakes -------------------------------------------------------------------------
+
+
+def _name_or_describe(ex, failures, variants, message, compute_for=None):
+    """Name mistakes when every failing case is explained; else say what fits the smallest.
+
+    ``failures`` are (inputs, correct answer, got, extra) sorted smallest first; the correct
+    answer handed to the sentences is ``extra["want_mask"]`` when given (attention outputs are
+    explained through masks)."""
+    cases = [(inputs, extra.get("want_mask", want),
+              diagnosis.matching(variants, inputs, got, compute_for(extra) if compute_for else None))
+             for inputs, want, got, extra in failures]
+    explained = diagnosis.explain(variants, cases)
+    if all(explained):
+        for names, sentence in explained:
+            for name in names:
+                ex.diagnose(name, sentence)
+        return f"{message}; {explained[0][1]}"
+    if explained[0]:
+        return f"{message}; consistent with {' and '.join(explained[0][0])} in this case"
+    return message
+
+
+# -- varlen_mask ----------------------------------------------------------------------------
+
+
+def _mask(ex, batch: Packed):
+    value = ex.candidate.call("varlen_mask", *batch.sent)
+    shape = (int(batch.cu_q[-1]), int(batch.cu_k[-1]))
+    return expect_array(value, call=batch.call("varlen_mask"), shape=shape, kind="b", case=batch.case(ex.seed))
+
+
+def expect_masks(ex, batches, what):
+    """Each batch's varlen_mask must equal the oracle's; report the smallest failing one."""
+    failures = []
+    for batch in batches:
+        got, want = _mask(ex, batch), oracle.varlen_mask(*batch.inputs)
+        if not np.array_equal(got, want):
+            failures.append((batch, want, got))
+    if not failures:
+        return
+    failures.sort(key=lambda f: f[0].size)
+    batch, want, got = failures[0]
+    row, col = (int(x) for x in np.argwhere(want != got)[0])
+    message = (f"{batch.call('varlen_mask')} ({what}) differs from the per-sequence rule in "
+               f"{int((want != got).sum()):,} of {want.size:,} cells; first: query row {row}, key row {col}, "
+               f"expected {bool(want[row, col])}")
+    message = _name_or_describe(ex, [(f[0].inputs, f[1], f[2], {}) for f in failures],
+                                diagnosis.MASK_VARIANTS, message)
+    fail(message, batch.case(ex.seed),
+         grid_picture(want, got, "varlen_mask: rows are packed queries, columns packed keys"))
+
+
+def check_mask_dtype_and_shape(ex):
+    """varlen_mask returns a numpy bool array of shape [total_q, total_k]."""
+    for n_q, n_k in [([1], [1]), ([2, 0, 3], [5, 4, 3]), ([0], [6])]:
+        _mask(ex, Packed(n_q, n_k))
+
+
+def check_mask_single_sequence(ex):
+    """One sequence: prefill, a decode step, a chunk, and a sequence with no queries."""
+    rng = ex.rng
+    k = _odd(rng, 20, 90)
+    cases = [([k], [k]), ([1], [k]), ([int(rng.integers(2, k))], [k]), ([0], [k]), ([1], [1])]
+    expect_masks(ex, [Packed(q, kk, FORMS[n % 4]) for n, (q, kk) in enumerate(cases)], "one sequence")
+
+
+def check_mask_prefill_batches(ex):
+    """Batches where every sequence prefills (n_q = n_k), equal and unequal lengths."""
+    rng = ex.rng
+    batches = [Packed([7, 7, 7], [7, 7, 7])]
+    for n in range(6):
+        n_q, n_k = counts(rng, ["prefill"] * int(rng.integers(2, 10)))
+        batches.append(Packed(n_q, n_k, FORMS[n % 4]))
+    expect_masks(ex, batches, "every sequence a prefill")
+
+
+def check_mask_mixed_batches(ex):
+    """1 to 9 sequences mixing prefill, decode steps, chunks and idle ones, cu_seqlens in every form."""
+    batches = [Packed(n_q, n_k, FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 27))]
+    expect_masks(ex, batches, "mixed batch")
+
+
+def check_mask_idle_sequences(ex):
+    """Sequences with n_q = 0 first, last, in a row and between others (some with no keys either)."""
+    rng = ex.rng
+    batches = []
+    for n, kinds in enumerate([["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"],
+                               ["decode", "chunk", "idle"], ["idle", "idle", "chunk", "idle", "decode"]]):
+        n_q, n_k = counts(rng, kinds)
+        batches.append(Packed(n_q, n_k, FORMS[n % 4]))
+    batches.append(Packed([0, 3, 0, 2], [0, 5, 0, 2], "int32"))  # sequences with no tokens at all
+    expect_masks(ex, batches, "sequences without queries")
+
+
+def check_mask_long_next_to_short(ex):
+    """A sequence of more than 2**16 keys decoding next to short ones."""
+    rng = ex.rng
+    n_q, n_k = counts(rng, ["chunk", "decode", "prefill"], max_k=30)
+    long_q = _odd(rng, 2, 9)
+    batches = [Packed([long_q] + n_q, [LONG] + n_k, "int32"), Packed(n_q + [1], n_k + [LONG], "numpy scalars")]
+    expect_masks(ex, batches, "a long sequence beside short ones")
+
+
+# -- varlen_attention ----------------------------------------------------------------------------
+
+
+def _qkv(rng, batch: Packed, D):
+    q = rng.standard_normal((int(batch.cu_q[-1]), D))
+    k, v = (rng.standard_normal((int(batch.cu_k[-1]), D)) for _ in range(2))
+    return q, k, v
+
+
+def _attention(ex, batch: Packed, q, k, v, measure_memory=False):
+    value = ex.candidate.call("varlen_attention", q, k, v, *batch.sent, measure_memory=measure_memory)
+    return expect_array(value, call=batch.call("varlen_attention"), shape=(q.shape[0], v.shape[1]),
+                        kind="f", case=batch.case(ex.seed, D=q.shape[1]))
+
+
+def _row_errors(got, want):
+    return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1, initial=0.0)
+
+
+def expect_attention(ex, batches, what):
+    """Each batch's output must equal per-sequence causal attention; report the smallest failure."""
+    rng, failures = ex.rng, []
+    for batch in batches:
+        D = _odd(rng, 3, 24)
+        q, k, v = _qkv(rng, batch, D)
+        got, want = _attention(ex, batch, q, k, v), oracle.varlen_attention(q, k, v, *batch.inputs)
+        if (_row_errors(got, want) > diagnosis.TOLERANCE).any():
+            failures.append((batch, want, got, {"qkv": (q, k, v), "want_mask": oracle.varlen_mask(*batch.inputs)}))
+    if not failures:
+        return
+    failures.sort(key=lambda f: f[0].size)
+    batch, want, got, extra = failures[0]
+    errors = _row_errors(got, want)
+    row = int(np.argmax(errors > diagnosis.TOLERANCE))
+    b = int(np.searchsorted(batch.cu_q, row, side="right") - 1)
+    message = (f"{batch.call('varlen_attention')} ({what}, D = {extra['qkv'][0].shape[1]}): "
+               f"{int((errors > diagnosis.TOLERANCE).sum())} of {len(errors)} query rows differ from causal "
+               f"attention over their own sequence, by up to {errors.max():.3g}; first: row {row} "
+               f"(sequence {b}, query {row - int(batch.cu_q[b])})")
+    if not np.isfinite(got).all():
+        message += "; some rows are NaN or infinite"
+
+    def compute_for(extra):
+        return lambda mask: oracle.masked_attention(*extra["qkv"], mask)
+
+    message = _name_or_describe(ex, [(f[0].inputs, f[1], f[2], f[3]) for f in failures],
+                                diagnosis.MASK_VARIANTS, message, compute_for)
+    fail(message, batch.case(ex.seed, D=extra["qkv"][0].shape[1]))
+
+
+def check_attention_single_sequence(ex):
+    """One sequence alone: prefill, a decode step and a chunk equal causal attention."""
+    rng = ex.rng
+    k = _odd(rng, 20, 90)
+    cases = [([k], [k]), ([1], [k]), ([int(rng.integers(2, k))], [k])]
+    expect_attention(ex, [Packed(q, kk, FORMS[n]) for n, (q, kk) in enumerate(cases)], "one sequence")
+
+
+def check_attention_prefill_batches(ex):
+    """Every sequence prefills (n_q = n_k): each equals its own causal attention."""
+    rng = ex.rng
+    batches = [Packed(*counts(rng, ["prefill"] * int(rng.integers(2, 10))), FORMS[n % 4]) for n in range(5)]
+    expect_attention(ex, batches, "every sequence a prefill")
+
+
+def _busy(n_q, n_k):
+    """Idle sequences keep at least one key here (an attention row needs a key to see)."""
+    return n_q, [max(k, 1) for k in n_k]
+
+
+def check_attention_mixed_batches(ex):
+    """1 to 9 sequences mixing prefill, decode, chunks and idle ones: each equals its own attention."""
+    batches = [Packed(*_busy(n_q, n_k), FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 18))]
+    expect_attention(ex, batches, "mixed batch")
+
+
+def check_attention_idle_sequences(ex):
+    """Sequences with n_q = 0 before, between and after others do not disturb their neighbours."""
+    rng = ex.rng
+    batches = [Packed(*counts(rng, kinds), FORMS[n % 4]) for n, kinds in enumerate(
+        [["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"], ["decode", "idle", "chunk", "idle"]])]
+    batches.append(Packed([0, 2, 0, 3], [0, 4, 0, 3], "int32"))  # sequences with no tokens at all
+    expect_attention(ex, batches, "sequences without queries")
+
+
+def check_attention_float32_inputs(ex):
+    """float32 q, k, v give the same outputs as float64 ones, up to float32 rounding."""
+    rng = ex.rng
+    for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4)):
+        batch = Packed(*_busy(n_q, n_k), FORMS[n % 4])
+        q, k, v = (x.astype(np.float32) for x in _qkv(rng, batch, _odd(rng, 3, 24)))
+        got = _attention(ex, batch, q, k, v)
+        want = oracle.varlen_attention(*(x.astype(np.float64) for x in (q, k, v)), *batch.inputs)
+        error = _row_errors(got, want)
+        if (error > 1e-4).any():
+            row = int(np.argmax(error > 1e-4))
+            fail(f"{batch.call('varlen_attention')} with float32 q, k, v: row {row} differs from attention "
+                 f"over its own sequence by {error[row]:.3g} (float32 rounding is below 1e-4)",
+                 batch.case(ex.seed, D=q.shape[1], dtype="float32"))
+
+
+def check_attention_long_next_to_short(ex):
+    """A sequence of more than 2**16 keys decoding next to short ones."""
+    rng = ex.rng
+    n_q, n_k = counts(rng, ["chunk", "decode", "prefill"], max_k=30)
+    batches = [Packed([_odd(rng, 2, 7)] + n_q, [LONG] + n_k, "int32"),
+               Packed(n_q + [1], n_k + [LONG], "numpy scalars")]
+    expect_attention(ex, batches, "a long sequence beside short ones")
+
+
+def _peak_bytes(ex, batch: Packed, q, k, v):
+    """Peak memory of one varlen_attention call (the one place that measures it)."""
+    _attention(ex, batch, q, k, v, measure_memory=True)
+    return ex.sandbox.last_call.peak_bytes
+
+
+def check_no_batch_sized_memory(ex):
+    """Batches of many sequences: peak memory stays far below the whole batch's total_q x total_k."""
+    rng = ex.rng
+    paths = {"every sequence a prefill": ["prefill"],
+             "chunks and decode steps": ["chunk", "chunk", "decode"],
+             "mixed, with idle sequences": ["prefill", "chunk", "decode", "idle"]}
+    for what, kinds in paths.items():
+        B = _odd(rng, 45, 60)
+        n_q, n_k = counts(rng, [kinds[n % len(kinds)] for n in range(B)], max_k=300)
+        n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
+        batch = Packed(n_q, n_k, "int64")
+        q, k, v = _qkv(rng, batch, 8)
+        peak = _peak_bytes(ex, batch, q, k, v)
+        if peak is None:
+            return  # the child could not measure; nothing to judge
+        whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
+        largest = max(a * b for a, b in zip(n_q, n_k)) * 8
+        if peak >= whole // 4:
+            sentence = (f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) "
+                        f"peaked at {peak / 2**20:.1f} MiB; a bool mask of the whole batch is {whole / 2**20:.1f} MiB, "
+                        f"while the largest sequence's float scores need {largest / 2**20:.2f} MiB")
+            ex.diagnose("batch_sized_mask", sentence)
+            fail(f"{batch.call('varlen_attention')}: {sentence}; work one sequence at a time",
+                 batch.case(ex.seed, D=8), kind="must_not")
+
+
+def _seconds(ex, batch: Packed, q, k, v):
+    """Wall time of one call, timed here in the grader's process (never by the child)."""
+    began = time.perf_counter()
+    _attention(ex, batch, q, k, v)
+    return time.perf_counter() - began
+
+
+REPEATS = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
+
+
+def check_work_grows_per_sequence(ex):
+    """A batch of 90 sequences takes about as long as 30 batches of 3 of the same lengths, not several times longer."""
+    rng = ex.rng
+    n_q, n_k = counts(rng, ["prefill", "chunk", "prefill"], max_k=180)
+    n_k = [max(k, 120) for k in n_k]
+    n_q = [min(q, k) for q, k in zip(n_q, n_k)]
+    few, many = Packed(n_q, n_k, "int64"), Packed(n_q * REPEATS, n_k * REPEATS, "int64")
+    few_inputs, many_inputs = _qkv(rng, few, 8), _qkv(rng, many, 8)
+    separately = sum(_seconds(ex, few, *few_inputs) for _ in range(REPEATS))
+    try:
+        together = _seconds(ex, many, *many_inputs)
+        if together > 3 * separately:  # confirm: one slow call may be the machine's doing
+            together = min(together, _seconds(ex, many, *many_inputs))
+        took = f"took {together:.3g} s ({together / separately:.0f} times as long for the same sequences)"
+    except CandidateTimeout:
+        together, took = math.inf, "did not finish within the time limit for one call"
+    if together > 3 * separately:  # per-sequence work: about 1x (each call adds a little overhead)
+        sentence = (f"one batch of {len(n_q) * REPEATS} sequences {took}, while {REPEATS} batches of {len(n_q)} "
+                    f"of the same lengths took {separately:.3g} s in all: the work grows with the whole batch "
+                    "(total_q x total_k), not with each sequence's n_q x n_k")
+        ex.diagnose("batch_sized_work", sentence)
+        fail(f"varlen_attention: {sentence}", many.case(ex.seed, D=8), kind="efficiency")
+
+
+# -- left padding ---------------------------------------------------------------------------
+
+
+def padded(pads, L, as_int=False):
+    """attention_mask [B, L]: row b has pads[b] padding columns, then real tokens."""
+    mask = np.arange(L)[None, :] >= np.asarray(pads)[:, None]
+    return mask.astype(np.int64) if as_int else mask
+
+
+def _mask_case(mask, seed, **more):
+    pads = (~np.asarray(mask).astype(bool)).sum(axis=1)
+    return {"rows": mask.shape[0], "columns": mask.shape[1], "padding per row": _short(pads),
+            "mask dtype": str(mask.dtype), "seed": seed, **more}
+
+
+def _positions(ex, mask):
+    call = f"left_padded_positions(<{mask.dtype} mask of shape {mask.shape}>)"
+    return expect_array(ex.candidate.call("left_padded_positions", mask), call=call, shape=mask.shape,
+                        kind="i", case=_mask_case(mask, ex.seed))
+
+
+def expect_positions(ex, masks, what):
+    failures = []
+    for mask in masks:
+        got, want = _positions(ex, mask), oracle.left_padded_positions(mask)
+        if not np.array_equal(got, want):
+            failures.append(((mask.astype(bool), None), want, got, {}))
+    if not failures:
+        return
+    failures.sort(key=lambda f: f[1].size)
+    (mask, _), want, got, _ = failures[0]
+    b, j = (int(x) for x in np.argwhere(want != got)[0])
+    message = (f"left_padded_positions ({what}) on a mask of shape {mask.shape}: {int((want != got).sum())} "
+               f"entries differ; first: row {b} ({int((~mask[b]).sum())} padding columns), column {j}: got "
+               f"{int(got[b, j])}, expected {int(want[b, j])}")
+    message = _name_or_describe(ex, failures, diagnosis.POSITION_VARIANTS, message)
+    fail(message, _mask_case(mask, ex.seed))
+
+
+def _pads(rng, B, L):
+    """Different padding per row, one row without padding, one of padding only."""
+    pads = [int(rng.integers(1, L)) for _ in range(B)]
+    pads[int(rng.integers(0, B))] = 0
+    return pads
+
+
+def check_positions_random_padding(ex):
+    """Rows padded by different amounts, rows without padding, a row of padding only; bool and 0/1 masks."""
+    rng, masks = ex.rng, []
+    for n in range(8):
+        B, L = _odd(rng, 3, 9), _odd(rng, 5, 60)
+        pads = _pads(rng, B, L)
+        pads[(pads.index(0) + 1) % B] = L  # a row of padding only (an empty suffix)
+        masks.append(padded(pads, L, as_int=n % 2 == 1))
+    expect_positions(ex, masks, "random left padding")
+
+
+def check_positions_without_padding(ex):
+    """No padding at all: positions 0 .. L - 1 on every row."""
+    rng = ex.rng
+    expect_positions(ex, [padded([0] * 3, _odd(rng, 5, 40)), padded([0], 1, as_int=True)], "no padding")
+
+
+def check_positions_long_rows(ex):
+    """Rows longer than 2**16 columns, padded by more than 2**15 on some."""
+    rng = ex.rng
+    expect_positions(ex, [padded([0, 40_000, int(rng.integers(1, 1000))], LONG)], "long rows")
+
+
+def _decode_mask(ex, mask, T):
+    B, S = mask.shape
+    call = f"left_padded_decode_mask(<{mask.dtype} mask of shape {mask.shape}>, T={T!r})"
+    return expect_array(ex.candidate.call("left_padded_decode_mask", mask, T), call=call, shape=(B, int(T), S),
+                        kind="b", case=_mask_case(mask, ex.seed, T=int(T)))
+
+
+def expect_decode_masks(ex, cases, what):
+    failures = []
+    for mask, T in cases:
+        got, want = _decode_mask(ex, mask, T), oracle.left_padded_decode_mask(mask, int(T))
+        if not np.array_equal(got, want):
+            failures.append(((mask.astype(bool), int(T)), want, got, {}))
+    if not failures:
+        return
+    failures.sort(key=lambda f: f[1].size)
+    (mask, T), want, got, _ = failures[0]
+    b, i, j = (int(x) for x in np.argwhere(want != got)[0])
+    message = (f"left_padded_decode_mask ({what}), mask of shape {mask.shape}, T = {T}: "
+               f"{int((want != got).sum())} entries differ; first: row {b} ({int((~mask[b]).sum())} padding "
+               f"columns), new token {i}, column {j}: expected {bool(want[b, i, j])}")
+    message = _name_or_describe(ex, failures, diagnosis.DECODE_MASK_VARIANTS, message)
+    fail(message, _mask_case(mask, ex.seed, T=T),
+         grid_picture(want[b], got[b], f"row {b}: new tokens (rows) over columns"))
+
+
+def check_decode_mask_random_padding(ex):
+    """Rows padded by different amounts and rows without padding, T = 1 and T > 1, bool and 0/1 masks."""
+    rng, cases = ex.rng, []
+    for n in range(10):
+        B, S = _odd(rng, 2, 7), _odd(rng, 6, 70)
+        T = 1 if n % 3 == 0 else int(rng.integers(2, S // 2))
+        pads = [min(p, S - T) for p in _pads(rng, B, S)]
+        cases.append((padded(pads, S, as_int=n % 2 == 1), np.int64(T) if n % 4 == 1 else T))
+    expect_decode_masks(ex, cases, "random left padding")
+
+
+def check_decode_mask_without_padding(ex):
+    """No padding: T = S is a prefill triangle, T < S the bottom rows of it."""
+    rng = ex.rng
+    S = _odd(rng, 5, 30)
+    cases = [(padded([0, 0], S), S), (padded([0, 0, 0], S, as_int=True), int(rng.integers(2, S))),
+             (padded([0], 1), 1)]
+    expect_decode_masks(ex, cases, "no padding")
+
+
+def check_decode_mask_long_rows(ex):
+    """Rows longer than 2**16 columns, padded by more than 2**15 on one."""
+    rng = ex.rng
+    expect_decode_masks(ex, [(padded([40_000, 0], LONG), np.int64(3))], "long rows")
+
+
+# -- invalid arguments -----------------------------------------------------------------------
+
+
+def _reject(ex, fn_name, *args, what):
+    try:
+        expect_raises(getattr(ex.candidate, fn_name), *args, call=f"{fn_name} with {what}")
+    except AssertionError as exc:
+        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
+            ex.diagnose("accepts_invalid_arguments", f"{fn_name} with {what} did not raise ValueError: invalid "
+                                                     "arguments must be rejected, not given a silent answer")
+        raise
+
+
+MALFORMED_CU = [
+    ([1, 3], [1, 3], "cu_seqlens not starting at 0"),
+    ([0, 3, 2], [0, 3, 5], "a decreasing cu_seqlens_q"),
+    ([0, 2, 4], [0, 5, 4], "a decreasing cu_seqlens_k"),
+    ([0, 2, 4], [0, 4], "cu_seqlens of unequal lengths"),
+    ([0, 3, 4], [0, 2, 6], "a sequence with n_q = 3 > n_k = 2"),
+    ([0], [0], "a single entry (no sequence)"),
+    (np.array([[0, 2]]), np.array([[0, 2]]), "2-D cu_seqlens"),
+]
+
+
+def check_rejects_malformed_cu_seqlens(ex):
+    """cu_seqlens not starting at 0, decreasing, of unequal lengths or with n_q > n_k raise ValueError."""
+    for cu_q, cu_k, what in MALFORMED_CU:
+        _reject(ex, "varlen_mask", cu_q, cu_k, what=what)
+        cu_q, cu_k = np.asarray(cu_q), np.asarray(cu_k)
+        q = np.ones((max(int(cu_q.max()), 0), 4))
+        k = np.ones((max(int(cu_k.max()), 0), 4))
+        _reject(ex, "varlen_attention", q, k, k, cu_q, cu_k, what=what)
+
+
+def check_rejects_mismatched_rows(ex):
+    """q, k or v with other row counts than cu_seqlens announce raise ValueError."""
+    cu_q, cu_k = [0, 2, 5], [0, 4, 9]
+    ones = np.ones
+    for q, k, v, what in [(ones((4, 3)), ones((9, 3)), ones((9, 3)), "q of 4 rows for total_q = 5"),
+                          (ones((5, 3)), ones((8, 3)), ones((8, 3)), "k, v of 8 rows for total_k = 9"),
+                          (ones((5, 3)), ones((9, 3)), ones((7, 3)), "v of 7 rows, k of 9"),
+                          (ones((5, 3)), ones((9, 4)), ones((9, 4)), "q with 3 columns, k with 4")]:
+        _reject(ex, "varlen_attention", q, k, v, cu_q, cu_k, what=what)
+
+
+def check_rejects_bad_padding(ex):
+    """Padding on the right or in the middle of a row raises ValueError, in both functions."""
+    for mask, what in [(np.array([[1, 1, 0], [1, 1, 1]], bool), "padding on the right of row 0"),
+                       (np.array([[0, 1, 0, 1]]), "padding in the middle of a row")]:
+        _reject(ex, "left_padded_positions", mask, what=what)
+        _reject(ex, "left_padded_decode_mask", mask, 1, what=what)
+
+
+def check_rejects_bad_decode_step(ex):
+    """T outside 1..S, or a padding column among the last T, raise ValueError."""
+    mask = padded([2, 0], 6)
+    for T, what in [(0, "T = 0"), (7, "T = 7 > S = 6"), (np.int64(-1), "T = np.int64(-1)"),
+                    (5, "T = 5 while row 0's last 5 columns hold padding")]:
+        _reject(ex, "left_padded_decode_mask", mask, T, what=what)

@@ -1,0 +1,133 @@
+"""The hidden oracle for varlen_attention agrees with small cases worked out by hand."""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.hidden.varlen_attention import checks, diagnosis, oracle
+
+
+def test_each_sequence_is_bottom_right_within_itself():
+    # sequence 0: 2 queries over 5 keys, so they are its tokens 3 and 4;
+    # sequence 1: 1 query over 2 keys (its token 1), packed at key rows 5 and 6
+    expected = np.array([[1, 1, 1, 1, 0, 0, 0],
+                         [1, 1, 1, 1, 1, 0, 0],
+                         [0, 0, 0, 0, 0, 1, 1]], dtype=bool)
+    np.testing.assert_array_equal(oracle.varlen_mask([0, 2, 3], [0, 5, 7]), expected)
+
+
+def test_a_sequence_without_queries_keeps_its_keys():
+    # sequence 0 owns key rows 0..2 and no query; row 0 is sequence 1's only query (token 1 of 2)
+    np.testing.assert_array_equal(oracle.varlen_mask([0, 0, 1], [0, 3, 5]), [[0, 0, 0, 1, 1]])
+    np.testing.assert_array_equal(oracle.varlen_mask([0, 0], [0, 4]), np.zeros((0, 4), bool))
+
+
+def test_attention_averages_exactly_the_visible_values():
+    q = np.zeros((2, 2))  # zero queries: equal scores, so the output is the mean of the visible values
+    k = np.ones((3, 2))
+    v = np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]])
+    out = oracle.varlen_attention(q, k, v, [0, 1, 2], [0, 1, 3])
+    np.testing.assert_allclose(out, [[1.0, 2.0], [5.0, 8.0]])  # row 0: v[0]; row 1: mean of v[1], v[2]
+
+
+def test_positions_skip_the_padding():
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
+    expected = [[-1, -1, 0, 1, 2], [0, 1, 2, 3, 4], [-1, -1, -1, -1, -1]]
+    np.testing.assert_array_equal(oracle.left_padded_positions(mask), expected)
+
+
+def test_decode_mask_hides_padding_and_the_future():
+    mask = np.array([[0, 1, 1, 1], [1, 1, 1, 1]], dtype=bool)
+    expected = np.array([[[0, 1, 1, 0], [0, 1, 1, 1]],
+                         [[1, 1, 1, 0], [1, 1, 1, 1]]], dtype=bool)
+    np.testing.assert_array_equal(oracle.left_padded_decode_mask(mask, 2), expected)
+
+
+def test_masked_attention_agrees_with_the_per_sequence_oracle():
+    rng = np.random.default_rng(3)
+    for n_q, n_k in checks.mixed_batches(rng, 9):
+        n_k = [max(k, 1) for k in n_k]
+        batch = checks.Packed(n_q, n_k)
+        q, k, v = checks._qkv(rng, batch, 5)
+        np.testing.assert_allclose(oracle.masked_attention(q, k, v, oracle.varlen_mask(*batch.inputs)),
+                                   oracle.varlen_attention(q, k, v, *batch.inputs), atol=1e-12)
+
+
+def test_one_offset_is_right_only_when_every_offset_agrees():
+    prefills = checks.Packed([3, 5, 2], [3, 5, 2]).inputs
+    uneven = checks.Packed([1, 4, 0, 2], [6, 4, 3, 9]).inputs
+    for variant in diagnosis.MASK_VARIANTS[:3]:  # the three global_offset variants
+        assert variant.names(prefills) == ("global_offset",)
+        np.testing.assert_array_equal(variant.answer(prefills), oracle.varlen_mask(*prefills))
+        assert not np.array_equal(variant.answer(uneven), oracle.varlen_mask(*uneven))
+
+
+def test_every_variant_differs_from_the_oracle_somewhere_in_the_checks_batches():
+    rng = np.random.default_rng(0)
+    batches = [checks.Packed(*counts).inputs for counts in checks.mixed_batches(rng, 27)]
+    for variant in diagnosis.MASK_VARIANTS:
+        assert any(not np.array_equal(variant.answer(b), oracle.varlen_mask(*b)) for b in batches)
+
+
+def test_drawn_batches_cover_every_kind_and_size():
+    rng = np.random.default_rng(1)
+    batches = checks.mixed_batches(rng, 27)
+    assert {len(n_q) for n_q, _ in batches} == set(range(1, 10))
+    pairs = [(q, k) for n_q, n_k in batches for q, k in zip(n_q, n_k)]
+    assert any(q == 0 for q, _ in pairs) and any(q == k for q, k in pairs) and any(0 < q < k for q, k in pairs)
+    assert all(q <= k for q, k in pairs)
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(f"mutant_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MUTANTS = Path(__file__).resolve().parent.parent / "solutions" / "mutants" / "varlen_attention"
+
+
+@pytest.mark.parametrize("name", ["global_offset", "first_sequence_offset", "earlier_sequences_visible",
+                                  "empty_sequence_lookup", "packed_causal"])
+def test_mask_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
+    """On the mask checks' batches for seeds 0-20, every case a mutant gets wrong is explained,
+    and by its own diagnosis (the mechanism behind stable names, not the seeds chosen)."""
+    mutant = _load(MUTANTS / f"{name}.py")
+    wrong_cases = 0
+    for seed in range(21):
+        rng = np.random.default_rng(seed)
+        for n_q, n_k in checks.mixed_batches(rng, 27):
+            inputs = checks.Packed(n_q, n_k).inputs
+            got, want = mutant.varlen_mask(*inputs), oracle.varlen_mask(*inputs)
+            if np.array_equal(got, want):
+                continue
+            wrong_cases += 1
+            [found] = diagnosis.explain(diagnosis.MASK_VARIANTS,
+                                        [(inputs, want, diagnosis.matching(diagnosis.MASK_VARIANTS, inputs, got))])
+            assert found is not None, f"seed {seed}: no variant explains {name} on {n_q}, {n_k}"
+            assert mutant.EXPECTED_DIAGNOSIS in found[0], (seed, n_q, n_k, found)
+    assert wrong_cases > 0
+
+
+@pytest.mark.parametrize("name", ["positions_count_padding", "query_columns_as_positions", "padding_visible"])
+def test_padding_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
+    mutant = _load(MUTANTS / f"{name}.py")
+    wrong_cases = 0
+    for seed in range(21):
+        rng = np.random.default_rng(seed)
+        B, S = checks._odd(rng, 2, 7), checks._odd(rng, 6, 70)
+        T = int(rng.integers(1, S // 2))
+        mask = checks.padded([min(p, S - T) for p in checks._pads(rng, B, S)], S)
+        for answer, rule, variants, inputs in [
+                (mutant.left_padded_positions(mask), oracle.left_padded_positions(mask),
+                 diagnosis.POSITION_VARIANTS, (mask, None)),
+                (mutant.left_padded_decode_mask(mask, T), oracle.left_padded_decode_mask(mask, T),
+                 diagnosis.DECODE_MASK_VARIANTS, (mask, T))]:
+            if np.array_equal(answer, rule):
+                continue
+            wrong_cases += 1
+            [found] = diagnosis.explain(variants, [(inputs, rule, diagnosis.matching(variants, inputs, answer))])
+            assert found is not None and found[0] == (mutant.EXPECTED_DIAGNOSIS,), (seed, found)
+    assert wrong_cases > 0
