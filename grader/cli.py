@@ -150,6 +150,8 @@ def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, juni
     except IsolationError as exc:
         raise click.UsageError(str(exc)) from None
     result.feedback = "detail"
+    if not checks:
+        _log_attempt(paths[0], result)
     _warn_about(notes, result)
     if feedback == "summary":
         result = for_candidate(result)
@@ -247,15 +249,19 @@ def _load_result(path: str) -> Result:
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
 @click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
               help="Only this exercise (repeatable, or comma-separated). Default: all.")
-def start(directory, exercises):
-    """Make a fresh self-study workspace: prompts, stubs and public tests.
+@click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
+              help="A time box for the session; reports show the time used against it.")
+def start(directory, exercises, minutes):
+    """Make a fresh workspace: prompts, stubs and public tests.
 
-    Then `python -m pytest DIR` runs the public tests and `kvgrade grade DIR` the hidden ones.
+    Then `python -m pytest DIR` runs the public tests and `kvgrade grade DIR` the hidden ones;
+    each grading run inside DIR is logged (DIR/.kvgrade/) and the report shows the timeline.
+    `kvgrade hint ID DIR` prints the next hint when stuck.
     """
     from .workspace import WorkspaceError, start as make_workspace
 
     try:
-        chosen = make_workspace(directory, exercises or None)
+        chosen = make_workspace(directory, exercises or None, minutes)
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="DIR") from None
     click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}")
@@ -321,10 +327,64 @@ def list_exercises():
 
 @main.command()
 @click.argument("exercise_id", metavar="ID")
-def show(exercise_id):
+@click.option("--interviewer", is_flag=True,
+              help="Print the interviewer's sheet instead: time box and checkpoints, hints and what each "
+                   "costs, observed criteria, follow-ups, and which exercises fit a 45-60 minute slot.")
+def show(exercise_id, interviewer):
     """Print the prompt of exercise ID."""
+    from . import interview
+
+    ex = _exercise(exercise_id)
+    click.echo(interview.text(ex) if interviewer else ex.prompt_path.read_text())
+
+
+def _exercise(exercise_id: str):
     try:
-        ex = catalog.get(exercise_id)
+        return catalog.get(exercise_id)
     except KeyError as exc:
         raise click.BadParameter(exc.args[0], param_hint="ID") from None
-    click.echo(ex.prompt_path.read_text())
+
+
+@main.command()
+@click.argument("exercise_id", metavar="ID")
+@click.argument("directory", metavar="[DIR]", default=".", type=click.Path(path_type=str))
+def hint(exercise_id, directory):
+    """Print the next hint for exercise ID, from a nudge to near the answer, and log it in
+    DIR/.kvgrade/hints.jsonl (DIR: your workspace, default the current folder).
+
+    The log is yours and never changes a level; in an interview, only hints the interviewer
+    records in the notes file count.
+    """
+    from . import timeline
+
+    ex = _exercise(exercise_id)
+    if not Path(directory).is_dir():
+        raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
+    hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
+    if shown >= len(hints):
+        click.echo(f"All {len(hints)} hints for {ex.id} were shown already:")
+        for i, h in enumerate(hints, 1):
+            click.echo(f"  {i}. {' '.join(h.text.split())}")
+        return
+    try:
+        timeline.record_hint(Path(directory), ex.id, shown + 1)
+    except timeline.LogError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"hint {shown + 1} of {len(hints)} for {ex.id}: {' '.join(hints[shown].text.split())}")
+
+
+def _log_attempt(path: str, result):
+    """In a workspace made by `kvgrade start`: log this run, and give the result the timeline."""
+    from . import timeline
+
+    root = Path(path)
+    if not timeline.is_workspace(root):
+        return
+    try:
+        timeline.record_attempt(root, result)
+    except timeline.LogError as exc:
+        click.echo(click.style("warning: ", fg="yellow") + f"attempt not logged: {exc}", err=True)
+    session = timeline.summarise(root, result)
+    for e in result.exercises:
+        e.timeline = session["exercises"].get(e.id, {})
+    result.session = {k: v for k, v in session.items() if k != "exercises"}

@@ -73,4 +73,5 @@ def for_candidate(result: Result) -> Result:
             if c.kind == "observed":
                 c.text = ""
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
+        e.interviewer = {}  # the sheet holds the hints' texts and what they cost
     return safe
