@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..result import ExerciseResult, Result
-from . import pictures
+from . import interview, pictures
 from .common import (CRITERION_MARKS, STATUS_WORDS, case_text, exercise_level, explanation, level_word,
                      overall_level, reproduce, shows_detail)
 
@@ -20,6 +20,7 @@ def render(result: Result) -> str:
            f"**Overall: {overall_level(result)}** · {result.score:.0%} of checks passed · "
            f"seed {result.seed} · feedback {result.feedback} · kvgrade {result.kvgrade_version} · "
            f"isolation {result.isolation}", "",
+           *_session(result),
            "| exercise | level | checks passed | status |", "|---|---|---|---|"]
     for e in result.exercises:
         checks = f"{e.passed_checks}/{len(e.checks)}" if e.checks else "-"
@@ -37,6 +38,7 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
     if e.status == "not_attempted":
         return out + [f"Not attempted ({e.error or 'no module found'}); required by the interview set, so it counts as weak."]
     out += _explanation(e)
+    out += _interview(e, candidate=not shows_detail(result))
     if e.error:
         out += [f"**Error:** {e.error}", ""]
     if e.diagnoses:
@@ -82,6 +84,17 @@ def _exercise(result: Result, e: ExerciseResult) -> list[str]:
             out.append(f"{i}. {f.get('ask', '')}  \n   *Listen for:* {f.get('listen_for', '')}")
         out.append("")
     return out
+
+
+def _session(result: Result) -> list[str]:
+    lines = interview.session_lines(result)
+    return [f"*{_cell(line)}*  " for line in lines[:-1]] + [f"*{_cell(lines[-1])}*", ""] if lines else []
+
+
+def _interview(e: ExerciseResult, candidate: bool) -> list[str]:
+    """Hints used and the attempt timeline (one text line for the chart), when there are any."""
+    lines = interview.hint_lines(e, candidate) + interview.timeline_lines(e)
+    return [f"- {_cell(line)}" for line in lines] + [""] if lines else []
 
 
 def _explanation(e: ExerciseResult) -> list[str]:

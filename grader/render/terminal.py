@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..result import Result
-from . import pictures
+from . import interview, pictures
 from .common import explanation, level_phrase, reproduce, shows_detail
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
@@ -31,6 +31,7 @@ def summary(result: Result, detail: bool | None = None) -> str:
             head += f"  {STATUS_WORDS[e.status]}" + (f": {e.error}" if e.error and e.status == "error" else "")
         lines.append(head)
         lines += [click.style("      " + line, dim=True) for line in explanation(e)]
+        lines += ["      " + line for line in interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)]
         for d in e.diagnoses:
             lines.append("      " + click.style(f"[{d.id}] ", fg="yellow") + d.message)
         drawn = _picture_to_draw(e.checks) if detail else None
@@ -48,6 +49,7 @@ def summary(result: Result, detail: bool | None = None) -> str:
     overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
     lines += ["", f"  overall: {overall}   "
               f"({result.seconds:.1f} s)"]
+    lines += ["  " + line for line in interview.session_lines(result)]
     return "\n".join(lines)
 
 
