@@ -32,7 +32,7 @@ def sizing(exercise: catalog.Exercise) -> str:
 def _duration(minutes: int | None) -> str:
     if minutes is None:
         return "no time box"
-    return f"about {minutes // 60} h" if minutes >= 120 else f"{minutes} min"
+    return f"{minutes} min, about {round(minutes / 60)} h" if minutes >= 120 else f"{minutes} min"
 
 
 def cost(caps: str) -> str:
