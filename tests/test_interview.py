@@ -248,8 +248,8 @@ def test_a_real_browser_draws_the_session_timeline(session, tmp_path):
     only_chart = "<style>body * { visibility: hidden } svg.timeline, svg.timeline * { visibility: visible }</style>"
     path, png = tmp_path / "report.html", tmp_path / "report.png"
     path.write_text(page.replace("</head>", only_chart + "</head>"))
-    screenshot(browser, path, png, tmp_path, size="1200,1400")
-    pixels = [p for row in png_pixels(png, max_rows=1400) for p in row]
+    screenshot(browser, path, png, tmp_path, size="1200,3000")  # the chart sits below the summary table
+    pixels = [p for row in png_pixels(png, max_rows=3000) for p in row]
     red = sum(r > 190 and 40 < g < 90 and b < 70 for r, g, b in pixels)  # the wrong run's dot
     green = sum(r < 80 and 100 < g < 150 and b < 80 for r, g, b in pixels)  # the right run's dot
     blue = sum(r < 60 and 60 < g < 100 and 110 < b < 170 for r, g, b in pixels)  # the line between
