@@ -254,3 +254,13 @@ def test_a_real_browser_draws_the_session_timeline(session, tmp_path):
     green = sum(r < 80 and 100 < g < 150 and b < 80 for r, g, b in pixels)  # the right run's dot
     blue = sum(r < 60 and 60 < g < 100 and 110 < b < 170 for r, g, b in pixels)  # the line between
     assert red and green and blue, (red, green, blue)
+
+
+def test_a_hint_the_interviewer_records_later_lowers_the_saved_level(session, tmp_path):
+    notes = tmp_path / "notes.toml"
+    notes.write_text("[decode_mask]\nhints = [2]\n")
+    data = json.loads(run("report", session["result.json"], "--notes", notes, "--json", "-"))
+    e = data["exercises"][0]
+    assert e["level"] == catalog.get("decode_mask").rubric.hints[1].caps == "hire"
+    assert e["hints_given"] == [2] and "hint 2 given" in e["reason"]
+    assert e["timeline"]["runs"] == 2  # the saved timeline survives re-rendering
