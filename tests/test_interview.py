@@ -52,8 +52,8 @@ def test_hint_prints_the_hints_in_order_logs_them_then_says_all_were_shown(tmp_p
     (["show", "no_such_exercise", "--interviewer"], "unknown exercise"),
     (["start", "x", "--minutes", "0"], "--minutes"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
-    os.chdir(tmp_path)
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output
 
@@ -219,6 +219,10 @@ def test_the_final_result_and_every_report_show_the_timeline_and_hints(session):
     for text in (session["last"], session["report.md"].read_text()):
         assert "hints used: 1 of 4" in text and "timeline: 2 runs" in text and "top_left_alignment at" in text
         assert "60 min time box" in text and "candidate's machine" in text
+    junit = run("report", session["result.json"], "--junit", "-")
+    gradescope = json.loads(run("report", session["result.json"], "--gradescope", "-"))["output"]
+    for text in (junit, gradescope):
+        assert "hints used: 1 of 4" in text and "timeline: 2 runs" in text
     page = session["report.html"].read_text()
     assert 'class="timeline"' in page and page.count("<circle") == 2 and "fixed at" in page
     assert "hints used: 1 of 4" in page and "Interviewer's sheet" in page

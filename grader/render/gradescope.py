@@ -7,7 +7,7 @@ Scores are what the result says passed; nothing is re-judged here.
 from __future__ import annotations
 
 from ..result import ExerciseResult, Result
-from . import pictures
+from . import interview, pictures
 from .common import case_text, exercise_level, overall_level, reproduce, shows_detail
 
 POINTS = 10.0
@@ -17,6 +17,9 @@ def render(result: Result) -> dict:
     tests = [t for e in result.exercises for t in _tests(result, e)]
     levels = ", ".join(f"{e.id}: {exercise_level(e)}" for e in result.exercises)
     mistakes = [f"{e.id} / {d.id}: {d.message}" for e in result.exercises for d in e.diagnoses]
+    mistakes += [f"{e.id}: {line}" for e in result.exercises if e.status != "not_attempted"
+                 for line in interview.hint_lines(e, not shows_detail(result)) + interview.timeline_lines(e)]
+    mistakes += interview.session_lines(result)
     return {
         "score": round(sum(t["score"] for t in tests), 4),
         "max_score": round(sum(t["max_score"] for t in tests), 4),

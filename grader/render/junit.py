@@ -9,7 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
-from . import pictures
+from . import interview, pictures
 from .common import case_text, exercise_level, reproduce, shows_detail
 
 
@@ -28,7 +28,8 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     suite = ET.Element("testsuite", name=e.id)
     props = ET.SubElement(suite, "properties")
     for name, value in (("level", exercise_level(e)), ("status", e.status), ("seed", str(result.seed)),
-                        *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses)):
+                        *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses),
+                        *(("interview", line) for line in interview.hint_lines(e) + interview.timeline_lines(e))):
         ET.SubElement(props, "property", name=name, value=value)
     classname = f"kvgrade.{e.id}"
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
