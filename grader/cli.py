@@ -361,6 +361,9 @@ def hint(exercise_id, directory):
     if not Path(directory).is_dir():
         raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
     hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
+    if not hints:
+        click.echo(f"{ex.id} has no staged hints yet.")
+        return
     if shown >= len(hints):
         click.echo(f"All {len(hints)} hints for {ex.id} were shown already:")
         for i, h in enumerate(hints, 1):
@@ -385,6 +388,8 @@ def _log_attempt(path: str, result):
     except timeline.LogError as exc:
         click.echo(click.style("warning: ", fg="yellow") + f"attempt not logged: {exc}", err=True)
     session = timeline.summarise(root, result)
+    if session is None:  # the workspace record went away mid-run
+        return
     for e in result.exercises:
         e.timeline = session["exercises"].get(e.id, {})
     result.session = {k: v for k, v in session.items() if k != "exercises"}

@@ -132,13 +132,23 @@ def template(result) -> str:
         if e.status == "not_attempted":
             lines += [f"# {e.id}: not attempted", ""]
             continue
-        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", "", f"[{e.id}.observed]"]
+        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", *_hints_line(e), "", f"[{e.id}.observed]"]
         for c in (c for c in e.criteria if c.kind == "observed"):
             lines.append(f"# ({c.level.replace('_', ' ')}) {' '.join(c.text.split())}")
             value = {"met": "true", "missed": "false"}.get(c.status)
             lines.append(f"{c.id} = {value}" if value else f"# {c.id} = true")
         lines.append("")
     return "\n".join(lines)
+
+
+def _hints_line(e) -> list[str]:
+    """The hints given, or a commented line saying how to record them (`kvgrade show ID --interviewer`)."""
+    if e.hints_given:
+        return [f"hints = {list(e.hints_given)}"]
+    if e.hints_offered:
+        return [f"# hints = [2]  # which of the {e.hints_offered} staged hints you gave "
+                f"(kvgrade show {e.id} --interviewer); they can cap the level"]
+    return []
 
 
 def _toml_string(text: str) -> str:

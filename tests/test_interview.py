@@ -261,10 +261,15 @@ def test_a_real_browser_draws_the_session_timeline(session, tmp_path):
 
 
 def test_a_hint_the_interviewer_records_later_lowers_the_saved_level(session, tmp_path):
+    template = run("notes", session["result.json"])
+    assert "# hints = [2]" in template and "kvgrade show decode_mask --interviewer" in template
     notes = tmp_path / "notes.toml"
-    notes.write_text("[decode_mask]\nhints = [2]\n")
+    notes.write_text(template.replace("# hints = [2]", "hints = [2]"))
     data = json.loads(run("report", session["result.json"], "--notes", notes, "--json", "-"))
     e = data["exercises"][0]
     assert e["level"] == catalog.get("decode_mask").rubric.hints[1].caps == "hire"
     assert e["hints_given"] == [2] and "hint 2 given" in e["reason"]
     assert e["timeline"]["runs"] == 2  # the saved timeline survives re-rendering
+    noted = tmp_path / "noted.json"
+    run("report", session["result.json"], "--notes", notes, "--json", noted)
+    assert "hints = [2]" in run("notes", noted)  # the template of a noted result keeps them

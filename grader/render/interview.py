@@ -15,7 +15,7 @@ CHART_W, CHART_H, PAD = 320, 90, 24
 def hint_lines(e, candidate: bool = False) -> list[str]:
     """ "hints used: 2 of 4 ..." lines; for a candidate, that hints exist and how to get one."""
     offered = _int(e.hints_offered)
-    if not offered:
+    if not offered or e.status == "not_attempted":
         return []
     given, seen = [h for h in e.hints_given if _int(h)], _int((e.timeline or {}).get("hints_seen"))
     out = []
@@ -91,8 +91,11 @@ def timeline_svg(e) -> str:
     if not runs:
         return ""
     span = runs[-1][0] or 1.0
-    xy = [(PAD + (CHART_W - PAD - 8) * m / span, 8 + (CHART_H - 8 - 18) * (1 - (p / n if n else 0)))
-          for m, p, n in runs]
+    times = [m for m, _, _ in runs]
+    by_time = all(a < b for a, b in zip(times, times[1:]))  # runs logged in the same minute tenth: by order
+    xs = [m / span for m in times] if by_time else [i / max(len(runs) - 1, 1) for i in range(len(runs))]
+    xy = [(PAD + (CHART_W - PAD - 8) * x, 8 + (CHART_H - 8 - 18) * (1 - (p / n if n else 0)))
+          for x, (m, p, n) in zip(xs, runs)]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
     dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{"#2e7d32" if n and p == n else "#d9412b"}">'
                    f"<title>{escape(_min(m))}: {p}/{n} checks</title></circle>"
