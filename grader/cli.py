@@ -264,7 +264,8 @@ def start(directory, exercises, minutes):
         chosen = make_workspace(directory, exercises or None, minutes)
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="DIR") from None
-    click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}")
+    click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}"
+               + (f" (time box {minutes} min)" if minutes else ""))
     click.echo(f"  read {directory}/README.md; public tests: python -m pytest {directory}; "
                f"hidden tests: kvgrade grade {directory}")
 
@@ -349,10 +350,10 @@ def _exercise(exercise_id: str):
 @click.argument("exercise_id", metavar="ID")
 @click.argument("directory", metavar="[DIR]", default=".", type=click.Path(path_type=str))
 def hint(exercise_id, directory):
-    """Print the next hint for exercise ID, from a nudge to near the answer, and log it in
-    DIR/.kvgrade/hints.jsonl (DIR: your workspace, default the current folder).
+    """Print the next staged hint for exercise ID and log it.
 
-    The log is yours and never changes a level; in an interview, only hints the interviewer
+    Hints go from a nudge to near the answer; each one printed is logged in
+    DIR/.kvgrade/hints.jsonl (DIR: your workspace, default the current folder). The log is yours and never changes a level; in an interview, only hints the interviewer
     records in the notes file count.
     """
     from . import timeline
