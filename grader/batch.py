@@ -7,10 +7,12 @@ error, and the batch goes on. Every candidate gets ``OUT/<name>/`` with ``result
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
 import re
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -34,25 +36,31 @@ def submissions(paths: list[str]) -> list[Path]:
     return found
 
 
-def _names(paths: list[Path]) -> list[str]:
-    names, seen = [], {}
-    for path in paths:
-        base = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name) or "submission"
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return names
+def names(paths: list[Path]) -> list[str]:
+    """A folder name per submission, unique and stable: a name that is already safe and shared
+    with no other submission is kept; any other gets a short digest of its full path, so
+    "alice smith" and "alice_smith" never write into one folder, whatever the order."""
+    bases = [re.sub(r"[^A-Za-z0-9._-]+", "_", p.name).lstrip(".") or "submission" for p in paths]
+    counts = Counter(bases)
+    return [base if base == path.name and counts[base] == 1 else f"{base}-{_digest(path)}"
+            for base, path in zip(bases, paths)]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:8]
 
 
 def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
-               feedback: str = "detail", jobs: int | None = None, on_done=None) -> list[dict]:
+               feedback: str = "detail", jobs: int | None = None, on_done=None,
+               show_levels: bool = False) -> list[dict]:
     """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)  # its parent must exist: the CLI checked it
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths) or 1))
     rows = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(grade_one, str(path), str(out / name), name, exercise_ids, seed, feedback):
-                   (name, path) for name, path in zip(_names(paths), paths)}
+        futures = {pool.submit(grade_one, str(path), str(out / name), name, exercise_ids, seed, feedback, show_levels):
+                   (name, path) for name, path in zip(names(paths), paths)}
         for future in as_completed(futures):
             name, path = futures[future]
             try:
@@ -77,27 +85,32 @@ def ranking(row: dict) -> tuple:
 
 
 def _broken(name: str, path, error: str) -> dict:
-    return {"name": name, "path": str(path), "level": None, "provisional": False, "score": 0.0, "exercises": {},
-            "report": None, "error": error, "seconds": 0.0}
+    from .render.common import neutral
+
+    return {"name": name, "path": neutral(str(path)), "level": None, "provisional": False, "score": 0.0,
+            "exercises": {}, "report": None, "error": neutral(error), "seconds": 0.0}
 
 
-def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback: str) -> dict:
-    """Grade one submission and write its reports (runs in a worker process)."""
+def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback: str,
+              show_levels: bool = False) -> dict:
+    """Grade one submission and write its reports (runs in a worker process).
+
+    The row is the interviewer's and comes from the full result; the reports follow ``feedback``.
+    """
     from .engine import grade
     from .render import html, markdown
-    from .render.common import for_candidate
+    from .render.common import for_candidate, neutralized
 
     try:
-        result = grade(path, exercise_ids, seed=seed)
+        result = neutralized(grade(path, exercise_ids, seed=seed))
     except Exception as exc:
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
-    if feedback == "summary":
-        result = for_candidate(result)
+    shown = for_candidate(result, show_levels) if feedback == "summary" else result
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "result.json").write_text(json.dumps(result.to_dict(), indent=2))
-    (folder / "report.html").write_text(html.render(result))
-    (folder / "report.md").write_text(markdown.render(result))
+    folder.mkdir(exist_ok=True)
+    (folder / "result.json").write_text(json.dumps(shown.to_dict(), indent=2))
+    (folder / "report.html").write_text(html.render(shown))
+    (folder / "report.md").write_text(markdown.render(shown))
     errors = [f"{e.id}: {e.error}" for e in result.exercises if e.status == "error"]
     return {"name": name, "path": path, "level": result.overall_level, "score": result.score,
             "provisional": result.overall_provisional, "to_observe": len(result.overall_to_observe),
@@ -110,26 +123,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
 
 
 def write_summaries(rows: list[dict], out: Path, exercise_ids: list[str], seed: int):
-    from .render import html
-    from .render.common import level_phrase, level_word
+    from .render import html, markdown
 
     (out / "index.html").write_text(html.render_batch(rows, f"kvgrade batch: {out}", seed, exercise_ids))
-    head = ["rank", "candidate", "overall", *exercise_ids, "checks passed", "report"]
-    lines = [f"# kvgrade batch ({len(rows)} submissions, seed {seed})", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        per = [_exercise_cell(r["exercises"].get(e), level_word) for e in exercise_ids]
-        overall = (f"broken: {r['error']}" if r["error"] else
-                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
-        report = f"[report]({r['report']})" if r["report"] else "-"
-        cells = [str(r["rank"]), f"`{r['name']}`", overall.replace("|", "\\|"), *per, f"{r['score']:.0%}", report]
-        lines.append("| " + " | ".join(cells) + " |")
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
-
-
-def _exercise_cell(entry: dict | None, level_word) -> str:
-    if entry is None:
-        return "-"
-    if entry["status"] == "not_attempted":
-        return "not attempted" + (" (weak: required)" if entry.get("required") else "")
-    return level_word(entry["level"]) + (" (error)" if entry["status"] == "error" else "")
+    (out / "summary.md").write_text(markdown.batch_summary(rows, exercise_ids, seed))

@@ -15,7 +15,10 @@ from pathlib import Path
 from . import rubric
 from .rubric import Rubric
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+# A checkout keeps the kit's data beside the package; an installed wheel carries it inside, as
+# grader/kit/ (setup.py copies it there).
+_PACKAGE = Path(__file__).resolve().parent
+KIT_ROOT = _PACKAGE / "kit" if (_PACKAGE / "kit" / "exercises").is_dir() else _PACKAGE.parent
 HIDDEN_ROOT = Path(__file__).resolve().parent / "hidden"
 
 
@@ -96,9 +99,9 @@ class Exercise:
     @cached_property
     def check_ids(self) -> set[str]:
         """The ids of the hidden checks (``check_<id>`` functions), read without importing them."""
-        tree = ast.parse(self.hidden_checks.read_text())
-        return {n.name.removeprefix("check_") for n in tree.body
-                if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")}
+        from .checklist import hidden_checks  # checklist imports this module
+
+        return set(hidden_checks(self))
 
     @cached_property
     def mutants(self) -> list[Mutant]:

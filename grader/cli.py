@@ -8,12 +8,13 @@ from pathlib import Path
 import click
 
 from . import __version__, catalog
+from .checklist import hidden_checks
 from .engine import grade as run_grading
 from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
 from .render import terminal
-from .render.common import for_candidate
+from .render.common import NOT_ISOLATED, for_candidate, neutralized
 from .result import Result
-from .sandbox.launch import IsolationError
+from .sandbox.launch import IsolationError, Limits, isolation_level
 from .submission import SubmissionError
 
 
@@ -32,6 +33,64 @@ def _seed(ctx, param, value):
     return value
 
 
+# -- options, each declared once ---------------------------------------------------------------
+
+EXERCISES = click.option(
+    "-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
+    help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
+SEED = click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
+                    help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
+OUTPUTS = [
+    click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'."),
+    click.option("--html", "html_out", metavar="FILE", help="Write a self-contained HTML report (opens offline, prints well)."),
+    click.option("--markdown", "markdown_out", metavar="FILE|-", help="Write a Markdown report, for a hiring system or an issue."),
+    click.option("--junit", "junit_out", metavar="FILE", help="Write JUnit XML (one testcase per hidden check), for CI."),
+    click.option("--gradescope", "gradescope_out", metavar="FILE",
+                 help="Write Gradescope's results.json (student-facing: summary feedback unless --feedback detail)."),
+]
+FEEDBACK = [
+    click.option("--feedback", type=click.Choice(["summary", "detail"]), default=None,
+                 help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
+                      "detail: everything, with cases, pictures and reproduce lines. Default: detail "
+                      "(summary for --gradescope)."),
+    click.option("--show-levels", is_flag=True,
+                 help="With summary feedback, show the levels too (hidden by default: a candidate sees checks)."),
+]
+NOTES = click.option("--notes", "notes_path", type=click.Path(path_type=str),
+                     help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
+BATCH = [
+    click.option("--out", "out_dir", metavar="DIR", default=None,
+                 help="Where each candidate's reports and the ranked summary go (default: kvgrade-batch)."),
+    click.option("--jobs", type=click.IntRange(min=1), default=None,
+                 help="Submissions graded at once (default: the number of cores)."),
+    click.option("--trust-submissions", is_flag=True,
+                 help="Grade without bubblewrap or a separate uid (the process level): only for code you trust."),
+]
+
+
+def _options(*groups):
+    """Apply click options (or lists of them) in the order written."""
+    options = [o for g in groups for o in (g if isinstance(g, list) else [g])]
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+# -- output paths: one rule for every command ---------------------------------------------------
+
+def _check_outputs(*targets):
+    """The one rule for every output path, checked before any work is done: its folder must
+    already exist (nothing creates parent folders), and at most one output goes to stdout."""
+    if sum(target == "-" for target in targets) > 1:
+        raise click.UsageError("only one output can go to stdout ('-'); write the others to files")
+    for target in targets:
+        if target and target != "-" and not Path(target).parent.is_dir():
+            raise click.UsageError(f"cannot write {target}: {Path(target).parent} is not a folder")
+
+
 def _write_text(target: str, text: str):
     if target == "-":
         click.echo(text)
@@ -40,13 +99,6 @@ def _write_text(target: str, text: str):
         Path(target).write_text(text)
     except OSError as exc:
         raise click.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _check_outputs(*targets):
-    """Refuse an output file whose folder does not exist before any work is done (exit 2)."""
-    for target in targets:
-        if target and target != "-" and not Path(target).parent.is_dir():
-            raise click.UsageError(f"cannot write {target}: {Path(target).parent} is not a folder")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,28 +111,6 @@ def main():
     """
 
 
-OUTPUTS = [
-    click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'."),
-    click.option("--html", "html_out", metavar="FILE", help="Write a self-contained HTML report (opens offline, prints well)."),
-    click.option("--markdown", "markdown_out", metavar="FILE|-", help="Write a Markdown report, for a hiring system or an issue."),
-    click.option("--junit", "junit_out", metavar="FILE", help="Write JUnit XML (one testcase per hidden check), for CI."),
-    click.option("--gradescope", "gradescope_out", metavar="FILE",
-                 help="Write Gradescope's results.json, to use the kit as a course autograder."),
-]
-FEEDBACK = click.option(
-    "--feedback", type=click.Choice(["summary", "detail"]), default=None,
-    help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
-         "detail: everything, with cases, pictures and reproduce lines. Default: detail.")
-
-
-def _options(options):
-    def decorate(fn):
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
-    return decorate
-
-
 def _load_notes(notes_path):
     try:
         return Notes.load(notes_path) if notes_path else None
@@ -88,106 +118,147 @@ def _load_notes(notes_path):
         raise click.BadParameter(str(exc), param_hint="--notes") from None
 
 
-def _emit(result, json_out=None, html_out=None, markdown_out=None, junit_out=None, gradescope_out=None):
-    """Write every requested format from the one result; the terminal summary unless stdout is taken."""
+def _emit(result, outputs: dict, feedback=None, show_levels=False, only_check=None):
+    """Write every requested format from the one result; the terminal summary unless stdout is taken.
+
+    ``feedback`` None means detail, except for Gradescope (student-facing), which gets summary.
+    """
     from .render import gradescope, html, junit, markdown
 
-    if json_out:
-        _write_text(json_out, json.dumps(result.to_dict(), indent=2))
-    if html_out:
-        _write_text(html_out, html.render(result))
-    if markdown_out:
-        _write_text(markdown_out, markdown.render(result))
-    if junit_out:
-        _write_text(junit_out, junit.render(result))
-    if gradescope_out:
-        _write_text(gradescope_out, json.dumps(gradescope.render(result), indent=2))
-    if "-" not in (json_out, html_out, markdown_out, junit_out, gradescope_out):
-        click.echo(terminal.summary(result))
+    shown = for_candidate(result, show_levels) if feedback == "summary" else result
+    renderers = {"json_out": lambda r: json.dumps(r.to_dict(), indent=2), "html_out": html.render,
+                 "markdown_out": markdown.render, "junit_out": junit.render,
+                 "gradescope_out": lambda r: json.dumps(gradescope.render(r), indent=2)}
+    for key, render in renderers.items():
+        if outputs.get(key):
+            student = key == "gradescope_out" and feedback is None
+            _write_text(outputs[key], render(for_candidate(result, show_levels) if student else shown))
+    if "-" in outputs.values():
+        if result.isolation == "process":
+            click.echo(click.style("warning: ", fg="yellow") + NOT_ISOLATED, err=True)
+        return
+    click.echo(terminal.single_check(shown, only_check) if only_check else terminal.summary(shown))
+
+
+def _check_ids(exercises, checks):
+    """--check needs exactly one exercise and ids that exist in it (a usage error otherwise)."""
+    if not checks:
+        return None
+    if len(exercises) != 1:
+        raise click.UsageError("--check needs exactly one -e ID: check ids belong to one exercise")
+    known = hidden_checks(catalog.get(exercises[0]))
+    for check in checks:
+        if check not in known:
+            raise click.BadParameter(f"no check {check!r} in {exercises[0]}; its checks: {', '.join(known)}",
+                                     param_hint="--check")
+    return set(checks)
 
 
 @main.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Grade only this exercise (repeatable, or comma-separated): the interview set. "
-                   "Default: all; exercises not attempted are listed, never counted against the candidate.")
-@click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
-              help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
+@click.argument("paths", metavar="PATH...", nargs=-1, type=click.Path(path_type=str))
+@click.option("--solutions", is_flag=True, help="Grade the kit's reference solutions (PATH not needed).")
+@_options(EXERCISES, SEED)
 @click.option("--check", "checks", multiple=True, metavar="CHECK_ID",
-              help="Run only this check (repeatable); used by the reproduce lines in reports.")
-@_options(OUTPUTS)
-@click.option("--notes", "notes_path", type=click.Path(path_type=str),
-              help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
-@FEEDBACK
-@click.option("--out", "out_dir", metavar="DIR", help="With several PATHs: the batch folder (default: kvgrade-batch).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="With several PATHs: submissions graded at once (default: the number of cores).")
-def grade(paths, exercises, seed, checks, json_out, html_out, markdown_out, junit_out, gradescope_out,
-          notes_path, feedback, out_dir, jobs):
+              help="Run only this check of the one exercise given with -e (repeatable); "
+                   "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
+@_options(OUTPUTS, NOTES, FEEDBACK, BATCH)
+def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
+          trust_submissions, **outputs):
     """Grade a submission folder against the hidden tests.
 
-    PATH holds <id>/<id>.py or <id>.py for each exercise attempted. Give several PATHs (or use
-    `kvgrade batch`) to grade many candidates at once into a ranked summary. Exit status is 0
-    whenever grading worked, whatever the level.
+    PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
+    `kvgrade batch PATH...` (the same command, the same options). Exit status is 0 whenever
+    grading worked, whatever the level; 2 for bad input.
     """
-    feedback = feedback or "detail"
+    paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
-        single = {"--json": json_out, "--html": html_out, "--markdown": markdown_out, "--junit": junit_out,
-                  "--gradescope": gradescope_out, "--notes": notes_path, "--check": checks}
-        used = [name for name, value in single.items() if value]
-        if used:
-            raise click.UsageError(f"{', '.join(used)} apply to one submission; a batch writes every "
-                                   "candidate's reports into --out")
-        _run_batch(paths, exercises, seed, feedback, out_dir or "kvgrade-batch", jobs)
+        _refuse({**{f"--{key.removesuffix('_out')}": value for key, value in outputs.items()},
+                 "--notes": notes_path, "--check": checks},
+                "apply to one submission; a batch writes every candidate's reports into --out")
+        _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
-    _check_outputs(json_out, html_out, markdown_out, junit_out, gradescope_out)
+    _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
+    _check_outputs(*outputs.values())
+    only = _check_ids(exercises, checks)
     notes = _load_notes(notes_path)
+    result = _grade_one(paths[0], exercises, seed, notes, only)
+    if not only:
+        _log_attempt(paths[0], result)
+    _warn_about(notes, result)
+    _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
+
+
+def _refuse(options: dict, why: str):
+    used = [name for name, value in options.items() if value]
+    if used:
+        raise click.UsageError(f"{', '.join(used)} {why}")
+
+
+def _grade_one(path, exercises, seed, notes, only):
+    """Grade one folder with progress dots; its result with candidate text neutralised."""
+    progress = _Progress()
     try:
-        result = run_grading(paths[0], exercises or None, seed=seed, notes=notes,
-                             only_checks=set(checks) or None, progress=_progress)
+        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=only, progress=progress)
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
     except IsolationError as exc:
         raise click.UsageError(str(exc)) from None
+    finally:
+        progress.end()
+    result = neutralized(result)
     result.feedback = "detail"
-    if not checks:
-        _log_attempt(paths[0], result)
-    _warn_about(notes, result)
-    if feedback == "summary":
-        result = for_candidate(result)
-    _emit(result, json_out, html_out, markdown_out, junit_out, gradescope_out)
+    return result
+
+
+def _grade_paths(paths, solutions) -> tuple:
+    if solutions and paths:
+        raise click.UsageError("give PATH or --solutions, not both")
+    if solutions:
+        return (str(catalog.KIT_ROOT / "solutions"),)
+    if not paths:
+        raise click.UsageError("missing PATH (a submission folder), or --solutions for the references")
+    return paths
 
 
 @main.command()
 @click.argument("paths", metavar="FOLDER...", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Grade only this exercise (repeatable, or comma-separated): the interview set.")
-@click.option("--seed", type=int, default=0, show_default=True, callback=_seed, help="Seed for the hidden tests.")
-@click.option("--out", "out_dir", default="kvgrade-batch", show_default=True, metavar="DIR",
-              help="Where each candidate's reports and the ranked summary go.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Submissions graded at once (default: the number of cores).")
-@FEEDBACK
-def batch(paths, exercises, seed, out_dir, jobs, feedback):
-    """Grade many submissions in parallel and rank them.
+@_options(EXERCISES, SEED, FEEDBACK, BATCH)
+def batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
+    """Grade many submissions in parallel and rank them (also `kvgrade grade PATH PATH...`).
 
     Each FOLDER is a submission, or a folder of submissions (one subfolder per candidate).
     Writes DIR/<name>/{result.json,report.html,report.md}, DIR/index.html and DIR/summary.md.
-    A broken submission becomes a row with its error; the batch always finishes.
+    A broken submission becomes a row with its error; the batch always finishes. It grades
+    other people's code, so it needs bubblewrap or a separate uid unless --trust-submissions.
     """
-    _run_batch(paths, exercises, seed, feedback or "detail", out_dir, jobs)
+    _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
 
 
-def _run_batch(paths, exercises, seed, feedback, out_dir, jobs):
+def _refuse_weak_isolation(trust_submissions: bool):
+    """Grading other people's code needs a sandbox (bubblewrap or a separate uid)."""
+    try:
+        level = isolation_level(Limits())
+    except IsolationError as exc:
+        raise click.UsageError(str(exc)) from None
+    if level == "process" and not trust_submissions:
+        raise click.UsageError("this grades other people's code, and this machine has no isolation (no bubblewrap, "
+                               "not root): install bubblewrap (apt-get install bubblewrap), or pass "
+                               "--trust-submissions to grade unisolated code you trust")
+
+
+def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
     from .batch import grade_many, submissions
 
+    out_dir = out_dir or "kvgrade-batch"
+    _check_batch_paths(paths, out_dir)
     found = submissions(list(paths))
     if not found:
         raise click.BadParameter("no submission folders found", param_hint="FOLDER")
+    _refuse_weak_isolation(trust_submissions)
     with click.progressbar(length=len(found), label=f"grading {len(found)} submissions", file=sys.stderr,
                            show_pos=True) as bar:
-        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback, jobs=jobs,
-                          on_done=lambda row: bar.update(1))
+        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
+                          show_levels=show_levels, jobs=jobs, on_done=lambda row: bar.update(1))
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
@@ -196,20 +267,27 @@ def _run_batch(paths, exercises, seed, feedback, out_dir, jobs):
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
 
 
+def _check_batch_paths(paths, out_dir):
+    """Before anything is written: every path exists, and the batch folder can be made."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise click.BadParameter(f"{missing[0]} does not exist", param_hint="FOLDER")
+    _check_outputs(out_dir)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise click.UsageError(f"cannot write {out_dir}: it is not a folder")
+
+
 @main.command()
 @click.argument("result_path", metavar="RESULT.json", type=click.Path(exists=True, dir_okay=False, path_type=str))
-@click.option("--notes", "notes_path", type=click.Path(path_type=str),
-              help="Interviewer notes (TOML) to record: observed criteria and free text per exercise.")
-@_options(OUTPUTS)
-@FEEDBACK
-def report(result_path, notes_path, json_out, html_out, markdown_out, junit_out, gradescope_out, feedback):
+@_options(NOTES, OUTPUTS, FEEDBACK)
+def report(result_path, notes_path, feedback, show_levels, **outputs):
     """Re-render reports from a saved result, without grading again.
 
     With --notes, the observed criteria and the levels they imply are recorded first (levels
     follow the rubric from the saved check results). --feedback summary turns a detailed
     result into the candidate's version.
     """
-    _check_outputs(json_out, html_out, markdown_out, junit_out, gradescope_out)
+    _check_outputs(*outputs.values())
     result = _load_result(result_path)
     notes = _load_notes(notes_path)
     if notes:
@@ -218,9 +296,9 @@ def report(result_path, notes_path, json_out, html_out, markdown_out, junit_out,
                                      param_hint="--notes")
         _warn_about(notes, result)
         apply_notes(result, notes)
-    if feedback == "summary":
-        result = for_candidate(result)
-    _emit(result, json_out, html_out, markdown_out, junit_out, gradescope_out)
+    if result.feedback == "summary" and feedback is None:
+        feedback = "summary"
+    _emit(result, outputs, feedback, show_levels)
 
 
 @main.command(name="notes")
@@ -240,15 +318,17 @@ def _warn_about(notes, result):
 
 def _load_result(path: str) -> Result:
     try:
-        return Result.from_dict(json.loads(Path(path).read_text()))
-    except (ValueError, TypeError, KeyError) as exc:
-        raise click.BadParameter(f"{path} is not a kvgrade result: {exc}", param_hint="RESULT.json") from None
+        return neutralized(Result.from_dict(json.loads(Path(path).read_text())))
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="RESULT.json") from None
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        why = str(exc).removeprefix("not a kvgrade result: ")
+        raise click.BadParameter(f"{path} is not a kvgrade result: {why}", param_hint="RESULT.json") from None
 
 
 @main.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
-@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Only this exercise (repeatable, or comma-separated). Default: all.")
+@_options(EXERCISES)
 @click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
               help="A time box for the session; reports show the time used against it.")
 def start(directory, exercises, minutes):
@@ -260,6 +340,7 @@ def start(directory, exercises, minutes):
     """
     from .workspace import WorkspaceError, start as make_workspace
 
+    _check_outputs(directory)
     try:
         chosen = make_workspace(directory, exercises or None, minutes)
     except WorkspaceError as exc:
@@ -272,8 +353,7 @@ def start(directory, exercises, minutes):
 
 @main.command()
 @click.argument("out", metavar="OUT")
-@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
+@_options(EXERCISES)
 def bundle(out, exercises):
     """Build what an interviewer sends a candidate: a folder, or a zip if OUT ends in .zip.
 
@@ -282,6 +362,7 @@ def bundle(out, exercises):
     """
     from .workspace import WorkspaceError, bundle as make_bundle
 
+    _check_outputs(out)
     try:
         chosen = make_bundle(out, exercises or None)
     except WorkspaceError as exc:
@@ -289,16 +370,26 @@ def bundle(out, exercises):
     click.echo(f"bundle {out}: {', '.join(e.id for e in chosen)}")
 
 
-def _progress(exercise_id, check):
-    if sys.stderr.isatty():
-        click.echo(click.style("." if check.passed else "x", fg="green" if check.passed else "red"),
-                   nl=False, err=True)
+class _Progress:
+    """A dot per check on a terminal's stderr, ended with a newline before anything else prints."""
+
+    def __init__(self):
+        self.dots = 0
+
+    def __call__(self, exercise_id, check):
+        if sys.stderr.isatty():
+            click.echo(click.style("." if check.passed else "x", fg="green" if check.passed else "red"),
+                       nl=False, err=True)
+            self.dots += 1
+
+    def end(self):
+        if self.dots:
+            click.echo("", err=True)
+            self.dots = 0
 
 
 @main.command()
-@click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids,
-              help="Verify only this exercise (repeatable).")
-@click.option("--seed", type=int, default=0, show_default=True, callback=_seed, help="Seed for the hidden tests.")
+@_options(EXERCISES, SEED)
 def verify(exercises, seed):
     """Check the kit: rubrics follow the calibration, references reach strong_hire, every
     known-wrong solution is caught.
@@ -328,15 +419,28 @@ def list_exercises():
 
 @main.command()
 @click.argument("exercise_id", metavar="ID")
+@click.option("--checks", "list_checks", is_flag=True, help="List the hidden check ids and what each tries.")
 @click.option("--interviewer", is_flag=True,
               help="Print the interviewer's sheet instead: time box and checkpoints, hints and what each "
                    "costs, observed criteria, follow-ups, and which exercises fit a 45-60 minute slot.")
-def show(exercise_id, interviewer):
-    """Print the prompt of exercise ID."""
+def show(exercise_id, list_checks, interviewer):
+    """Print the prompt of exercise ID (or, with --checks, its hidden checks; with --interviewer,
+    the interviewer's sheet)."""
     from . import interview
 
+    if list_checks and interviewer:
+        raise click.UsageError("--checks and --interviewer print different things; give one")
     ex = _exercise(exercise_id)
-    click.echo(interview.text(ex) if interviewer else ex.prompt_path.read_text())
+    if interviewer:
+        click.echo(interview.text(ex))
+        return
+    if not list_checks:
+        click.echo(ex.prompt_path.read_text())
+        return
+    checks = hidden_checks(ex)
+    width = max(len(c) for c in checks)
+    for check, what in checks.items():
+        click.echo(f"{check:<{width}}  {what}")
 
 
 def _exercise(exercise_id: str):
@@ -391,6 +495,7 @@ def _log_attempt(path: str, result):
     session = timeline.summarise(root, result)
     if session is None:  # the workspace record went away mid-run
         return
+    session = neutralized(session)  # the log lives on the candidate's machine: hostile data
     for e in result.exercises:
         e.timeline = session["exercises"].get(e.id, {})
     result.session = {k: v for k, v in session.items() if k != "exercises"}

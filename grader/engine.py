@@ -32,25 +32,31 @@ from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox.launch import isolation_level
-from .submission import candidate_files, check_root, locate
+from .submission import Refused, candidate_files, locate, open_submission
 
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
           notes: Notes | None = None, only_checks: set[str] | None = None,
           limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
-    """Grade a submission folder. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
+    """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
 
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
     kit's faults from the candidate's (off when grading the reference itself).
     """
+    with open_submission(submission) as root:  # a folder or a .zip, read safely
+        return _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
+                           progress, blame_reference)
+
+
+def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, limits, progress,
+                blame_reference) -> Result:
     started = time.perf_counter()
-    root = check_root(Path(submission))
     limits = limits or Limits()
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
     modules = {e.id: locate(root, e.id) for e in catalog.exercises()}
     found = {e.id: modules[e.id] for e in chosen if modules[e.id] is not None}
 
-    runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits)
+    runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits, root)
             for eid, path in found.items()}
     isolation = isolation_level(limits)  # probed once per process, then cached
     _start_all(runs)
@@ -75,9 +81,13 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
-def _prepare(exercise: Exercise, module: Path, modules, seed, limits) -> ExerciseRun:
+def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path) -> ExerciseRun:
     others = {eid: p for eid, p in modules.items() if p is not None and eid != exercise.id}
-    spec = ModuleToLoad(exercise.id, candidate_files(module, others), exercise.helper_files)
+    try:  # a link or non-regular file where a module is read refuses the exercise
+        files, refused = candidate_files(module, others, root), None
+    except Refused as exc:
+        files, refused = [], str(exc)
+    spec = ModuleToLoad(exercise.id, files, exercise.helper_files, refused, seed)
 
     def own_tests_runner(run: ExerciseRun, implementation: Path):
         # the candidate's tests are candidate code too: they spend the exercise's time budget

@@ -120,6 +120,7 @@ class Result:
     seconds: float = 0.0
     schema: str = SCHEMA
     session: dict = field(default_factory=dict)  # a kvgrade start workspace's time box and use: context only
+    levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
 
     @property
     def counted(self) -> list[ExerciseResult]:
@@ -175,12 +176,14 @@ class Result:
             "seconds": round(self.seconds, 3),
             "exercises": [asdict(e) for e in self.exercises],
             "session": self.session,
+            **({"levels_hidden": True} if self.levels_hidden else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Result":
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"not a kvgrade result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        problem = schema_problem(data)
+        if problem:
+            raise ValueError(f"not a kvgrade result: {problem}")
         exercises = []
         for e in data.get("exercises", []):
             e = _known(ExerciseResult, e)
@@ -196,3 +199,50 @@ class Result:
 def _known(kind, data: dict) -> dict:
     names = {f.name for f in fields(kind)}
     return {k: v for k, v in data.items() if k in names}
+
+
+_TOP_FIELDS = {"seed": int, "submission": str, "exercises": list}
+_EXERCISE_FIELDS = {"id": str, "status": str}
+_PART_FIELDS = {  # the lists inside an exercise, and what each of their entries must hold
+    "checks": {"id": str, "passed": bool},
+    "diagnoses": {"id": str, "message": str},
+    "criteria": {"id": str, "level": str, "text": str, "kind": str, "status": str},
+}
+
+
+def schema_problem(data) -> str | None:
+    """The first way ``data`` (parsed JSON) fails to be a saved result, or None when it is one."""
+    if not isinstance(data, dict):
+        return f"the top level is {type(data).__name__}, not an object"
+    if data.get("schema") != SCHEMA:
+        return f"schema {data.get('schema')!r}, expected {SCHEMA!r}"
+    problems = (_object_problem(e, _EXERCISE_FIELDS, f"exercises[{i}]") or _parts_problem(e, f"exercises[{i}]")
+                for i, e in enumerate(data.get("exercises", [])))
+    return _fields_problem(data, _TOP_FIELDS, "result") or next(filter(None, problems), None)
+
+
+def _parts_problem(exercise: dict, where: str) -> str | None:
+    for part, expected in _PART_FIELDS.items():
+        entries = exercise.get(part, [])
+        if not isinstance(entries, list):
+            return f"{where}.{part} is {type(entries).__name__}, not list"
+        for j, entry in enumerate(entries):
+            problem = _object_problem(entry, expected, f"{where}.{part}[{j}]")
+            if problem:
+                return problem
+    return None
+
+
+def _object_problem(value, expected: dict, where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is {type(value).__name__}, not an object"
+    return _fields_problem(value, expected, where)
+
+
+def _fields_problem(data: dict, expected: dict, where: str) -> str | None:
+    for name, kind in expected.items():
+        if name not in data:
+            return f"{where} has no {name!r}"
+        if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
+            return f"{where}.{name} is {type(data[name]).__name__}, not {kind.__name__}"
+    return None

@@ -1,21 +1,116 @@
-"""Where a submission keeps each exercise, and which of its files the child may see."""
+"""Where a submission keeps each exercise, and reading its files without being turned against
+the grader.
+
+A submission is a folder, or a ``.zip`` of one. Exercise ``<id>`` lives at
+``<root>/<id>/<id>.py`` or else ``<root>/<id>.py``. Only regular files inside the submission
+are read: every path is walked one component at a time with ``O_NOFOLLOW``, the final file is
+opened with ``O_NONBLOCK`` (a FIFO cannot hang us) and checked with ``fstat`` on the
+descriptor, and at most ``MAX_FILE_BYTES`` are read from that descriptor. A link, device,
+FIFO or folder where a module, its tests or a file copied beside them would be read refuses
+that exercise (:class:`Refused`, one line). Links anywhere else (a ``.venv``) are never
+followed; :func:`skipped_links` lists them.
+
+**The top folder rule, and batch's rule.** A folder (or zip) that holds no exercise module
+itself but holds a single top folder (``__MACOSX`` and dotfiles ignored) is looked through:
+a bundle unzipped, worked on and zipped back grades as if the modules sat at the top.
+Batch's rule "a folder without modules stands for its subfolders" asks
+:func:`has_modules`, which applies the same look-through first: a folder whose single top
+folder holds modules is one candidate; only a folder with neither modules nor such a single
+top folder stands for its subfolders. A batch folder holding exactly one candidate folder is
+therefore graded as that one candidate.
+"""
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import tempfile
+import zipfile
 from pathlib import Path
+
+from .sandbox.launch import Oversized, read_descriptor
 
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50
+MAX_ZIP_BYTES = 64 << 20  # everything a zip may unpack to
+MAX_ZIP_ENTRIES = 2000
+IGNORED_TOP = "__MACOSX"
 
 
 class SubmissionError(Exception):
     """The submission path itself is unusable (missing, not a folder, unreadable, empty)."""
 
 
+class Refused(Exception):
+    """A file the grader would read is not a regular file inside the submission; ``str()`` is one line."""
+
+
+class TooLarge(Refused):
+    """A regular file over the size the grader reads."""
+
+
+def _exercise_ids() -> list[str]:
+    from . import catalog
+    return [e.id for e in catalog.exercises()]
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def _open_inside(root: Path, relative: Path) -> int:
+    """A descriptor on ``root / relative``, walked one component at a time, following no link."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags | os.O_DIRECTORY)
+    try:
+        for part in relative.parts[:-1]:
+            child = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return os.open(relative.parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def read_regular(root: Path, path: Path, cap: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, a regular file inside ``root`` of at most ``cap`` bytes; else Refused."""
+    shown = _shown(root, path)
+    try:
+        fd = _open_inside(root, Path(path).relative_to(root))
+    except ValueError:
+        raise Refused(f"{shown} lies outside the submission; it was not read") from None
+    except OSError as exc:
+        raise Refused(f"{shown} is a link or cannot be opened ({exc.strerror}); only regular files "
+                      "inside the submission are read") from None
+    try:
+        return read_descriptor(fd, shown, cap, single_link=True)
+    except Oversized as exc:
+        raise TooLarge(f"{exc}; the grader reads files up to that size") from None
+    except OSError as exc:
+        raise Refused(f"{exc}; only regular files inside the submission are read") from None
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return Path(path).name
+
+
+def _lstat(path: Path):
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+# -- finding modules ---------------------------------------------------------------------------
+
+
 def check_root(root: Path) -> Path:
     if not root.exists():
         raise SubmissionError(f"{root} does not exist")
     if not root.is_dir():
-        raise SubmissionError(f"{root} is not a folder; a submission is a folder of modules")
+        raise SubmissionError(f"{root} is not a folder or a .zip; a submission is a folder of modules")
     try:
         empty = next(root.iterdir(), None) is None
     except OSError as exc:
@@ -27,24 +122,150 @@ def check_root(root: Path) -> Path:
 
 
 def locate(root: Path, exercise_id: str) -> Path | None:
-    """``<root>/<id>/<id>.py``, or else ``<root>/<id>.py``; None when neither exists."""
-    for path in (root / exercise_id / f"{exercise_id}.py", root / f"{exercise_id}.py"):
-        if path.is_file():
+    """``<root>/<id>/<id>.py``, or else ``<root>/<id>.py``; None when neither is there.
+
+    A path that is there but is a link or not a regular file is returned all the same: reading
+    it (:func:`candidate_files`) refuses the exercise with one line, so it counts against the
+    candidate instead of passing for "not attempted" or being followed.
+    """
+    folder = root / exercise_id
+    info = _lstat(folder)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        return folder / f"{exercise_id}.py"  # a linked exercise folder: refused when read
+    for path in (folder / f"{exercise_id}.py", root / f"{exercise_id}.py"):
+        if _lstat(path) is not None:
             return path
     return None
 
 
-def candidate_files(module: Path, other_modules: dict[str, Path]) -> list[tuple[str, Path]]:
-    """The files copied beside the candidate's module in the child.
+def _holds_module(folder: Path) -> bool:
+    return any(locate(folder, eid) is not None for eid in _exercise_ids())
+
+
+def _single_top_folder(folder: Path) -> Path | None:
+    try:
+        entries = [e for e in os.scandir(folder) if not e.name.startswith(".") and e.name != IGNORED_TOP]
+    except OSError:
+        return None
+    if len(entries) == 1 and entries[0].is_dir(follow_symlinks=False):
+        return Path(entries[0].path)
+    return None
+
+
+def exercise_root(folder: Path) -> Path:
+    """The folder whose modules are graded: ``folder``, or its single top folder (module docstring)."""
+    if not _holds_module(folder):
+        inner = _single_top_folder(folder)
+        if inner is not None and _holds_module(inner):
+            return inner
+    return folder
+
+
+def has_modules(path: Path) -> bool:
+    """Does ``path`` (a folder) hold a submission, looking through a single top folder? For batch."""
+    path = Path(path)
+    return path.is_dir() and _holds_module(exercise_root(path))
+
+
+def candidate_files(module: Path, other_modules: dict[str, Path], root: Path) -> list[tuple[str, bytes]]:
+    """The files copied beside the candidate's module in the child, as (name, bytes).
 
     Every ``.py`` in the module's folder (its own helpers), then the submission's modules of
     the other exercises by their ids, so a fused kernel may import the candidate's own tile
-    classification whichever layout the submission uses. Tests are left out; so are files
-    over 1 MiB. The module itself comes last so nothing shadows it.
+    classification whichever layout the submission uses. Tests are read (to refuse a link
+    there) but not copied; files past ``MAX_FILES`` or over ``MAX_FILE_BYTES`` are left out.
+    The module itself comes last so nothing shadows it. Raises :class:`Refused` for the first
+    file that is not a regular file inside ``root``.
     """
-    files = [(p.name, p) for p in sorted(module.parent.glob("*.py"))
-             if not p.name.startswith("test_") and p != module and p.stat().st_size <= MAX_FILE_BYTES]
-    files = files[:MAX_FILES]
-    files += [(f"{eid}.py", path) for eid, path in sorted(other_modules.items()) if path != module]
-    files.append((module.name, module))
+    beside = sorted(p for p in module.parent.glob("*.py") if p != module)[:MAX_FILES]
+    files = []
+    for path in beside:
+        try:
+            data = read_regular(root, path)
+        except TooLarge:
+            continue  # a big helper is left out, as it always was; only the module must fit
+        if not path.name.startswith("test_"):
+            files.append((path.name, data))
+    files += [(f"{eid}.py", read_regular(root, path)) for eid, path in sorted(other_modules.items())
+              if path != module]
+    files.append((module.name, read_regular(root, module)))
     return files
+
+
+def skipped_links(root: Path) -> list[str]:
+    """Links in the submission (e.g. a ``.venv``), which the grader never follows; relative paths."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):  # os.walk does not descend into links
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            if path.is_symlink():
+                found.append(str(path.relative_to(root)))
+        if len(found) >= 100:
+            break
+    return sorted(found)[:100]
+
+
+# -- opening a submission: a folder or a zip ---------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_submission(path: str | Path):
+    """Yield the root folder to grade: ``path`` itself, or a private copy of a zip's contents
+    (removed on exit); a single top folder is looked through. Raises SubmissionError."""
+    path = Path(path)
+    if path.suffix.lower() == ".zip" and path.is_file():
+        with tempfile.TemporaryDirectory(prefix="kvgrade-zip-") as unpacked:
+            _unzip(path, Path(unpacked))
+            yield _with_modules(Path(unpacked), path)
+        return
+    yield _with_modules(check_root(path).resolve(), path)
+
+
+def _with_modules(folder: Path, shown: Path) -> Path:
+    root = exercise_root(folder)
+    if not _holds_module(root):
+        ids = _exercise_ids()
+        raise SubmissionError(f"{shown} holds no exercise module (expected <id>.py or <id>/<id>.py, "
+                              f"for <id> one of {', '.join(ids)})")
+    return root
+
+
+def _unzip(archive: Path, target: Path):
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            entries = zf.infolist()
+            if len(entries) > MAX_ZIP_ENTRIES:
+                raise SubmissionError(f"{archive} holds {len(entries):,} entries; at most {MAX_ZIP_ENTRIES:,} are read")
+            budget = MAX_ZIP_BYTES
+            for info in entries:
+                budget -= _extract(zf, info, target, archive, budget)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
+        raise SubmissionError(f"{archive} is not a readable zip: {exc}") from None
+    except OSError as exc:
+        raise SubmissionError(f"{archive} cannot be unpacked: {exc.strerror or exc}") from None
+
+
+def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, archive: Path, budget: int) -> int:
+    """Write one entry under ``target``; returns the bytes written. Refuses unsafe entries."""
+    name = info.filename
+    parts = Path(name).parts
+    if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]) or "\\" in name:
+        raise SubmissionError(f"{archive} holds an entry outside its folder ({name[:100]!r}); refused")
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise SubmissionError(f"{archive} holds a symbolic link ({name[:100]!r}); refused")
+    if not parts or any(p.startswith(".") or p == IGNORED_TOP for p in parts):
+        return 0
+    dest = target.joinpath(*parts)
+    if info.is_dir():
+        dest.mkdir(parents=True, exist_ok=True)
+        return 0
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    written = 0
+    with zf.open(info) as src, os.fdopen(fd, "wb") as out:
+        while chunk := src.read(1 << 16):
+            written += len(chunk)
+            if written > budget:
+                raise SubmissionError(f"{archive} unpacks to more than {MAX_ZIP_BYTES >> 20} MiB; refused")
+            out.write(chunk)
+    return written

@@ -11,8 +11,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import jinja2
+
 from . import catalog, timeline
-from .render.html import environment
 
 PYTEST_INI = "[pytest]\n# Makes this folder pytest's root, so `python -m pytest` here runs the public tests.\n"
 
@@ -26,16 +27,21 @@ def exercise_files(exercise: catalog.Exercise) -> list[Path]:
     return [exercise.prompt_path, exercise.stub_path, *exercise.public_tests, *exercise.helper_files]
 
 
+def _readme(**context) -> str:
+    """The workspace README (Markdown, so no HTML escaping) from its template."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates")),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    return env.get_template("workspace_README.md.j2").render(**context)
+
+
 def _fill(target: Path, exercise_ids: list[str] | None, for_candidate: bool, shown_path: str):
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
     for ex in chosen:
         folder = target / ex.id
-        folder.mkdir(parents=True)
+        folder.mkdir()
         for path in exercise_files(ex):
             shutil.copyfile(path, folder / path.name)
-    readme = environment().get_template("workspace_README.md.j2").render(
-        exercises=chosen, for_candidate=for_candidate, path=shown_path)
-    (target / "README.md").write_text(readme)
+    (target / "README.md").write_text(_readme(exercises=chosen, for_candidate=for_candidate, path=shown_path))
     (target / "pytest.ini").write_text(PYTEST_INI)
     return chosen
 
@@ -59,7 +65,7 @@ def start(directory: str | Path, exercise_ids: list[str] | None = None,
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkspaceError(f"{target} already exists and is not an empty folder; choose a new one")
-    target.mkdir(parents=True, exist_ok=True)
+    target.mkdir(exist_ok=True)
     chosen = _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
     try:
         timeline.create(target, [e.id for e in chosen], minutes)
@@ -75,13 +81,12 @@ def bundle(out: str | Path, exercise_ids: list[str] | None = None) -> list[catal
     if out.exists():
         raise WorkspaceError(f"{out} already exists; choose a new name")
     if out.suffix != ".zip":
-        out.mkdir(parents=True)
+        out.mkdir()
         return _fill(out, exercise_ids, for_candidate=True, shown_path=".")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / out.stem
         root.mkdir()
         chosen = _fill(root, exercise_ids, for_candidate=True, shown_path=".")
-        out.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(root.rglob("*")):
                 if path.is_file():

@@ -5,6 +5,8 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 
@@ -13,6 +15,7 @@ def run(*argv, timeout=60):
     return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_kernel_benchmark_quick_prints_its_tables():
     done = run(str(BENCH / "bench_kernel.py"), "--quick", "--sweep")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -52,6 +55,7 @@ def test_disagreement_is_reported_and_fails_the_run(capsys):
     assert "FUSED DISAGREES WITH DENSE on plain decode" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_grading_benchmark_quick_prints_its_table():
     done = run(str(BENCH / "bench_grading.py"), "--quick", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -3,6 +3,7 @@ import json
 import time
 
 import numpy as np
+import pytest
 
 from grader import engine
 from grader.notes import Notes
@@ -43,7 +44,8 @@ def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
 
 
 def test_a_missing_module_is_not_attempted(tmp_path):
-    (tmp_path / "notes.txt").write_text("nothing for decode_mask here")  # an empty folder is refused
+    # a folder with no exercise module at all is refused (issue 13.1): this one holds another's
+    (tmp_path / "tree_mask.py").write_text("def f():\n    raise NotImplementedError\n")
     ex = engine.grade(tmp_path).exercise("decode_mask")
     assert (ex.status, ex.level, ex.counted) == ("not_attempted", None, False)
     required = engine.grade(tmp_path, ["decode_mask"]).exercise("decode_mask")  # an interview set
@@ -79,6 +81,7 @@ def test_a_scalar_is_not_a_mask(submission):
     assert message == "decode_causal_mask(1, 1) returned True; expected a numpy bool array of shape (1, 1)"
 
 
+@pytest.mark.slow  # grades several times
 def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):
     a = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
     b = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()

@@ -214,6 +214,7 @@ def test_one_of_three_done_with_e_is_weak_and_ranks_below_three_attempted(tmp_pa
     sloppy_tree = SOLUTIONS / "mutants" / "tree_mask" / "no_validation.py"  # right, accepts bad parents
     all_three = folder(tmp_path / "all_three", decode_mask=reference("decode_mask"), **OWN_TESTS,
                        tile_classification=reference("tile_classification"), tree_mask=sloppy_tree)
+    (tmp_path / "out").mkdir()  # grade_one writes into OUT/<name>; grade_many makes OUT
     rows = [batch.grade_one(str(p), str(tmp_path / "out" / p.name), p.name, SET, 0, "detail")
             for p in (only_one, all_three)]
     by_name = {r["name"]: r for r in rows}
@@ -222,6 +223,8 @@ def test_one_of_three_done_with_e_is_weak_and_ranks_below_three_attempted(tmp_pa
         "level": "weak", "status": "not_attempted", "provisional": False, "required": True, "checks": ""}
     assert by_name["all_three"]["level"] == "hire"
     assert [r["name"] for r in sorted(rows, key=batch.ranking)] == ["all_three", "only_one"]
+    report = (tmp_path / "out" / "only_one" / "report.md").read_text()
+    assert "| not attempted (required: counts as weak) |" in report
 
 
 def test_without_e_an_exercise_not_attempted_is_listed_and_not_counted(tmp_path):

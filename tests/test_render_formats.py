@@ -1,5 +1,6 @@
 """JUnit XML and Gradescope results.json: their structure, their counts, and golden files."""
 import json
+import re
 import xml.etree.ElementTree as ET
 
 from grader.render import gradescope, junit
@@ -69,3 +70,31 @@ def test_gradescope_for_a_candidate_hides_hidden_inputs():
 
 def test_gradescope_matches_golden():
     assert_golden(json.dumps(gradescope.render(saved_result()), indent=2) + "\n", "report_gradescope.json")
+
+
+def test_hidden_levels_take_the_level_explanations_with_them_in_every_format():
+    """What the levels work adds (provisional, why, what would raise it, hygiene, the level
+    guide, "counts as weak") is level talk: summary feedback without --show-levels shows none of
+    it, in any format; with --show-levels the provisional level is still said."""
+    import click
+
+    from grader.render import html, markdown, terminal
+
+    result = saved_result()
+    decode = result.exercise("decode_mask")
+    decode.provisional, decode.to_observe = True, ["names_library_conventions"]
+    result.exercise("tree_mask").required = True
+    renders = {"terminal": lambda r: click.unstyle(terminal.summary(r)), "markdown": markdown.render,
+               "html": html.render, "junit": junit.render, "gradescope": lambda r: json.dumps(gradescope.render(r))}
+    level_talk = ["provisional", decode.reason, decode.to_raise, decode.hygiene, "What each level looks like",
+                  "counts as weak"]
+    assert all(level_talk)
+    hidden, shown = for_candidate(result), for_candidate(result, show_levels=True)
+    for name, render in renders.items():
+        text = re.sub(r"<style>.*?</style>", "", render(hidden), flags=re.S)  # the stylesheet names every level
+        assert not [talk for talk in level_talk if talk in text], name
+        assert "strong hire" not in text and "weak" not in text, name
+        assert "weak (provisional: 1 observation)" in render(shown), name
+    assert "not attempted (required)" in renders["terminal"](hidden)
+    assert "not attempted (required: counts as weak)" in renders["terminal"](shown)
+    assert decode.reason in renders["terminal"](shown) and decode.to_raise in renders["markdown"](shown)

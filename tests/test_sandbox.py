@@ -9,6 +9,7 @@ import pytest
 from grader.sandbox import (BadValue, CandidateCrashed, CandidateLoadError, CandidateRaised,
                             CandidateTimeout, CandidateUnavailable, Lent, Limits, ModuleToLoad, Sandbox)
 from grader.sandbox import wire
+from grader.sandbox.launch import TAIL_BYTES
 
 FAULTS = '''
 import os, sys, time
@@ -32,12 +33,13 @@ def soft_exit():
     sys.exit(3)
 
 def flood():
-    for _ in range(10 ** 6):
+    for _ in range(50_000):  # about 20 MB, past the 8 MiB output cap
         print("x" * 200)
         print("y" * 200, file=sys.stderr)
+    return "done"
 
-def eat_memory():
-    return np.ones((1 << 40,), dtype=np.uint8)
+def eat_memory(n):
+    return np.ones((n,), dtype=np.uint8).sum()
 
 def returns_object():
     return object()
@@ -48,6 +50,10 @@ def returns_object_array():
 def use_source(src):
     k, v = src.load(1, 3)
     return len(src), src.positions, k, v
+
+def warns():
+    np.ones(2) / np.zeros(2)
+    return 1
 
 def grab(n):
     return [1.5, "text", (True, None), {"a": np.float32(2.5)}]
@@ -93,15 +99,24 @@ def test_sys_exit_is_an_exception_like_any_other(sandbox):
         sandbox.module.soft_exit()
 
 
-def test_output_is_capped_not_piped(sandbox):
-    with pytest.raises(CandidateRaised, match="File too large"):
-        sandbox.module.flood()
-    assert sandbox.worker.scratch.log.stat().st_size <= Limits().output_bytes
+def test_output_past_the_cap_is_dropped_and_the_writes_never_fail(sandbox):
+    assert sandbox.module.flood() == "done"
+    assert sandbox.worker.output_truncated and sandbox.worker.scratch.output.total > 16 << 20
+    assert len(sandbox.worker.scratch.output_tail(1 << 30)) <= TAIL_BYTES
+    sandbox.close()
+    assert sandbox.output_note == "output truncated after 8 MiB"
 
 
-def test_memory_is_limited(sandbox):
-    with pytest.raises(CandidateRaised, match="MemoryError"):
-        sandbox.module.eat_memory()
+def test_memory_is_limited_just_over_the_limit(tmp_path):
+    path = tmp_path / "faulty.py"
+    path.write_text(FAULTS)
+    box = Sandbox(ModuleToLoad("faulty", [path], []), Limits(memory_bytes=768 << 20))
+    try:
+        assert box.module.eat_memory(256 << 20) == 256 << 20  # well under: fine
+        with pytest.raises(CandidateRaised, match="MemoryError"):
+            box.module.eat_memory(800 << 20)  # just over the 768 MiB set
+    finally:
+        box.close()
 
 
 def test_unreadable_values_are_refused(sandbox):
@@ -202,6 +217,10 @@ import numpy as np
 OUT = int(sys.argv[2])
 wire = sys.modules["wire"]
 
+def current_id():
+    import gc
+    return next(o for o in gc.get_objects() if type(o).__name__ == "Host").request_id
+
 def raw(data):
     os.write(OUT, data)
 
@@ -227,17 +246,40 @@ def lying_shape():
     time.sleep(5)
 
 def bad_tuple():
-    raw(part(b'{"ok": true, "value": {"$tuple": 5}, "arrays": 0}'))
+    raw(part(b'{"ok": true, "value": {"$tuple": 5}, "arrays": 0, "id": %d}' % current_id()))
+    time.sleep(5)
+
+def no_id():
+    raw(part(b'{"ok": true, "value": 1, "arrays": 0}'))
     time.sleep(5)
 
 def odd_error():
-    raw(part(b'{"ok": false, "error": ["not", "a", "dict"], "seconds": "soon", "warnings": 7, "arrays": 0}'))
+    raw(part(b'{"ok": false, "error": ["not", "a", "dict"], "warnings": 7, "arrays": 0, "id": %d}' % current_id()))
     time.sleep(5)
+
+def odd_ok():
+    raw(part(b'{"ok": "yes", "value": 1, "arrays": 0, "id": %d}' % current_id()))
+    time.sleep(5)
+
+def stray_frame():
+    """One extra reply for this call: without ids, every later reply would shift by one."""
+    raw(wire.pack({"ok": True, "value": "forged", "id": current_id()}, []))
+    return "real"
 
 def stop_reading():
     """Answer this call from a thread, then never read another request."""
-    threading.Thread(target=lambda: raw(wire.pack({"ok": True, "value": 1}, []))).start()
+    rid = current_id()
+    threading.Thread(target=lambda: raw(wire.pack({"ok": True, "value": 1, "id": rid}, []))).start()
     time.sleep(3600)
+
+def wrong_len():
+    class Cache:
+        def __len__(self):
+            return 3
+    import builtins
+    real = builtins.len
+    builtins.len = lambda x: "three" if type(x).__name__ == "Cache" else real(x)
+    return Cache()
 
 def echo(x):
     return x
@@ -259,6 +301,8 @@ def forger(tmp_path):
     ("short_array", "carries"),
     ("lying_shape", "carries"),
     ("bad_tuple", "tuple in a frame is not a list"),
+    ("no_id", "out of turn"),
+    ("odd_ok", "valid 'ok' field"),
 ])
 def test_forged_frames_are_bad_values_not_grader_errors(forger, name, pattern):
     start = time.monotonic()
@@ -272,7 +316,25 @@ def test_a_forged_error_reply_is_sanitized(forger):
     with pytest.raises(CandidateRaised) as info:
         forger.module.odd_error()
     assert info.value.type_name == "Exception" and "not" in info.value.message
-    assert forger.last_call.seconds == 0.0 and forger.last_call.warnings == []
+
+
+def test_warnings_come_back_with_the_call_that_raised_them(sandbox):
+    value, stats = sandbox.module.with_stats("warns")
+    assert value == 1 and stats.warnings == ["RuntimeWarning: divide by zero encountered in divide"]
+    assert sandbox.module.with_stats("ok", 2)[1].warnings == []
+
+
+def test_a_stray_frame_never_shifts_later_replies(forger):
+    assert forger.module.stray_frame() == "forged"  # the candidate may lie about its own call
+    with pytest.raises(BadValue, match="out of turn"):
+        forger.module.echo(3)  # the real reply of the last call arrives: refused, not taken as 3's
+    assert [forger.module.echo(n) for n in (4, 5)] == [4, 5]  # a fresh child, in step
+
+
+def test_a_patched_len_in_the_child_is_the_candidates_fault(forger):
+    cache = forger.module.wrong_len()
+    with pytest.raises(BadValue, match="expected an int"):
+        len(cache)
 
 
 def test_a_child_that_stops_reading_cannot_block_the_grader(forger):

@@ -12,6 +12,7 @@ def kit_outcomes():
     return outcomes(seed=7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", [e.id for e in catalog.exercises()])
 def test_rubric_holds_references_reach_strong_hire_and_every_mutant_is_caught(kit_outcomes, exercise_id):
     mine = [o for o in kit_outcomes if o.exercise == exercise_id]

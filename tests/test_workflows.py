@@ -1,6 +1,9 @@
 """The three workflows as a new user meets them: interviewer, candidate, self-study (via the CLI)."""
 import hashlib
 import json
+import math
+import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -8,6 +11,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -148,6 +152,7 @@ def test_summary_feedback_hides_hidden_inputs_in_every_format(graded, tmp_path):
     assert all(c["description"] for c in checks)
 
 
+@pytest.mark.slow  # grades several submissions in full
 def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     folder = tmp_path / "candidates"
     reference_submission(folder / "grace")
@@ -244,3 +249,76 @@ def test_report_rejects_a_file_that_is_not_a_result(tmp_path):
     bad.write_text('{"schema": "something/else"}')
     out = CliRunner().invoke(main, ["report", str(bad)])
     assert out.exit_code == 2 and "not a kvgrade result" in out.output
+
+
+def test_the_bundle_readme_says_how_to_submit_and_that_every_exercise_counts(tmp_path):
+    run("bundle", tmp_path / "b", "-e", "decode_mask")
+    readme = " ".join((tmp_path / "b" / "README.md").read_text().split())
+    assert "Send back this whole folder, or a zip of it" in readme
+    assert "one you do not attempt counts as weak" in readme
+    run("start", tmp_path / "w", "-e", "decode_mask")  # self-study: nothing is counted against anyone
+    assert "counts as weak" not in (tmp_path / "w" / "README.md").read_text()
+
+
+def test_gradescope_points_add_up_exactly(tmp_path):
+    """tree_mask has 12 checks: 10 points do not split evenly, yet every total is whole."""
+    out = tmp_path / "g.json"
+    run("grade", KIT / "solutions", "-e", "tree_mask,decode_mask", "--gradescope", out)
+    data = json.loads(out.read_text())
+    assert (data["score"], data["max_score"]) == (20.0, 20.0)
+    for exercise in ("tree_mask", "decode_mask"):
+        tests = [t for t in data["tests"] if t["name"].startswith(exercise + ":")]
+        assert math.fsum(t["max_score"] for t in tests) == 10.0
+        assert all(round(t["max_score"], 2) == t["max_score"] for t in tests)  # whole hundredths
+    assert math.fsum(t["score"] for t in data["tests"]) == data["score"]
+
+
+def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
+    student, detailed = tmp_path / "s.json", tmp_path / "d.json"
+    run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", student)
+    run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", detailed, "--feedback", "detail")
+    text = student.read_text()
+    assert not any(secret in text for secret in HIDDEN_INPUTS + ["--check", "Overall level"]), text
+    assert "decode_causal_mask(5, 11)" in detailed.read_text()
+    assert json.loads(text)["score"] == json.loads(detailed.read_text())["score"] == 4.0
+
+
+def test_summary_feedback_hides_levels_unless_shown(graded):
+    hidden = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
+    data = json.loads(run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
+    assert "weak" not in hidden and "overall" not in hidden and "4/10 checks" in hidden
+    assert data["overall"]["level"] is None and data["levels_hidden"] is True
+    assert all(e["level"] is None and e["criteria"] == [] for e in data["exercises"])
+    shown = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--show-levels").output
+    assert "overall: weak" in shown
+    assert not any(secret in hidden + shown for secret in HIDDEN_INPUTS)
+
+
+def test_progress_dots_end_before_the_summary(tmp_path):
+    """On a terminal, the dots of the checks get their own line; the header starts a new one."""
+    leader, follower = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(KIT / "solutions"), "-e", "decode_mask"],
+                             stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the child is done
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(leader)
+    assert child.wait(timeout=120) == 0
+    lines = click.unstyle(output.decode()).replace("\r", "").splitlines()
+    assert any(set(line) == {"."} and len(line) == 10 for line in lines), lines  # one dot per check
+    assert any(line.startswith("kvgrade ") for line in lines), lines
+
+
+def test_exercises_outside_the_interview_set_are_left_out_as_the_readme_says(graded):
+    data = json.loads(graded["reference"].read_text())
+    assert [e["id"] for e in data["exercises"]] == ["decode_mask"] + INTERVIEW_OTHERS
+    readme = " ".join((KIT / "README.md").read_text().split())
+    assert "exercises outside it are left out of the result" in readme

@@ -1,21 +1,63 @@
-"""What every renderer shares: words for levels, reproduce lines, and candidate-safe redaction.
+"""What every renderer shares: words for levels and statuses, the failure block, reproduce
+lines, candidate-safe redaction, and neutralising candidate-derived text.
 
 Nothing here decides a verdict: levels, statuses and diagnoses come from the ``Result``.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
+import re
 import shlex
 
 from ..result import Result
+from . import pictures
 
 LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}
-STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted (not counted)", "error": "error"}
+STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted", "error": "error"}
 CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
+NOT_ISOLATED = "not isolated: grade only code you trust"
+
+# C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
+# and other invisible format characters, line and paragraph separators: each can rewrite a
+# terminal, hide text or reorder it.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
+
+
+def neutral(text: str) -> str:
+    """``text`` with every control, bidi or zero-width character shown as a visible escape."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def neutralized(value):
+    """A copy of a Result (or any part of it) whose every string went through ``neutral``.
+
+    Applied once where a result is loaded or made, before any renderer: messages, errors,
+    cases, notes and paths all come from candidate code or candidate-named files.
+    """
+    if isinstance(value, str):
+        return neutral(value)
+    if isinstance(value, list):
+        return [neutralized(v) for v in value]
+    if isinstance(value, dict):
+        return {neutralized(k): neutralized(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: neutralized(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    return value
+
+
+def status_text(e, levels: bool = True) -> str:
+    """An exercise's status in words; not attempted says whether it still counts (and, when
+    levels are shown, as what)."""
+    if e.status == "not_attempted" and e.required:
+        return "not attempted (required: counts as weak)" if levels else "not attempted (required)"
+    return STATUS_WORDS[e.status]
 
 
 def level_phrase(level: str | None, provisional: bool = False, to_observe=()) -> str:
@@ -54,24 +96,68 @@ def shows_detail(result: Result) -> bool:
     return result.feedback != "summary"
 
 
-def for_candidate(result: Result) -> Result:
+def failure_parts(result: Result, exercise_id: str, check) -> list[tuple[str, str]]:
+    """What every renderer shows of a failing check, as (label, text) after its description.
+
+    Detail only carries what summary feedback left in the check (``for_candidate`` empties it),
+    plus the reproduce line; the picture is drawn by each renderer its own way.
+    """
+    parts = [("what happened", check.message), ("tried", case_text(check.case))]
+    if shows_detail(result):
+        parts.append(("reproduce", reproduce(result, exercise_id, check.id)))
+    return [(label, text) for label, text in parts if text]
+
+
+def failure_lines(result: Result, exercise_id: str, check) -> list[str]:
+    """The failure block as plain text (JUnit, Gradescope)."""
+    lines = [check.description, *(f"{label}: {text}" for label, text in failure_parts(result, exercise_id, check))]
+    if check.picture:
+        lines += ["", pictures.text(check.picture)]
+    return lines
+
+
+def levels_shown(result: Result) -> bool:
+    """Summary feedback hides levels unless the interviewer chose to show them (--show-levels)."""
+    return not result.levels_hidden
+
+
+def for_candidate(result: Result, show_levels: bool = False) -> Result:
     """A copy safe to hand to a candidate: which checks passed and what each tries, nothing more.
 
-    Hidden inputs live in failure messages, cases, pictures and the concrete sentences of
-    diagnoses; those go. A diagnosis keeps its id and the rubric's general explanation. The
-    interviewer's side (what observed criteria listen for, notes, follow-up questions) goes
-    too; that observations are pending stays, so a provisional level still says so.
+    Hidden inputs live in failure messages, cases, pictures, errors and the concrete sentences
+    of diagnoses; those go. A diagnosis keeps its id and the rubric's general explanation. The
+    interviewer's side (what observed criteria listen for, notes, follow-up questions, the
+    rubric's summary and level guide) goes too. Levels go unless ``show_levels``, and with them
+    everything that speaks of a level (criteria, provisional, why, what would raise it,
+    hygiene); when they are shown, that observations are pending stays, so a provisional level
+    still says so.
     """
     safe = copy.deepcopy(result)
     safe.feedback = "summary"
+    safe.levels_hidden = not show_levels
     for e in safe.exercises:
         for c in e.checks:
             c.message, c.case, c.picture = "", None, None
         for d in e.diagnoses:
             d.message = d.explain or d.id.replace("_", " ")
-        for c in e.criteria:  # what an interviewer listens for stays theirs; that it is pending does not
-            if c.kind == "observed":
-                c.text = ""
+        if e.error:
+            e.error = _error_kind(e.error)
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
         e.interviewer = {}  # the sheet holds the hints' texts and what they cost
+        if show_levels:
+            for c in e.criteria:  # what an interviewer listens for stays theirs; that it is pending does not
+                if c.kind == "observed":
+                    c.text = ""
+        else:
+            e.criteria, e.level, e.provisional, e.to_observe = [], None, False, []
+            e.reason, e.to_raise, e.hygiene = "", "", ""
+            for d in e.diagnoses:
+                d.caps = None
     return safe
+
+
+def _error_kind(error: str) -> str:
+    """An error's first words up to its colon (``SyntaxError``, ``import failed``), never its
+    detail, which can quote a file the submission pointed at."""
+    head = error.split(":", 1)[0].strip()
+    return head if len(head) <= 60 else "the module could not be graded"

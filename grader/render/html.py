@@ -9,8 +9,8 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, STATUS_WORDS, case_text, exercise_level, explanation, level_word,
-                     overall_level, reproduce, shows_detail)
+from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, exercise_level, explanation,
+                     failure_parts, level_word, levels_shown, overall_level, shows_detail, status_text)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -22,7 +22,10 @@ def environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["level"] = level_word
     env.filters["case"] = case_text
-    env.globals.update(status_word=STATUS_WORDS, criterion_mark=CRITERION_MARKS,
+    env.filters["level_letter"] = lambda level: {"strong_hire": "S", "hire": "H", "weak": "W"}.get(level, "?")
+    env.filters["short_id"] = short_id
+    env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS,
+                       not_isolated=NOT_ISOLATED,
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,
@@ -41,8 +44,19 @@ def _hint_cost(caps) -> str:
 
 def render(result: Result) -> str:
     template = environment().get_template("report.html.j2")
-    return template.render(result=result, detail=shows_detail(result), css=Markup(_css()),
-                           reproduce=lambda e, c: reproduce(result, e.id, c.id))
+    return template.render(result=result, detail=shows_detail(result), levels=levels_shown(result), css=Markup(_css()),
+                           failure_parts=lambda e, c: failure_parts(result, e.id, c))
+
+
+def short_id(exercise_id: str, width: int = 16) -> str:
+    """An exercise id short enough for a rotated column head: words cut to their first letters
+    from the left until it fits (``ring_buffer_window`` -> ``r_b_window``)."""
+    words = exercise_id.split("_")
+    for i in range(len(words)):
+        short = "_".join([w[0] for w in words[:i]] + words[i:])
+        if len(short) <= width:
+            return short
+    return short[:width - 1] + "…"
 
 
 def render_batch(rows: list[dict], title: str, seed: int, exercises: list[str]) -> str:

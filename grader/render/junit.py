@@ -9,8 +9,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
-from . import interview, pictures
-from .common import case_text, exercise_level, reproduce, shows_detail
+from . import interview
+from .common import exercise_level, failure_lines, levels_shown
 
 
 def render(result: Result) -> str:
@@ -27,7 +27,8 @@ def render(result: Result) -> str:
 def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     suite = ET.Element("testsuite", name=e.id)
     props = ET.SubElement(suite, "properties")
-    for name, value in (("level", exercise_level(e)), ("status", e.status), ("seed", str(result.seed)),
+    level = [("level", exercise_level(e))] if levels_shown(result) else []
+    for name, value in (*level, ("status", e.status), ("seed", str(result.seed)),
                         *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses),
                         *(("interview", line) for line in interview.hint_lines(e) + interview.timeline_lines(e))):
         ET.SubElement(props, "property", name=name, value=value)
@@ -47,21 +48,8 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
         if not c.passed:
             counts["failures"] += 1
             failure = ET.SubElement(case, "failure", message=c.message or c.description, type="CheckFailed")
-            failure.text = _failure_text(result, e, c)
+            failure.text = "\n".join(failure_lines(result, e.id, c))
     for key, value in counts.items():
         suite.set(key, str(value))
     suite.set("time", f"{sum(c.seconds for c in e.checks):.3f}")
     return suite
-
-
-def _failure_text(result, e, c) -> str:
-    lines = [c.description]
-    if c.message:
-        lines.append(c.message)
-    if c.case:
-        lines.append(f"tried: {case_text(c.case)}")
-    if shows_detail(result):
-        lines.append(f"reproduce: {reproduce(result, e.id, c.id)}")
-    if c.picture:
-        lines += ["", pictures.text(c.picture)]
-    return "\n".join(lines)

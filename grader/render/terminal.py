@@ -5,10 +5,9 @@ import click
 
 from ..result import Result
 from . import interview, pictures
-from .common import explanation, level_phrase, reproduce, shows_detail
+from .common import NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown, status_text
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
-STATUS_WORDS = {"not_attempted": "not attempted (not counted)", "error": "error", "graded": ""}
 
 
 def level_text(level: str | None, provisional: bool = False, to_observe=()) -> str:
@@ -16,40 +15,72 @@ def level_text(level: str | None, provisional: bool = False, to_observe=()) -> s
     return click.style(words, fg=LEVEL_COLOURS.get(level, "white"), bold=True)
 
 
+def header(result: Result) -> list[str]:
+    lines = [f"kvgrade {result.kvgrade_version} - {result.submission} (seed {result.seed}, "
+             f"isolation: {result.isolation})"]
+    if result.isolation == "process":
+        lines.append(click.style(NOT_ISOLATED, fg="yellow", bold=True))
+    return lines + [""]
+
+
 def summary(result: Result, detail: bool | None = None) -> str:
     """The verdict per exercise; with detail, failures with their case, a reproduce line and
     the first picture of each exercise drawn in characters."""
-    detail = shows_detail(result) if detail is None else detail
-    lines = [f"kvgrade {result.kvgrade_version} - {result.submission} (seed {result.seed}, "
-             f"isolation: {result.isolation})", ""]
+    detail = result.feedback != "summary" if detail is None else detail
+    shown = levels_shown(result)
+    lines = header(result)
     width = max((len(e.id) for e in result.exercises), default=10)
     for e in result.exercises:
-        head = f"  {e.id:<{width}}  {level_text(e.level, e.provisional, e.to_observe):<20}"
+        head = f"  {e.id:<{width}}" + (f"  {level_text(e.level, e.provisional, e.to_observe):<20}" if shown else "")
         if e.status == "graded":
             head += f"  {e.passed_checks}/{len(e.checks)} checks"
         else:
-            head += f"  {STATUS_WORDS[e.status]}" + (f": {e.error}" if e.error and e.status == "error" else "")
+            head += f"  {status_text(e, shown)}" + (f": {e.error}" if e.error and e.status == "error" else "")
         lines.append(head)
-        lines += [click.style("      " + line, dim=True) for line in explanation(e)]
+        if shown:
+            lines += [click.style("      " + line, dim=True) for line in explanation(e)]
         lines += ["      " + line for line in interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)]
-        for d in e.diagnoses:
-            lines.append("      " + click.style(f"[{d.id}] ", fg="yellow") + d.message)
-        drawn = _picture_to_draw(e.checks) if detail else None
-        for c in e.checks:
-            if c.passed:
-                continue
-            text = (c.message or c.description) if detail else c.description
-            lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {text}")
-            if detail:
-                lines.append(click.style(f"        rerun: {reproduce(result, e.id, c.id)}", dim=True))
-            if c is drawn:
-                lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
-        if e.notes:
-            lines.append("      notes: " + " ".join(e.notes.split()))
-    overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
-    lines += ["", f"  overall: {overall}   "
-              f"({result.seconds:.1f} s)"]
+        lines += _exercise_lines(result, e, detail)
+    if shown:
+        overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
+        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)"]
+    else:
+        lines += ["", f"  {result.score:.0%} of checks passed   ({result.seconds:.1f} s)"]
     lines += ["  " + line for line in interview.session_lines(result)]
+    return "\n".join(lines)
+
+
+def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
+    lines = ["      " + click.style(f"[{d.id}] ", fg="yellow") + d.message for d in e.diagnoses]
+    drawn = _picture_to_draw(e.checks) if detail else None
+    for c in e.checks:
+        if c.passed:
+            continue
+        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {(c.message or c.description) if detail else c.description}")
+        if detail:
+            lines += [click.style(f"        rerun: {value}", dim=True)
+                      for label, value in failure_parts(result, e.id, c) if label == "reproduce"]
+        if c is drawn:
+            lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
+    if e.notes:
+        lines.append("      notes: " + " ".join(e.notes.split()))
+    return lines
+
+
+def single_check(result: Result, check_id: str) -> str:
+    """A rerun of one check: that check's outcome, never a level (one check is not a verdict)."""
+    lines = header(result)
+    for e in result.exercises:
+        for c in e.checks:
+            mark = click.style("passed", fg="green", bold=True) if c.passed else click.style("failed", fg="red", bold=True)
+            lines.append(f"  {e.id} / {c.id}: {mark}")
+            if not c.passed:
+                lines += [f"      {label}: {value}" for label, value in failure_parts(result, e.id, c)]
+                if c.picture and result.feedback != "summary":
+                    lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
+        if not e.checks:
+            lines.append(f"  {e.id} / {check_id}: not run ({STATUS_WORDS[e.status]}"
+                         + (f": {e.error})" if e.error else ")"))
     return "\n".join(lines)
 
 

@@ -1,9 +1,18 @@
-"""Running candidate code in a child process; see ``client.Sandbox``."""
-from .client import (BadValue, CandidateCrashed, CandidateFault, CandidateLoadError,
-                     CandidateRaised, CandidateTimeout, CandidateUnavailable, Lent, ModuleToLoad,
-                     RemoteObject, Sandbox, call_text, describe)
-from .launch import Limits
+"""Running candidate code in a child process; see ``client.Sandbox``.
 
-__all__ = ["BadValue", "CandidateCrashed", "CandidateFault", "CandidateLoadError",
-           "CandidateRaised", "CandidateTimeout", "CandidateUnavailable", "Lent", "Limits",
-           "ModuleToLoad", "RemoteObject", "Sandbox", "call_text", "describe"]
+errors.py (faults), remote.py (proxies, lent objects, call stats), worker.py (one child and
+its wire conversation), client.py (the Sandbox facade), launch.py (starting and ending a
+child), isolation.py (levels and what they enforce), cgroup.py (memory and process limits).
+"""
+from .client import Sandbox
+from .errors import (BadValue, CandidateCrashed, CandidateFault, CandidateLoadError, CandidateRaised,
+                     CandidateTimeout, CandidateUnavailable)
+from .isolation import NOT_ISOLATED, IsolationError, isolation_level, isolation_report, require_isolation
+from .launch import Limits
+from .remote import CallStats, Lent, RemoteObject, call_text, describe
+from .worker import ModuleToLoad
+
+__all__ = ["BadValue", "CallStats", "CandidateCrashed", "CandidateFault", "CandidateLoadError",
+           "CandidateRaised", "CandidateTimeout", "CandidateUnavailable", "IsolationError", "Lent", "Limits",
+           "ModuleToLoad", "NOT_ISOLATED", "RemoteObject", "Sandbox", "call_text", "describe",
+           "isolation_level", "isolation_report", "require_isolation"]

@@ -1,7 +1,9 @@
 """The child process: imports one candidate module and serves calls from the grader.
 
-Run as ``python -I child.py IN_FD OUT_FD`` from a scratch directory. It only ever sends
-values back (JSON and .npy bytes, see ``wire.py``); every verdict is made by the grader.
+Run as ``python -s -P -B child.py IN_FD OUT_FD`` from a scratch directory. It only ever sends
+values back (JSON and .npy bytes, see ``wire.py``); every verdict is made by the grader, and
+every figure a verdict rests on (memory, time) is measured by the grader. Every frame sent
+back carries the id of the request it answers.
 Objects that cannot cross the wire (a cache instance, a bound method) stay here and travel
 as handles. Objects the grader lends (``{"$host": ...}``, such as a KV source) become local
 stand-ins whose methods ask the grader over the same pipes.
@@ -10,9 +12,7 @@ import importlib.util
 import os
 import signal
 import sys
-import time
 import traceback
-import tracemalloc
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,9 +31,10 @@ class Host:
     def __init__(self, in_fd, out_fd):
         self.in_fd, self.out_fd = in_fd, out_fd
         self.objects, self.next_id = {}, 1
+        self.request_id = None  # the request being served: every frame we send carries it
 
     def send(self, header, arrays=()):
-        wire.write_frame(self.out_fd, header, list(arrays))
+        wire.write_frame(self.out_fd, dict(header, id=self.request_id), list(arrays))
 
     def receive(self):
         return wire.read_frame(self.in_fd, _read)
@@ -109,14 +110,15 @@ def run_call(host, header, arrays, module):
         return getattr(target, header["name"])
     if op == "len":
         return len(target)
-    if op == "drop":
-        for handle in header.get("ids", []):
-            host.objects.pop(handle, None)
-        return None
     if op == "call":
         fn = target if header.get("name") is None else getattr(target, header["name"])
         args = wire.decode(header.get("args", []), arrays, host.resolve)
         kwargs = wire.decode(header.get("kwargs", {}), arrays, host.resolve)
+        if header.get("measure"):  # the grader reads the memory baseline now, the arguments in place
+            host.send({"op": "ready"})
+            go, _ = host.receive()
+            if go.get("op") != "go":
+                raise wire.WireError("the grader did not start the measured call")
         return fn(*args, **kwargs)
     raise wire.WireError(f"unknown operation {op!r}")
 
@@ -126,40 +128,30 @@ def serve(host, module):
         header, arrays = host.receive()
         if header.get("op") == "exit":
             return
-        measure = bool(header.get("measure_memory"))
+        host.request_id = header.get("id")
         np.seterr(all="warn", under="ignore")  # numpy's defaults: exp of a very negative score underflows in any correct softmax
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if measure:
-                tracemalloc.start()
-            start = time.perf_counter()
             try:
                 value, failure = run_call(host, header, arrays, module), None
             except BaseException as exc:  # noqa: BLE001  (SystemExit too: report, keep serving)
                 value, failure = None, exc
-            seconds = time.perf_counter() - start
-            peak = tracemalloc.get_traced_memory()[1] if measure else None
-            if measure:
-                tracemalloc.stop()
-        stats = {
-            "seconds": seconds,
-            "peak_bytes": peak,
-            "warnings": [f"{w.category.__name__}: {w.message}" for w in caught][:20],
-        }
+        said = {"warnings": [f"{w.category.__name__}: {w.message}" for w in caught][:20]}
         if failure is not None:
-            host.send(dict(error_reply(failure), **stats))
+            host.send(dict(error_reply(failure), **said))
             continue
         try:
-            host.encode_reply(value, **stats)
+            host.encode_reply(value, **said)
         except wire.WireError as exc:
-            host.send(dict(error_reply(exc), **stats, bad_value=True))
+            host.send(dict(error_reply(exc), **said, bad_value=True))
 
 
 def main():
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the output cap: writes fail, we live
     host = Host(in_fd, out_fd)
-    header, _ = host.receive()  # {"op": "load", "path": ..., "name": ..., "sys_path": [...]}
+    header, _ = host.receive()  # {"op": "load", "id": ..., "path": ..., "name": ..., "sys_path": [...]}
+    host.request_id = header.get("id")
     sys.path[:0] = header["sys_path"]
     try:
         spec = importlib.util.spec_from_file_location(header["name"], header["path"])

@@ -1,46 +1,44 @@
 """Starting a child process for candidate code: scratch directory, scrubbed environment, limits,
-and the strongest OS isolation this machine offers.
+a control group, and the strongest OS isolation this machine offers (see ``isolation.py``).
 
 Everything that decides *how* a child runs lives here, so the candidate-module worker and the
-candidate-tests runner share one policy.
+candidate-tests runner share one policy:
 
-Isolation levels, probed once per process with a tiny real run and cached:
-
-- ``bwrap``: bubblewrap with every namespace unshared (no network, own pid namespace, no
-  view of other processes), capabilities dropped, read-only binds of only what Python needs,
-  a fresh /tmp and the child's scratch directory as the one writable place. The kit (hidden
-  checks, references, rubrics) is not in the child's file system at all.
-- ``uid``: when the grader runs as root without bubblewrap: the child runs under a fresh
-  unprivileged uid (one per child, so every process it leaves behind can be killed by uid),
-  in its own network namespace when the kernel allows it, with ``no_new_privs``.
-- ``process``: a child process of the grader's own user; protects against accidents
-  (hangs, crashes, floods, memory bombs), not against a deliberate attack on the machine.
-
-``KVGRADE_ISOLATION=bwrap|uid|process`` (or ``Limits(isolation=...)``) asks for a level; a level
-the machine cannot provide falls back to the next one, and the level used is reported.
+- ``python -s -P -B``: no user site, no script folder on ``sys.path``, no ``__pycache__``
+  written. (Not ``-I``: it implies ``-E``, which would ignore the ``PYTHONHASHSEED`` we set.)
+  The environment is built from nothing, so no variable of the grader's reaches the child.
+- ``sitecustomize`` seeds Python's ``random`` and numpy's global generator from the grading
+  seed, in every child (own-test children too), so a run replays whatever the candidate draws.
+- stdout and stderr go to a pipe the grader drains: output past the cap is dropped, the
+  child's writes never fail because of it, and nothing the child can reach is reopened.
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import resource
 import secrets
+import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cgroup
+from .isolation import LEVELS, IsolationError, bwrap_prefix, isolation_level  # noqa: F401  (re-exported)
+
 RUNTIME_DIR = "kvgrade-runtime"  # child.py and wire.py are copied here; also a traceback filter
-LEVELS = ("bwrap", "uid", "process")  # strongest first
+SITE_DIR = "kvgrade-site"  # sitecustomize.py, which seeds every child's generators
 MARKER = "KVGRADE_SANDBOX"  # per-child token in the environment, to find escaped processes
+REPORT_FILES = ("junit.xml",)  # files a child reports into: pre-created, writable, never replaceable
+MAX_COPY_BYTES = 4 << 20  # a file copied into scratch (kit helpers are far smaller)
+TAIL_BYTES = 64 << 10  # the end of a child's output kept for messages
 _HERE = Path(__file__).resolve().parent
-_GRADER_PACKAGE = _HERE.parent
-_KIT_ROOT = _GRADER_PACKAGE.parent
-TMPFS_BYTES = 64 << 20  # the child's private /tmp under bubblewrap
 _UID_RANGE = (1_800_000_000, 1_900_000_000)  # fresh uids for the "uid" level; no passwd entry needed
 
 try:
@@ -49,27 +47,28 @@ except OSError:  # pragma: no cover
     _libc = None
 
 
-class IsolationError(ValueError):
-    """An isolation level that does not exist was asked for (e.g. in $KVGRADE_ISOLATION)."""
-
-
 @dataclass(frozen=True)
 class Limits:
     """What one child may use. Times are wall-clock seconds."""
 
     call_seconds: float = 10.0  # one call into candidate code
     load_seconds: float = 20.0  # importing the candidate module
-    memory_bytes: int = 2 << 30  # address space; numpy with one BLAS thread is happy in 2 GiB
-    output_bytes: int = 8 << 20  # every file the child writes, its stdout/stderr log included
+    memory_bytes: int = 2 << 30  # per process (RLIMIT_AS) and, with a cgroup, for all it forks
+    output_bytes: int = 8 << 20  # stdout/stderr kept per child (the rest is dropped); also per file written
+    scratch_bytes: int = 64 << 20  # the writable scratch folder under bubblewrap (a sized tmpfs)
     cpu_seconds: int = 300
     open_files: int = 256
-    processes: int = 0  # RLIMIT_NPROC at the "uid" level (0: 64); other levels rely on the kill
+    processes: int = 0  # processes and threads of a child and all it starts (0: 64)
     max_faults: int = 2  # timeouts or crashes before an exercise stops calling the candidate
     exercise_seconds: float = 120.0  # one exercise's candidate code: import, calls, own tests
     isolation: str | None = None  # None: the strongest available (or $KVGRADE_ISOLATION)
 
+    @property
+    def max_processes(self) -> int:
+        return self.processes or 64
 
-def scrubbed_env(home: Path, marker: str = "") -> dict:
+
+def scrubbed_env(home: Path, marker: str = "", seed: int = 0, site: Path | None = None) -> dict:
     """Only what Python and a single-threaded BLAS need; nothing of the grader's environment."""
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -78,10 +77,14 @@ def scrubbed_env(home: Path, marker: str = "") -> dict:
         "LANG": "C.UTF-8",
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "KVGRADE_SEED": str(int(seed)),
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
+    if site is not None:  # where sitecustomize.py seeds the generators
+        env["PYTHONPATH"] = str(site)
     # Some machines need these to keep OpenBLAS from crashing; they carry no secrets.
     for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if key in os.environ:
@@ -89,70 +92,6 @@ def scrubbed_env(home: Path, marker: str = "") -> dict:
     if marker:
         env[MARKER] = marker
     return env
-
-
-# -- isolation ------------------------------------------------------------------------------
-
-
-def _python_roots() -> list[str]:
-    """Directories the child's Python needs to read: the installation and numpy/pytest's homes."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    roots.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
-    import importlib.util
-    for name in ("numpy", "pytest", "_pytest", "pluggy", "iniconfig", "packaging"):
-        spec = importlib.util.find_spec(name)
-        if spec and spec.origin:
-            origin = Path(spec.origin).resolve()
-            roots.add(str(origin.parent.parent if origin.name == "__init__.py" else origin.parent))
-    roots = sorted(r for r in roots if r != "/" and os.path.isdir(r))
-    kept = []  # only the outermost of nested roots
-    for r in roots:
-        if not any(r == k or r.startswith(k + "/") for k in kept):
-            kept.append(r)
-    return kept
-
-
-def _bwrap_prefix(scratch_root: Path, work: Path) -> list[str]:
-    bwrap = shutil.which("bwrap")
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = Path("/") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
-    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-                "/etc/localtime"):
-        args += ["--ro-bind-try", etc, etc]
-    # A private /tmp first: what is bound later (a venv or the scratch dir under /tmp) shows
-    # through it, instead of being hidden by it.
-    if _bwrap_has("--size"):  # /tmp is memory: cap it (bubblewrap >= 0.8)
-        args += ["--size", str(TMPFS_BYTES)]
-    args += ["--tmpfs", "/tmp"]
-    binds = ["/usr"]
-    for root in _python_roots():
-        if not any(root == b or root.startswith(b + "/") for b in binds):
-            args += ["--ro-bind", root, root]
-            binds.append(root)
-    # If the kit lives inside something bound (e.g. installed into site-packages), hide it.
-    # (Each secret folder separately: the kit's root may then be site-packages itself.)
-    for secret in (_GRADER_PACKAGE, _KIT_ROOT / "solutions", _KIT_ROOT / "rubrics"):
-        if secret.is_dir() and any(str(secret).startswith(b + "/") for b in binds):
-            args += ["--tmpfs", str(secret)]
-    args += ["--bind", str(scratch_root), str(scratch_root),
-             "--proc", "/proc", "--dev", "/dev", "--chdir", str(work), "--"]
-    return args
-
-
-@functools.cache
-def _bwrap_has(option: str) -> bool:
-    try:
-        out = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return option in out.stdout + out.stderr
 
 
 def _unshare_network():
@@ -166,51 +105,10 @@ def _no_new_privs():
         _libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot raise privileges
 
 
-def _probe(level: str) -> bool:
-    """Can a child really run at ``level`` here? A tiny real run: import numpy in the child."""
-    if level == "process":
-        return True
-    if level == "bwrap" and not shutil.which("bwrap"):
-        return False
-    if level == "uid" and os.geteuid() != 0:
-        return False
-    scratch = Scratch(prefix="kvgrade-probe-")
-    try:
-        proc = _popen(["-c", "import numpy; print('kvgrade-ok')"], scratch, Limits(), level, (), "")
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-        kill(proc)
-        return proc.returncode == 0 and "kvgrade-ok" in scratch.output_tail()
-    except OSError:
-        return False
-    finally:
-        scratch.remove()
-
-
-@functools.cache
-def _available(level: str) -> bool:
-    return _probe(level)
-
-
-def isolation_level(limits: Limits | None = None) -> str:
-    """The level children get: the one asked for (or the strongest), if this machine has it."""
-    wanted = (limits.isolation if limits else None) or os.environ.get("KVGRADE_ISOLATION") or "bwrap"
-    if wanted not in LEVELS:
-        raise IsolationError(f"unknown isolation level {wanted!r} (KVGRADE_ISOLATION or Limits.isolation); "
-                             f"choose from {', '.join(LEVELS)}")
-    for level in LEVELS[LEVELS.index(wanted):]:
-        if _available(level):
-            return level
-    return "process"
-
-
-# -- children ---------------------------------------------------------------------------------
-
-
-def _preexec(limits: Limits, level: str, uid: int | None):
+def _preexec(limits: Limits, level: str, uid: int | None, group: cgroup.Group | None):
     def preexec():
+        if group is not None:
+            group.join()  # first: everything below, and every fork, is counted
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -218,8 +116,7 @@ def _preexec(limits: Limits, level: str, uid: int | None):
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
         if level == "uid":
             _unshare_network()
-            nproc = limits.processes or 64
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -229,14 +126,95 @@ def _preexec(limits: Limits, level: str, uid: int | None):
     return preexec
 
 
+class NotPlain(OSError):
+    """A file that is not a regular file of at most the size read; ``str()`` says why."""
+
+
+class Oversized(NotPlain):
+    pass
+
+
+def read_descriptor(fd: int, name: str, cap: int, single_link: bool = False) -> bytes:
+    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here); NotPlain if it is
+    anything else, larger, or (``single_link``) a hard link that may share its bytes with a
+    file elsewhere."""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotPlain(f"{name} is not a regular file")
+        if single_link and info.st_nlink > 1:
+            raise NotPlain(f"{name} is a hard link")
+        data = os.read(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise Oversized(f"{name} is over {cap // 1024:,} KiB")
+    return data
+
+
+def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
+    """The bytes of a regular file, from a descriptor opened without following a link or
+    waiting on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    return read_descriptor(fd, Path(path).name, cap)
+
+
+class Output:
+    """Drains a child's stdout and stderr from a pipe: keeps the last ``TAIL_BYTES`` and counts
+    the rest. The child never waits on us for long and never sees a write fail."""
+
+    def __init__(self, fd: int, cap: int):
+        self.fd, self.cap, self.total = fd, cap, 0
+        self._tail, self._stop = b"", threading.Event()
+        self._thread = threading.Thread(target=self._drain, name="kvgrade-output", daemon=True)
+        self._thread.start()
+
+    def _drain(self):
+        try:
+            while True:
+                if not select.select([self.fd], [], [], 0.2)[0]:
+                    if self._stop.is_set():
+                        return
+                    continue
+                data = os.read(self.fd, 1 << 16)
+                if not data:
+                    return
+                self.total += len(data)
+                self._tail = (self._tail + data)[-TAIL_BYTES:]
+        finally:
+            os.close(self.fd)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+    def tail(self, limit: int = 300) -> str:
+        return self._tail[-limit:].decode("utf-8", "replace").strip()
+
+    def close(self, wait: float = 1.0):
+        """Stop once the pipe is quiet (every writer gone, or nothing more within ``wait``)."""
+        self._stop.set()
+        self._thread.join(wait)
+
+
 class Scratch:
-    """A private directory for one child: runtime files, kit helpers, candidate files, cwd."""
+    """A private directory for one child: runtime files, kit helpers, candidate files, cwd.
+
+    Nothing the grader reads back lies where the child can replace it: output comes through a
+    pipe (:class:`Output`), and the ``REPORT_FILES`` are read with :meth:`read_private`.
+    """
 
     def __init__(self, prefix: str = "kvgrade-"):
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        os.chmod(self.root, 0o755)  # traversable by a "uid" child; writable by the grader only
         self.work = self.root / "work"
         self.work.mkdir()
-        self.log = self.root / "output.log"
+        self.output: Output | None = None
+        self.reports = {}
+        for name in REPORT_FILES:
+            fd = os.open(self.root / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            self.reports[name] = os.fstat(fd).st_ino
+            os.close(fd)
 
     def add_runtime(self) -> Path:
         runtime = self.root / RUNTIME_DIR
@@ -245,85 +223,139 @@ class Scratch:
             shutil.copyfile(_HERE / name, runtime / name)
         return runtime / "child.py"
 
+    def add_site(self) -> Path:
+        """The folder put on the child's PYTHONPATH: a ``sitecustomize.py`` that seeds it."""
+        site = self.root / SITE_DIR
+        site.mkdir(exist_ok=True)
+        shutil.copyfile(_HERE / "seeding.py", site / "sitecustomize.py")
+        return site
+
     def add_files(self, folder: str, files) -> Path:
-        """Copy ``files`` (paths, or (name, path) pairs) into ``folder``; later ones win."""
+        """Copy ``files`` into ``folder``: paths, (name, path) or (name, bytes) pairs; later ones win.
+
+        A path is opened without following a link and must be a regular file of at most
+        ``MAX_COPY_BYTES`` (OSError otherwise): candidate files may be given by path too.
+        """
         target = self.root / folder
         target.mkdir(exist_ok=True)
         for item in files:
-            name, path = item if isinstance(item, tuple) else (Path(item).name, item)
-            shutil.copyfile(path, target / name)
+            name, source = item if isinstance(item, tuple) else (Path(item).name, item)
+            data = source if isinstance(source, bytes) else read_plain_file(Path(source))
+            (target / name).write_bytes(data)
         return target
 
+    def read_private(self, name: str, cap: int = 1 << 20) -> bytes:
+        """Up to ``cap`` bytes of a report file the child wrote (e.g. ``junit.xml``), from the
+        very file the grader created: b"" if it was replaced or is not a regular file."""
+        try:
+            fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return b""
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_ino != self.reports.get(name):
+                return b""
+            return os.read(fd, cap)
+        finally:
+            os.close(fd)
+
     def give_to(self, uid: int):
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        """Let a "uid" child write its working folder and report files, and nothing else here."""
+        for dirpath, dirnames, filenames in os.walk(self.work):
             for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
                 os.lchown(name, uid, uid)
+        for name in self.reports:
+            os.lchown(self.root / name, uid, uid)
 
     def output_tail(self, limit: int = 300) -> str:
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(max(0, os.fstat(fh.fileno()).st_size - limit))
-                return fh.read(limit).decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
+        return self.output.tail(limit) if self.output else ""
 
     def remove(self):
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _popen(argv, scratch: Scratch, limits: Limits, level: str, pass_fds, marker: str):
-    uid = None
-    command = [sys.executable, "-I", *argv]
+class Child:
+    """A started child process, and everything needed to end it and whatever it started."""
+
+    def __init__(self, proc: subprocess.Popen, level: str, uid: int | None, marker: str,
+                 group: cgroup.Group | None, output: Output | None):
+        self.proc, self.level, self.uid, self.marker = proc, level, uid, marker
+        self.group, self.output = group, output
+        self.killed = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout=timeout)
+
+
+def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fds=(), seed: int = 0) -> Child:
+    """Start ``python -s -P -B argv...`` in the scratch dir at ``level``, in its own session and
+    control group, under the limits."""
+    uid, marker = None, secrets.token_hex(12)
+    site = scratch.add_site()
+    command = [sys.executable, "-s", "-P", "-B", *argv]
     if level == "bwrap":
-        command = _bwrap_prefix(scratch.root, scratch.work) + command
+        command = bwrap_prefix(scratch, limits.scratch_bytes) + command
     elif level == "uid":
         uid = secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]) + _UID_RANGE[0]
         scratch.give_to(uid)
-    log = open(scratch.log, "ab")
+    env = scrubbed_env(scratch.work, marker, seed, site)
+    group = cgroup.create(limits.memory_bytes, limits.max_processes)
+    out_r, out_w = os.pipe()
     try:
-        proc = subprocess.Popen(
-            command,
-            cwd=scratch.work,
-            env=scrubbed_env(scratch.work, marker),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            pass_fds=pass_fds,
-            start_new_session=True,
-            preexec_fn=_preexec(limits, level, uid),
-        )
+        proc = subprocess.Popen(command, cwd=scratch.work, env=env, stdin=subprocess.DEVNULL, stdout=out_w,
+                                stderr=out_w, pass_fds=pass_fds, start_new_session=True,
+                                preexec_fn=_preexec(limits, level, uid, group))
+    except BaseException:
+        os.close(out_r)
+        if group is not None:
+            group.remove()
+        raise
     finally:
-        log.close()
-    proc.kvgrade_level, proc.kvgrade_uid, proc.kvgrade_marker = level, uid, marker
-    return proc
+        os.close(out_w)
+    scratch.output = Output(out_r, limits.output_bytes)
+    return Child(proc, level, uid, marker, group, scratch.output)
 
 
-def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=()) -> subprocess.Popen:
-    """Start ``python -I argv...`` in the scratch dir, in its own session, under the limits,
-    at the strongest isolation level available (see the module docstring)."""
-    return _popen(argv, scratch, limits, isolation_level(limits), pass_fds, secrets.token_hex(12))
+def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=(), seed: int = 0) -> Child:
+    """Start a child at the strongest isolation level available (see ``isolation.py``)."""
+    return start(argv, scratch, limits, isolation_level(limits), pass_fds, seed)
 
 
-def kill(proc: subprocess.Popen | None) -> None:
+def kill(child: Child | None) -> None:
     """Kill the child, its process group, and every process it started that got away."""
-    if proc is None or getattr(proc, "kvgrade_killed", False):
+    if child is None or child.killed:
         return  # once: after that its pid (and group id) may belong to someone else
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if child.group is not None:
+        child.group.kill_all()
     try:
-        proc.wait(timeout=5)
+        child.proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    uid = getattr(proc, "kvgrade_uid", None)
-    if uid is not None:
-        _kill_uid(uid)
-    marker = getattr(proc, "kvgrade_marker", "")
-    if marker:
-        kill_marked(marker)
-    if proc.returncode is not None:
-        proc.kvgrade_killed = True
+    if child.uid is not None:
+        _kill_uid(child.uid)
+    if child.group is not None:
+        child.group.remove()
+    else:
+        kill_marked(child.marker)
+    if child.returncode is not None:
+        child.killed = True
+        if child.output is not None:
+            child.output.close()
 
 
 def _kill_uid(uid: int):
@@ -360,10 +392,10 @@ def kill_marked(marker: str) -> int:
     return killed
 
 
-def exit_status(proc: subprocess.Popen | None) -> int | None:
+def exit_status(child: Child | None) -> int | None:
     """The child's exit status; bubblewrap reports a child killed by signal N as 128 + N."""
-    code = proc.poll() if proc is not None else None
-    if code is not None and getattr(proc, "kvgrade_level", "") == "bwrap" and 128 < code < 160:
+    code = child.poll() if child is not None else None
+    if code is not None and child.level == "bwrap" and 128 < code < 160:
         return 128 - code
     return code
 

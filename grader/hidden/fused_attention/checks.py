@@ -77,18 +77,24 @@ def ring(rng, capacity, written, T, D, label, window=None, block_q=64, block_k=1
                 window, block_q, block_k)
 
 
-def run(ex, case, measure_memory=False):
+def run(ex, case):
     """Call the kernel on ``case``; (o, lse, source) once the outputs have the right form."""
+    return run_measured(ex, case, memory=False)[:3]
+
+
+def run_measured(ex, case, memory=True):
+    """``run``, plus the call's stats: the warnings the child reported and, with ``memory``,
+    its peak as the grader measured it; (o, lse, source, stats)."""
     source = KVSource(case.k, case.v, case.k_pos)
-    value = ex.candidate.flash_attention(case.q, source, case.q_pos, window=case.window,
-                                         block_q=case.block_q, block_k=case.block_k,
-                                         measure_memory=measure_memory)
+    call = ex.candidate.measured if memory else ex.candidate.with_stats
+    value, stats = call("flash_attention", case.q, source, case.q_pos, window=case.window,
+                        block_q=case.block_q, block_k=case.block_k)
     call, where = case.call_text(), case.describe(ex.seed)
     if not isinstance(value, tuple) or len(value) != 2:
         fail(f"{call} returned {summarize(value)}; expected a tuple (o, lse)", where)
     o = expect_array(value[0], call=f"{call}[0] (o)", shape=(case.T, case.D), kind="f", case=where)
     lse = expect_array(value[1], call=f"{call}[1] (lse)", shape=(case.T,), kind="f", case=where)
-    return o, lse, source
+    return o, lse, source, stats
 
 
 def _first_difference(got, want, tol):
@@ -324,8 +330,8 @@ def check_no_dense_allocation(ex):
     """Peak memory of a call stays far below T x S bytes (no dense mask or score matrix)."""
     rng = ex.rng
     case = contiguous(rng, 1021, 40_009, 16, "chunk, window", window=1021, block_k=1000)
-    run(ex, case, measure_memory=True)
-    peak = ex.sandbox.last_call.peak_bytes
+    *_, stats = run_measured(ex, case)
+    peak = stats.peak_bytes
     if peak is None:
         return  # the child could not measure; nothing to judge
     dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
@@ -348,8 +354,8 @@ def check_rows_that_see_nothing(ex):
     early = ring(rng, 50, 300, 3, 8, "queries older than every stored key", block_q=2, block_k=16)
     early.q_pos = np.array([100, 260, 299], dtype=np.int64)  # the first sees nothing still stored
     for case in (empty, holes, early):
-        o, lse, _ = run(ex, case)
-        warnings = list(ex.sandbox.last_call.warnings)
+        o, lse, _, stats = run_measured(ex, case, memory=False)
+        warnings = list(stats.warnings)
         expect_outputs(ex, case, o, lse)
         if warnings:
             fail(f"{case.call_text()} raised numpy warnings: {'; '.join(warnings[:3])}; a row that sees "

@@ -30,10 +30,11 @@ def _text(x) -> str:
     return f"{x.dtype} {list(x.shape)}"
 
 
-def _warnings(ex) -> list:
-    """Warnings of the last call. The sandbox keeps numpy's default of ignoring underflow:
+def _call(ex, name, *args):
+    """(value, warnings) of one call. The sandbox keeps numpy's default of ignoring underflow:
     exp of a very negative score is 0 by design in any softmax."""
-    return list(ex.sandbox.last_call.warnings)
+    value, stats = ex.candidate.with_stats(name, *args)
+    return value, list(stats.warnings)
 
 
 @dataclass
@@ -47,8 +48,9 @@ class Reply:
 
 def _softmax(ex, scores, mask, case) -> Reply:
     call = f"masked_softmax(scores {_text(scores)}, mask {_text(mask)})"
-    got = expect_array(ex.candidate.masked_softmax(scores, mask), call=call, shape=scores.shape, kind="f", case=case)
-    return Reply(got, call, _warnings(ex))
+    value, warnings = _call(ex, "masked_softmax", scores, mask)
+    got = expect_array(value, call=call, shape=scores.shape, kind="f", case=case)
+    return Reply(got, call, warnings)
 
 
 def _expect_state(value, call, T, D, case):
@@ -63,21 +65,22 @@ def _expect_state(value, call, T, D, case):
 
 def _partial(ex, q, k, v, mask, case) -> Reply:
     call = f"partial_attention(q {_text(q)}, k {_text(k)}, v {_text(v)}, mask {_text(mask)})"
-    value = ex.candidate.partial_attention(q, k, v, mask)
+    value, warnings = _call(ex, "partial_attention", q, k, v, mask)
     state = _expect_state(value, call, q.shape[0], v.shape[1], case)
-    return Reply(state, call, _warnings(ex))
+    return Reply(state, call, warnings)
 
 
 def _merge(ex, a, b, case, call="merge_partials(a, b)") -> Reply:
-    value = ex.candidate.merge_partials(tuple(a), tuple(b))
+    value, warnings = _call(ex, "merge_partials", tuple(a), tuple(b))
     state = _expect_state(value, call, a[0].shape[0], a[2].shape[1], case)
-    return Reply(state, call, _warnings(ex))
+    return Reply(state, call, warnings)
 
 
 def _finalize(ex, state, case, call="finalize(state)") -> Reply:
     T, D = state[2].shape
-    got = expect_array(ex.candidate.finalize(tuple(state)), call=call, shape=(T, D), kind="f", case=case)
-    return Reply(got, call, _warnings(ex))
+    value, warnings = _call(ex, "finalize", tuple(state))
+    got = expect_array(value, call=call, shape=(T, D), kind="f", case=case)
+    return Reply(got, call, warnings)
 
 
 # ---- comparisons --------------------------------------------------------------------------

@@ -406,9 +406,8 @@ def check_shared_prefix_values(ex):
 # ---- efficiency: one split at a time -------------------------------------------------------------
 
 def _peak_bytes(ex, fn: str, *args) -> int | None:
-    """Peak memory allocated during one call of the candidate's ``fn`` (None when unmeasured)."""
-    getattr(ex.candidate, fn)(*args, measure_memory=True)
-    return ex.sandbox.last_call.peak_bytes
+    """Peak memory of one call of the candidate's ``fn``, measured by the grader (None when unmeasured)."""
+    return ex.candidate.measured(fn, *args)[1].peak_bytes
 
 
 def check_split_kv_memory_per_split(ex):
@@ -430,8 +429,9 @@ def check_split_kv_memory_per_split(ex):
 
 # ---- numpy warnings ------------------------------------------------------------------------------
 
-def _warned(ex, situation) -> str | None:
-    caught = list(ex.sandbox.last_call.warnings)
+def _warned(ex, fn: str, *args, situation: str) -> str | None:
+    """Call the candidate's ``fn``; the warnings it reported, as a sentence (None when quiet)."""
+    caught = list(ex.candidate.with_stats(fn, *args)[1].warnings)
     return f"{situation}: \"{caught[0]}\"" + (f" (and {len(caught) - 1} more)" if len(caught) > 1 else "") \
         if caught else None
 
@@ -443,23 +443,21 @@ def check_quiet_numpy(ex):
     q, k, v = _normal(rng, T, D), _normal(rng, 30, D), _normal(rng, 30, D)
     for n, mask, what in [(30, _mask(rng, T, 30, 2), "attention_with_lse with rows that see no key"),
                           (0, np.zeros((T, 0), bool), "attention_with_lse over no keys")]:
-        ex.candidate.attention_with_lse(q, k[:n], v[:n], mask)
-        heard.append(_warned(ex, what))
+        heard.append(_warned(ex, "attention_with_lse", q, k[:n], v[:n], mask, situation=what))
     garbage = _parts(rng, 5, T, 40, D, ex.seed, garbage=True)
     for o, lse, what in [(garbage.o, garbage.lse, "merge_states with empty parts holding NaN"),
                          (np.full((3, T, D), np.nan), np.full((3, T), -np.inf), "merge_states of empty parts only")]:
-        ex.candidate.merge_states(o, lse)
-        heard.append(_warned(ex, what))
+        heard.append(_warned(ex, "merge_states", o, lse, situation=what))
     for magnitude in (1e4, -1e4 / 1.1):
         huge = _scaled_parts(rng, 4, magnitude, ex.seed)
-        ex.candidate.merge_states(huge.o, huge.lse)
-        heard.append(_warned(ex, f"merge_states with lse near {magnitude:.0e}"))
+        heard.append(_warned(ex, "merge_states", huge.o, huge.lse,
+                             situation=f"merge_states with lse near {magnitude:.0e}"))
     for kv, n in [(_ring(rng, 4, 45, 120, D, 6), 44), (_decode(rng, 1, 23, D), 30)]:
-        ex.candidate.split_kv_attention(kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
-        heard.append(_warned(ex, f"split_kv_attention [{kv.label}] in {n} splits"))
-    ex.candidate.shared_prefix_attention(_normal(rng, 2, 3, D), np.zeros((0, D)), np.zeros((0, D)),
-                                         _normal(rng, 2, 4, D), _normal(rng, 2, 4, D))
-    heard.append(_warned(ex, "shared_prefix_attention with P = 0"))
+        heard.append(_warned(ex, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n,
+                             situation=f"split_kv_attention [{kv.label}] in {n} splits"))
+    heard.append(_warned(ex, "shared_prefix_attention", _normal(rng, 2, 3, D), np.zeros((0, D)),
+                         np.zeros((0, D)), _normal(rng, 2, 4, D), _normal(rng, 2, 4, D),
+                         situation="shared_prefix_attention with P = 0"))
     heard = [h for h in heard if h]
     if heard:
         fail(f"numpy warned during {heard[0]}" + (f"; also during {len(heard) - 1} more situations" if len(heard) > 1

@@ -33,12 +33,17 @@ class Case(tuple):
         return dict(zip(("T", "S", "block_q", "block_k", "window"), self), seed=seed)
 
 
-def _grid(ex, case, measure_memory=False):
+def _grid(ex, case):
+    return _grid_measured(ex, case, memory=False)[0]
+
+
+def _grid_measured(ex, case, memory=True):
+    """The candidate's grid for ``case`` and the call's stats (its memory peak, with ``memory``)."""
     T, S, block_q, block_k, window = case
     kwargs = {} if window is None else {"window": window}
-    value = ex.candidate.call("classify_tiles", T, S, block_q, block_k,
-                              measure_memory=measure_memory, **kwargs)
-    return expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed))
+    call = ex.candidate.measured if memory else ex.candidate.with_stats
+    value, stats = call("classify_tiles", T, S, block_q, block_k, **kwargs)
+    return expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed)), stats
 
 
 def _name(value):
@@ -240,13 +245,13 @@ def check_no_dense_mask(ex):
     case = Case(1031, _size(ex.rng, 200_000, 300_000), 64, 128)
     T, S = case[:2]
     try:
-        _grid(ex, case, measure_memory=True)
+        _, stats = _grid_measured(ex, case)
     except CandidateRaised as exc:
         if exc.is_a("MemoryError"):
             ex.diagnose("dense_mask_built", f"{case.call} ran out of memory: a {T:,} x {S:,} mask alone "
                                             f"is {T * S / 2**20:,.0f} MiB; compare tile edges instead")
         raise
-    peak = ex.sandbox.last_call.peak_bytes
+    peak = stats.peak_bytes
     if peak is not None and peak >= T * S / DENSE_FRACTION:
         ex.diagnose("dense_mask_built",
                     f"{case.call} allocated up to {peak / 2**20:,.0f} MiB, of the order of the {T:,} x {S:,} "

@@ -1,0 +1,108 @@
+"""What hidden checks hold: proxies for values living in the child (``RemoteObject``), the base
+of objects the grader lends to it (``Lent``), and the figures a measured call returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import BadValue
+
+
+def describe(value) -> str:
+    """A short rendering of an argument for messages: arrays by dtype and shape."""
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}[{', '.join(map(str, value.shape))}]"
+    if isinstance(value, (list, tuple)):
+        if len(value) > 6:
+            return f"[{len(value)} items]"
+        inner = ", ".join(describe(v) for v in value)  # never repr an array: slow and long
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, Lent):
+        return f"<{value.wire_type}>"
+    if isinstance(value, RemoteObject):
+        return f"<{value.type_name}>"
+    return repr(value)
+
+
+def call_text(name: str, args=(), kwargs=None) -> str:
+    parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
+    return f"{name}({', '.join(parts)})"
+
+
+class Lent:
+    """Base for grader objects handed to candidate code by reference (e.g. a KV source).
+
+    The child sees a stand-in with ``wire_attrs()`` as attributes and ``wire_methods`` that
+    call back here, so the grader observes every use.
+    """
+
+    wire_type = "HostObject"
+    wire_methods: tuple = ()
+
+    def wire_attrs(self) -> dict:
+        return {}
+
+    def wire_len(self):
+        return None
+
+
+@dataclass
+class CallStats:
+    """What a measured call cost. ``peak_bytes``: memory above the usage before the call, as the
+    kernel counts it for the child and all it forked (``peak_source`` "cgroup"), or the child's
+    own high-water mark ("vmhwm") where no cgroup can be had; None if neither could be read.
+    ``warnings``: what the child reported (numpy warnings); they may count against a candidate,
+    never for one. ``seconds``: wall time of the round trip, measured by the grader."""
+
+    seconds: float = 0.0
+    peak_bytes: int | None = None
+    peak_source: str | None = None
+    warnings: list = field(default_factory=list)
+
+
+class RemoteObject:
+    """A value that lives in the child: the module itself, an instance, a function."""
+
+    def __init__(self, sandbox, handle, type_name: str, is_callable: bool, generation: int, kit: bool = False):
+        self._sandbox, self.handle, self.type_name = sandbox, handle, type_name
+        self.is_callable, self.generation = is_callable, generation
+        self.kit = kit  # made by a kit helper (ex.helper): its calls do not count as attempts
+
+    def _label(self, name=None):
+        base = "" if self.handle is None else f"{self.type_name}."
+        return f"{base}{name}" if name else self.type_name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._sandbox.request(self, {"op": "getattr", "name": name}, self._label(name))[0]
+
+    def __call__(self, *args, **kwargs):
+        what = call_text(self.type_name, args, kwargs)
+        return self._sandbox.request(self, {"op": "call", "name": None}, what, args, kwargs)[0]
+
+    def __len__(self):
+        value = self._sandbox.request(self, {"op": "len"}, f"len({self.type_name})")[0]
+        if type(value) is not int or value < 0:  # len() itself would raise in the grader
+            raise BadValue(f"len({self.type_name}) returned {describe(value)[:80]}; expected an int >= 0")
+        return value
+
+    def call(self, name, *args, **kwargs):
+        """Call method ``name`` in one round trip (what ``obj.name(...)`` does in two)."""
+        return self.with_stats(name, *args, **kwargs)[0]
+
+    def measured(self, name, *args, **kwargs) -> tuple[object, CallStats]:
+        """``call(name, ...)``, returning ``(value, stats)``: its memory peak, measured by the
+        grader, and the warnings the child reported."""
+        what = call_text(self._label(name), args, kwargs)
+        return self._sandbox.request(self, {"op": "call", "name": name}, what, args, kwargs, True)
+
+    def with_stats(self, name, *args, **kwargs) -> tuple[object, CallStats]:
+        """``call(name, ...)``, returning ``(value, stats)`` without measuring memory (one
+        round trip fewer): the warnings the child reported and the time it took."""
+        what = call_text(self._label(name), args, kwargs)
+        return self._sandbox.request(self, {"op": "call", "name": name}, what, args, kwargs, False)
+
+    def __repr__(self):
+        return f"<candidate {self.type_name}>"

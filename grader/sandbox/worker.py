@@ -1,0 +1,326 @@
+"""One child process holding one imported candidate module, and the conversation with it.
+
+Every request carries an id; every frame the child sends back (a callback, the "ready" of a
+measured call, the reply) must carry the same id, so a stray frame is a fault of the
+candidate's and can never shift later replies. Every wait has a deadline.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import select
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import wire
+from .errors import BadValue, CandidateCrashed, CandidateLoadError, CandidateRaised, CandidateTimeout, error_of
+from .launch import Child, Limits, Scratch, describe_exit, exit_status, kill, spawn
+from .remote import CallStats, Lent, RemoteObject
+
+
+@dataclass
+class ModuleToLoad:
+    name: str  # the module name the candidate's code expects, e.g. "decode_mask"
+    candidate_files: list  # (name, bytes) or paths, copied into the child's candidate/ folder
+    helper_files: list  # kit helpers; copied into kit/, which comes first on sys.path
+    refused: str | None = None  # why the candidate's files were not read: the exercise's load error
+    seed: int = 0  # the grading seed: the child's global generators start from it
+
+
+class State(enum.Enum):
+    NEW = "new"  # no process yet
+    LOADING = "loading"  # started; the import was sent, its answer not yet read
+    READY = "ready"  # imported; serving calls
+    STOPPED = "stopped"  # ended (by us, or it died); never restarted: the Sandbox makes a new one
+
+
+class Worker:
+    """One child process holding one imported candidate module."""
+
+    def __init__(self, module: ModuleToLoad, limits: Limits):
+        self.module, self.limits = module, limits
+        self.scratch = Scratch()
+        self.child: Child | None = None
+        self.state = State.NEW
+        self.hosts: dict[int, Lent] = {}
+        self._last_id = 0
+
+    def launch(self):
+        """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
+        runtime = self.scratch.add_runtime()
+        kit = self.scratch.add_files("kit", self.module.helper_files)
+        cand = self.scratch.add_files("candidate", self.module.candidate_files)
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        try:
+            self.child = spawn([str(runtime), str(to_child_r), str(from_child_w)], self.scratch, self.limits,
+                               pass_fds=(to_child_r, from_child_w), seed=self.module.seed)
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self.state = State.LOADING
+        os.set_blocking(self.to_child, False)  # writes wait with a deadline, see _write
+        load = {"op": "load", "id": self._new_id(), "name": self.module.name,
+                "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)]}
+        try:  # the child imports while other children start; finish_load reads its answer
+            self._write(wire.pack(load, []), time.monotonic() + self.limits.load_seconds)
+        except (_Deadline, OSError):
+            pass  # it died at once: finish_load reports how
+
+    def finish_load(self):
+        what = f"importing {self.module.name}"
+        header, _, _ = self._exchange(None, [], self.limits.load_seconds, what)
+        if header.get("ok") is not True:
+            raise CandidateLoadError(str(CandidateRaised(f"{what}.py", error_of(header))))
+        self.state = State.READY
+
+    @property
+    def isolation(self) -> str:
+        return self.child.level if self.child else "process"
+
+    @property
+    def output_truncated(self) -> bool:
+        return self.scratch.output is not None and self.scratch.output.truncated
+
+    def alive(self) -> bool:
+        return self.child is not None and self.child.poll() is None
+
+    def stop(self):
+        if self.child is not None:
+            if self.child.poll() is None:
+                try:
+                    self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), time.monotonic() + 0.5)
+                    self.child.wait(timeout=1)
+                except Exception:  # noqa: BLE001  any trouble: it is killed below
+                    pass
+            kill(self.child)
+            for fd in (self.to_child, self.from_child):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.state = State.STOPPED
+        self.scratch.remove()
+
+    def _new_id(self) -> int:
+        self._last_id += 1
+        return self._last_id
+
+    # -- arguments: grader objects lent by reference ---------------------------------------
+    def _export(self, value):
+        if isinstance(value, Lent):
+            handle = len(self.hosts) + 1
+            self.hosts[handle] = value
+            arrays: list = []
+            attrs = wire.encode(value.wire_attrs(), arrays)
+            return {"$host": handle, "type": value.wire_type, "methods": list(value.wire_methods),
+                    "attrs": attrs, "len": value.wire_len(), "_arrays": arrays}
+        if isinstance(value, RemoteObject):
+            return {"$obj": value.handle}
+        return None
+
+    def encode_args(self, tree_value):
+        arrays: list = []
+
+        def export(v):
+            tagged = self._export(v)
+            if tagged and "_arrays" in tagged:
+                # host attributes share the frame's array list
+                sub = tagged.pop("_arrays")
+                offset = len(arrays)
+                arrays.extend(sub)
+                tagged["attrs"] = _shift(tagged["attrs"], offset)
+            return tagged
+
+        return wire.encode(tree_value, arrays, export), arrays
+
+    # -- one request, with the callbacks it triggers -----------------------------------------
+    def request(self, header: dict, arrays, what: str, measure: bool = False):
+        """Send ``header`` (given a fresh id) and wait for its reply: (reply, arrays, CallStats)."""
+        header = dict(header, id=self._new_id(), measure=measure)
+        began = time.monotonic()
+        meter = _meter(self.child) if measure else None
+        reply, reply_arrays, meter = self._exchange(header, arrays, self.limits.call_seconds, what, meter)
+        stats = CallStats(time.monotonic() - began, *(meter.result() if meter else (None, None)),
+                          _warnings_of(reply))
+        return reply, reply_arrays, stats
+
+    def _exchange(self, header, arrays, timeout, what, meter=None):
+        """Send a request (None: the load, already sent) and wait for its reply, serving callbacks."""
+        deadline = time.monotonic() + timeout
+        expected = header["id"] if header is not None else self._last_id
+        try:
+            if header is not None:
+                self._write(wire.pack(header, arrays), deadline)
+            while True:
+                reply, reply_arrays = wire.read_frame(self.from_child, self._reader(deadline))
+                if reply.get("id") != expected or type(reply.get("id")) is not int:
+                    raise BadValue(f"{what}: the candidate process sent a frame out of turn "
+                                   f"(for request {str(reply.get('id'))[:20]}, not {expected})")
+                op = reply.get("op")
+                if op == "callback":
+                    self._serve_callback(reply, reply_arrays, deadline)
+                elif op == "ready" and meter is not None:
+                    meter.begin()
+                    self._write(wire.pack({"op": "go", "id": expected}, []), deadline)
+                elif op is None:
+                    return reply, reply_arrays, meter
+                else:
+                    raise BadValue(f"{what}: the candidate process sent an unexpected {str(op)[:40]!r} frame")
+        except _Deadline:
+            kill(self.child)
+            raise CandidateTimeout(f"{what} did not finish within {timeout:g} s; "
+                                   "the candidate process was stopped") from None
+        except (EOFError, OSError):
+            raise self._crashed(what) from None
+        except wire.WireError as exc:
+            kill(self.child)
+            raise BadValue(f"{what} sent back data the grader cannot read ({exc})") from None
+        except BadValue:
+            kill(self.child)
+            raise
+
+    def _reader(self, deadline):
+        def read(fd, n):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Deadline
+                if select.select([fd], [], [], min(remaining, 0.25))[0]:
+                    return os.read(fd, n)
+                if self.child.poll() is not None:  # died, though a process it forked holds the pipe
+                    raise EOFError("the candidate process exited")
+        return read
+
+    def _crashed(self, what) -> CandidateCrashed:
+        try:
+            self.child.wait(timeout=2)
+        except Exception:  # noqa: BLE001  still running: killed below
+            pass
+        code = exit_status(self.child)
+        kill(self.child)
+        tail = self.scratch.output_tail(160).splitlines()
+        last = f"; its last output: {tail[-1][:160]!r}" if tail else ""
+        return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{last}")
+
+    def _write(self, data: bytes, deadline: float):
+        """Write a whole message, but never wait past ``deadline`` for a child that stops reading."""
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.to_child], [], remaining)[1]:
+                raise _Deadline
+            try:
+                view = view[os.write(self.to_child, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+
+    def _serve_callback(self, request, arrays, deadline):
+        host = self.hosts.get(request.get("host")) if type(request.get("host")) is int else None
+        name = request.get("name")
+        try:
+            if host is None or not isinstance(name, str) or name not in host.wire_methods:
+                raise ValueError(f"no such method {str(name)[:80]!r}")
+            args = wire.decode(request.get("args", []), arrays)
+            if not isinstance(args, list):
+                raise ValueError("callback arguments must be a list")
+            value = getattr(host, name)(*args)
+            out_arrays: list = []
+            reply = wire.pack({"ok": True, "id": request["id"], "value": wire.encode(value, out_arrays)}, out_arrays)
+        except Exception as exc:  # noqa: BLE001  the candidate asked for something invalid
+            reply = wire.pack({"ok": False, "id": request["id"], "error": f"{type(exc).__name__}: {str(exc)[:500]}"}, [])
+        self._write(reply, deadline)
+
+
+def _warnings_of(reply: dict) -> list:
+    """The child's warnings: candidate-controlled, so only well-typed ones count."""
+    warnings = reply.get("warnings")
+    return [w[:500] for w in warnings[:20] if isinstance(w, str)] if isinstance(warnings, list) else []
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _shift(tree, offset):
+    if isinstance(tree, list):
+        return [_shift(v, offset) for v in tree]
+    if isinstance(tree, dict):
+        if "$nd" in tree:
+            return dict(tree, **{"$nd": tree["$nd"] + offset})
+        return {k: _shift(v, offset) for k, v in tree.items()}
+    return tree
+
+
+# -- memory, measured by the grader ----------------------------------------------------------
+
+
+class _GroupMeter:
+    """The kernel's count for the child's cgroup, all its processes included."""
+
+    def __init__(self, group):
+        self.group, self.base = group, None
+
+    def begin(self):
+        self.base = self.group.usage() if self.group.reset_peak() else None
+
+    def result(self):
+        peak = self.group.peak()
+        if self.base is None or peak is None:
+            return None, None
+        return max(0, peak - self.base), "cgroup"
+
+
+class _HwmMeter:
+    """Where no cgroup can be had: the Python process's own high-water mark (VmHWM), reset
+    before the call (clear_refs); it misses what forked processes use."""
+
+    def __init__(self, pid: int):
+        self.pid, self.base = _python_pid(pid), None
+
+    def begin(self):
+        try:
+            Path(f"/proc/{self.pid}/clear_refs").write_text("5")  # resets VmHWM to VmRSS
+            self.base = _status_kib(self.pid, "VmRSS")
+        except OSError:
+            self.base = None
+
+    def result(self):
+        peak = _status_kib(self.pid, "VmHWM")
+        if self.base is None or peak is None:
+            return None, None
+        return max(0, peak - self.base) * 1024, "vmhwm"
+
+
+def _meter(child: Child):
+    if child.group is not None and child.group.can_reset_peak:
+        return _GroupMeter(child.group)
+    return _HwmMeter(child.pid)
+
+
+def _status_kib(pid: int, key: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _python_pid(pid: int) -> int:
+    """The Python process itself: under bubblewrap, ``pid`` is bwrap's, two levels up."""
+    python = os.path.realpath(sys.executable)
+    for _ in range(4):
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") == python:
+                return pid
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return pid
+        if not children:
+            return pid
+        pid = int(children[0])
+    return pid
