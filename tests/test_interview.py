@@ -274,3 +274,45 @@ def test_a_hint_the_interviewer_records_later_lowers_the_saved_level(session, tm
     noted = tmp_path / "noted.json"
     run("report", session["result.json"], "--notes", notes, "--json", noted)
     assert "hints = [2]" in run("notes", noted)  # the template of a noted result keeps them
+
+
+def test_summary_feedback_in_every_format_says_hints_exist_without_texts_levels_or_the_sheet(session):
+    hints = [" ".join(h.text.split()) for h in catalog.get("decode_mask").rubric.hints]
+    outs = {"terminal": run("report", session["result.json"], "--feedback", "summary")}
+    for fmt in ("html", "markdown", "junit", "gradescope"):
+        outs[fmt] = run("report", session["result.json"], "--feedback", "summary", f"--{fmt}", "-")
+    for fmt, text in outs.items():
+        flat = " ".join(text.split())
+        assert "hints used: 1 of 4" in flat, fmt
+        assert "Interviewer's sheet" not in flat and "caps the level at" not in flat, fmt
+        assert not any(h in flat for h in hints), fmt
+        assert "strong hire" not in flat, fmt  # levels hidden unless --show-levels
+    for fmt in ("terminal", "html", "markdown", "gradescope"):
+        assert "kvgrade hint decode_mask" in outs[fmt], fmt
+
+
+def test_attempt_log_strings_in_a_saved_result_are_neutralised(session, tmp_path):
+    evil = "\x1b[2K\r\x1b[32mfixed\x1b[0m \u202eevil\u202c zero\u200bwidth \x85c1"
+    data = json.loads(session["result.json"].read_text())
+    data["session"]["kept_by"] = evil
+    data["session"]["started"] = evil
+    data["exercises"][0]["timeline"]["diagnoses"][0].update(at=evil, fixed=evil)
+    saved = tmp_path / "edited.json"
+    saved.write_text(json.dumps(data))
+    outs = [run("report", saved)] + [run("report", saved, f"--{fmt}", "-")
+                                     for fmt in ("html", "markdown", "junit", "gradescope")]
+    for text in outs:
+        for raw in ("\x1b", "\r", "\u202e", "\u202c", "\u200b", "\x85"):
+            assert raw not in text, repr(raw)
+    assert "\\u202eevil" in outs[0]
+
+
+@pytest.mark.slow  # grades two workspaces
+def test_the_batch_alias_logs_no_attempt(tmp_path):
+    spaces = [tmp_path / name for name in ("a", "b")]
+    for ws in spaces:
+        run("start", ws, "-e", "decode_mask")
+        shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
+    run("grade", *spaces, "-e", "decode_mask", "--out", tmp_path / "out", "--jobs", "1")
+    for ws in spaces:
+        assert timeline.attempts(ws) == []
