@@ -182,6 +182,8 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     only = _check_ids(exercises, checks)
     notes = _load_notes(notes_path)
     result = _grade_one(paths[0], exercises, seed, notes, only)
+    if not only:
+        _log_attempt(paths[0], result)
     _warn_about(notes, result)
     _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
 
@@ -327,19 +329,24 @@ def _load_result(path: str) -> Result:
 @main.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
 @_options(EXERCISES)
-def start(directory, exercises):
-    """Make a fresh self-study workspace: prompts, stubs and public tests.
+@click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
+              help="A time box for the session; reports show the time used against it.")
+def start(directory, exercises, minutes):
+    """Make a fresh workspace: prompts, stubs and public tests.
 
-    Then `python -m pytest DIR` runs the public tests and `kvgrade grade DIR` the hidden ones.
+    Then `python -m pytest DIR` runs the public tests and `kvgrade grade DIR` the hidden ones;
+    each grading run inside DIR is logged (DIR/.kvgrade/) and the report shows the timeline.
+    `kvgrade hint ID DIR` prints the next hint when stuck.
     """
     from .workspace import WorkspaceError, start as make_workspace
 
     _check_outputs(directory)
     try:
-        chosen = make_workspace(directory, exercises or None)
+        chosen = make_workspace(directory, exercises or None, minutes)
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="DIR") from None
-    click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}")
+    click.echo(f"workspace {directory}: {', '.join(e.id for e in chosen)}"
+               + (f" (time box {minutes} min)" if minutes else ""))
     click.echo(f"  read {directory}/README.md; public tests: python -m pytest {directory}; "
                f"hidden tests: kvgrade grade {directory}")
 
@@ -413,12 +420,20 @@ def list_exercises():
 @main.command()
 @click.argument("exercise_id", metavar="ID")
 @click.option("--checks", "list_checks", is_flag=True, help="List the hidden check ids and what each tries.")
-def show(exercise_id, list_checks):
-    """Print the prompt of exercise ID (or, with --checks, its hidden checks)."""
-    try:
-        ex = catalog.get(exercise_id)
-    except KeyError as exc:
-        raise click.BadParameter(exc.args[0], param_hint="ID") from None
+@click.option("--interviewer", is_flag=True,
+              help="Print the interviewer's sheet instead: time box and checkpoints, hints and what each "
+                   "costs, observed criteria, follow-ups, and which exercises fit a 45-60 minute slot.")
+def show(exercise_id, list_checks, interviewer):
+    """Print the prompt of exercise ID (or, with --checks, its hidden checks; with --interviewer,
+    the interviewer's sheet)."""
+    from . import interview
+
+    if list_checks and interviewer:
+        raise click.UsageError("--checks and --interviewer print different things; give one")
+    ex = _exercise(exercise_id)
+    if interviewer:
+        click.echo(interview.text(ex))
+        return
     if not list_checks:
         click.echo(ex.prompt_path.read_text())
         return
@@ -426,3 +441,61 @@ def show(exercise_id, list_checks):
     width = max(len(c) for c in checks)
     for check, what in checks.items():
         click.echo(f"{check:<{width}}  {what}")
+
+
+def _exercise(exercise_id: str):
+    try:
+        return catalog.get(exercise_id)
+    except KeyError as exc:
+        raise click.BadParameter(exc.args[0], param_hint="ID") from None
+
+
+@main.command()
+@click.argument("exercise_id", metavar="ID")
+@click.argument("directory", metavar="[DIR]", default=".", type=click.Path(path_type=str))
+def hint(exercise_id, directory):
+    """Print the next staged hint for exercise ID and log it.
+
+    Hints go from a nudge to near the answer; each one printed is logged in
+    DIR/.kvgrade/hints.jsonl (DIR: your workspace, default the current folder). The log is yours and never changes a level; in an interview, only hints the interviewer
+    records in the notes file count.
+    """
+    from . import timeline
+
+    ex = _exercise(exercise_id)
+    if not Path(directory).is_dir():
+        raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
+    hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
+    if not hints:
+        click.echo(f"{ex.id} has no staged hints yet.")
+        return
+    if shown >= len(hints):
+        click.echo(f"All {len(hints)} hints for {ex.id} were shown already:")
+        for i, h in enumerate(hints, 1):
+            click.echo(f"  {i}. {' '.join(h.text.split())}")
+        return
+    try:
+        timeline.record_hint(Path(directory), ex.id, shown + 1)
+    except timeline.LogError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"hint {shown + 1} of {len(hints)} for {ex.id}: {' '.join(hints[shown].text.split())}")
+
+
+def _log_attempt(path: str, result):
+    """In a workspace made by `kvgrade start`: log this run, and give the result the timeline."""
+    from . import timeline
+
+    root = Path(path)
+    if not timeline.is_workspace(root):
+        return
+    try:
+        timeline.record_attempt(root, result)
+    except timeline.LogError as exc:
+        click.echo(click.style("warning: ", fg="yellow") + f"attempt not logged: {exc}", err=True)
+    session = timeline.summarise(root, result)
+    if session is None:  # the workspace record went away mid-run
+        return
+    session = neutralized(session)  # the log lives on the candidate's machine: hostile data
+    for e in result.exercises:
+        e.timeline = session["exercises"].get(e.id, {})
+    result.session = {k: v for k, v in session.items() if k != "exercises"}

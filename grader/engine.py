@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from . import __version__, catalog, own_tests
+from . import __version__, catalog, interview, own_tests
 from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
@@ -179,7 +179,9 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
                             follow_ups=[asdict(f) for f in rubric.follow_ups],
                             module=str(facts.module) if facts.module else None,
                             notes=notes.text(exercise.id) if notes else "",
-                            about=rubric.summary, level_guide=dict(rubric.levels))
+                            about=rubric.summary, level_guide=dict(rubric.levels),
+                            hints_offered=len(rubric.hints), interviewer=interview.sheet(exercise),
+                            hints_given=[i + 1 for i in notes.hints(exercise.id)] if notes else [])
     if facts.module is None or not facts.attempted:
         result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
         if required:

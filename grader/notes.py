@@ -5,7 +5,8 @@ A TOML file such as::
     [decode_mask]
     notes = "Derived the offset from positions; needed a hint on T = 1."
 
-    hints = [1]          # the rubric's hints given, numbered from 1 in the order it lists them
+    hints = 2            # the rubric's first two hints were given (they are given in order);
+                         # or a list of hint numbers from 1, such as [1, 3]
 
     [decode_mask.observed]
     explains_why_decode_hides_the_bug = true
@@ -42,9 +43,10 @@ class Notes:
             observed = section.get("observed", {})
             if not isinstance(observed, dict) or not all(isinstance(v, bool) for v in observed.values()):
                 raise NotesError(f"notes file {path}: [{key}.observed] should map criteria to true/false")
-            hints = section.get("hints", [])
-            if not isinstance(hints, list) or not all(type(h) is int and h >= 1 for h in hints):
-                raise NotesError(f"notes file {path}: [{key}] hints should be a list of hint numbers (1, 2, ...)")
+            hints = _hint_numbers(section.get("hints", []))
+            if hints is None:
+                raise NotesError(f"notes file {path}: [{key}] hints should be a count (hints = 2) "
+                                 "or a list of hint numbers (1, 2, ...)")
             _check_hints_exist(path, key, hints)
         return cls(data)
 
@@ -53,7 +55,7 @@ class Notes:
 
     def hints(self, exercise_id: str) -> tuple[int, ...]:
         """Indices into the rubric's hints of those given (the file numbers them from 1)."""
-        return tuple(h - 1 for h in self.data.get(exercise_id, {}).get("hints", []))
+        return tuple(h - 1 for h in _hint_numbers(self.data.get(exercise_id, {}).get("hints", [])) or [])
 
     def text(self, exercise_id: str) -> str:
         return str(self.data.get(exercise_id, {}).get("notes", ""))
@@ -70,6 +72,15 @@ class Notes:
             out += [f"[{key}.observed] {name} is not an observed criterion of {key}"
                     for name in section.get("observed", {}) if observable and name not in observable]
         return out
+
+
+def _hint_numbers(value) -> list[int] | None:
+    """``hints = N`` means the first N (hints are given in order); a list names them. None: malformed."""
+    if type(value) is int:
+        return list(range(1, value + 1)) if 0 <= value <= 100 else None
+    if isinstance(value, list) and all(type(h) is int and h >= 1 for h in value):
+        return value
+    return None
 
 
 def _check_hints_exist(path, exercise_id: str, hints: list[int]):
@@ -93,6 +104,7 @@ def apply(result, notes: Notes):
 
     for e in result.exercises:
         e.notes = notes.text(e.id)
+        e.hints_given = [i + 1 for i in notes.hints(e.id)]
         if e.status != "graded":
             continue
         try:
@@ -120,13 +132,23 @@ def template(result) -> str:
         if e.status == "not_attempted":
             lines += [f"# {e.id}: not attempted", ""]
             continue
-        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", "", f"[{e.id}.observed]"]
+        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", *_hints_line(e), "", f"[{e.id}.observed]"]
         for c in (c for c in e.criteria if c.kind == "observed"):
             lines.append(f"# ({c.level.replace('_', ' ')}) {' '.join(c.text.split())}")
             value = {"met": "true", "missed": "false"}.get(c.status)
             lines.append(f"{c.id} = {value}" if value else f"# {c.id} = true")
         lines.append("")
     return "\n".join(lines)
+
+
+def _hints_line(e) -> list[str]:
+    """The hints given, or a commented line saying how to record them (`kvgrade show ID --interviewer`)."""
+    if e.hints_given:
+        return [f"hints = {list(e.hints_given)}"]
+    if e.hints_offered:
+        return [f"# hints = [2]  # which of the {e.hints_offered} staged hints you gave "
+                f"(kvgrade show {e.id} --interviewer); they can cap the level"]
+    return []
 
 
 def _toml_string(text: str) -> str:

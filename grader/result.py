@@ -83,6 +83,10 @@ class ExerciseResult:
     about: str = ""  # the rubric's summary, for the interviewer
     level_guide: dict = field(default_factory=dict)  # the rubric's words for each level, for the interviewer
     own_tests: dict | None = None  # score, caught, missed, set_aside: see grader/own_tests.py
+    hints_offered: int = 0  # staged hints the rubric has (kvgrade hint ID prints them in order)
+    hints_given: list = field(default_factory=list)  # hint numbers (from 1) an interviewer recorded: they cap the level
+    timeline: dict = field(default_factory=dict)  # the candidate's own attempt log (grader/timeline.py): context only
+    interviewer: dict = field(default_factory=dict)  # the rubric's interviewer sheet (grader/interview.py)
 
     @property
     def passed_checks(self) -> int:
@@ -116,6 +120,7 @@ class Result:
     kvgrade_version: str = ""
     seconds: float = 0.0
     schema: str = SCHEMA
+    session: dict = field(default_factory=dict)  # a kvgrade start workspace's time box and use: context only
     levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
 
     @property
@@ -171,6 +176,7 @@ class Result:
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),
             "exercises": [asdict(e) for e in self.exercises],
+            "session": self.session,
             **({"levels_hidden": True} if self.levels_hidden else {}),
         }
 

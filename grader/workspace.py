@@ -1,7 +1,8 @@
 """Folders for people who solve the exercises: a self-study workspace and a candidate bundle.
 
 Both hold, per exercise, the prompt, the stub, the public tests and the kit's helper files,
-plus a README on how to work; never a solution, a mutant, a hidden check or a rubric.
+plus a README on how to work; never a solution, a mutant, a hidden check, a rubric, a hint or
+an interviewer's sheet. A workspace also holds ``.kvgrade/`` (grader/timeline.py): its logs.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import catalog
+from . import catalog, timeline
 
 PYTEST_INI = "[pytest]\n# Makes this folder pytest's root, so `python -m pytest` here runs the public tests.\n"
 
@@ -57,13 +58,20 @@ def _writing(make):
 
 
 @_writing
-def start(directory: str | Path, exercise_ids: list[str] | None = None) -> list[catalog.Exercise]:
-    """A fresh self-study workspace in ``directory`` (which must not exist or be empty)."""
+def start(directory: str | Path, exercise_ids: list[str] | None = None,
+          minutes: int | None = None) -> list[catalog.Exercise]:
+    """A fresh workspace in ``directory`` (which must not exist or be empty), marked as one so
+    that ``kvgrade grade`` and ``kvgrade hint`` keep their logs in it; ``minutes``: a time box."""
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkspaceError(f"{target} already exists and is not an empty folder; choose a new one")
     target.mkdir(exist_ok=True)
-    return _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
+    chosen = _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
+    try:
+        timeline.create(target, [e.id for e in chosen], minutes)
+    except timeline.LogError as exc:
+        raise WorkspaceError(str(exc)) from None
+    return chosen
 
 
 @_writing

@@ -21,10 +21,9 @@ class KVCache:
 def decode_step(model: GPT2, cache: KVCache, token_ids: Sequence[int]) -> np.ndarray:
     """Run T = len(token_ids) new tokens through the model; return their logits [T, vocab].
 
-    The new tokens sit at positions len(cache) .. len(cache) + T - 1. Only they are embedded
-    and projected; their keys and values are appended to the cache, and each attends to every
-    cached position up to its own. The logits equal the matching rows of model.forward on the
-    whole sequence. A step that would go past config.n_ctx raises ValueError, and so do token
+    The new tokens continue the sequence in the cache. Only they are embedded and projected;
+    their keys and values are appended to the cache, and attention is causal. The logits equal
+    the matching rows of model.forward on the whole sequence. A step that would go past config.n_ctx raises ValueError, and so do token
     ids outside [0, vocab_size); a rejected step leaves the cache as it was.
     """
     raise NotImplementedError

@@ -42,8 +42,8 @@ def windowed_attention_step(cache: RingKVCache, q: np.ndarray, k: np.ndarray, v:
                             window: int) -> np.ndarray:
     """Attention outputs, float64 [T, D], of the next T tokens, which are also appended to ``cache``.
 
-    The tokens sit at positions len(cache) .. len(cache) + T - 1; each attends to the keys of
-    its last ``window`` positions, itself included, with scores scaled by 1/sqrt(D). Raises
+    The tokens continue the sequence in the cache; each attends to the keys of its last
+    ``window`` positions, itself included, with scores scaled by 1/sqrt(D). Raises
     ValueError unless 1 <= window <= capacity and q, k, v are all [T, head_dim]; a rejected
     call leaves the cache unchanged.
     """

@@ -8,7 +8,8 @@ def tree_positions(parents: Sequence[int], P: int) -> np.ndarray:
     """int64 array [T]: the absolute position of each of the T draft tokens.
 
     parents[i] is -1 (draft i follows the last of the P cached tokens) or the index of an
-    earlier draft. Draft i sits at position P + depth(i), where roots have depth 0.
+    earlier draft. Each draft's position is the one it would have in an ordinary sequence:
+    the cache, then the drafts of its own branch.
     Raises ValueError for a bad parent pointer, or unless P is an int >= 0.
     """
     raise NotImplementedError
@@ -17,8 +18,8 @@ def tree_positions(parents: Sequence[int], P: int) -> np.ndarray:
 def tree_attention_mask(parents: Sequence[int], P: int) -> np.ndarray:
     """bool array [T, P + T]; True = draft row i may attend to that key.
 
-    Columns 0..P-1 are the cached keys (positions 0..P-1); column P + j is draft j. Draft i
-    sees every cached key, its ancestors and itself. Same arguments and errors as
-    tree_positions.
+    Columns 0..P-1 are the cached keys (positions 0..P-1); column P + j is draft j. With this
+    mask, each draft attends exactly as it would if its own branch alone had been decoded
+    after the cache. Same arguments and errors as tree_positions.
     """
     raise NotImplementedError

@@ -159,6 +159,7 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
             e.error = _error_kind(e.error)
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
         e.own_tests = None  # names the candidate's tests as their run reported them: detail only
+        e.interviewer = {}  # the sheet holds the hints' texts and what they cost
         if show_levels:
             for c in e.criteria:  # what an interviewer listens for stays theirs; that it is pending does not
                 if c.kind == "observed":

@@ -10,7 +10,8 @@ unless asked otherwise.
 from __future__ import annotations
 
 from ..result import ExerciseResult, Result
-from .common import exercise_level, failure_lines, levels_shown, overall_level
+from . import interview
+from .common import exercise_level, failure_lines, levels_shown, overall_level, shows_detail
 
 POINTS = 10
 CENTS = 100  # points are split in hundredths
@@ -23,6 +24,9 @@ def render(result: Result) -> dict:
         levels = ", ".join(f"{e.id}: {exercise_level(e)}" for e in result.exercises)
         head = f"Overall level: {overall_level(result)} ({levels}). " + head
     mistakes = [f"{e.id} / {d.id}: {d.message}" for e in result.exercises for d in e.diagnoses]
+    mistakes += [f"{e.id}: {line}" for e in result.exercises if e.status != "not_attempted"
+                 for line in interview.hint_lines(e, not shows_detail(result)) + interview.timeline_lines(e)]
+    mistakes += interview.session_lines(result)
     return {
         "score": sum(t["cents"] for t in tests if t["status"] == "passed") / CENTS,
         "max_score": sum(t["cents"] for t in tests) / CENTS,

@@ -8,7 +8,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..result import Result
-from . import pictures
+from . import interview, pictures
 from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, exercise_level, explanation,
                      failure_parts, level_word, levels_shown, overall_level, own_tests_text, shows_detail,
                      status_text)
@@ -32,7 +32,16 @@ def environment() -> jinja2.Environment:
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,
                        overall_level=overall_level, explanation=explanation)
+    env.globals.update(hint_lines=interview.hint_lines, timeline_svg=lambda e: Markup(interview.timeline_svg(e)),
+                       timeline_lines=interview.timeline_lines, diagnoses_met=interview.diagnoses_met,
+                       session_lines=interview.session_lines, points=interview.points, hint_cost=_hint_cost)
     return env
+
+
+def _hint_cost(caps) -> str:
+    from ..interview import cost
+
+    return cost(caps) if caps in ("weak", "hire", "strong_hire") else ""
 
 
 def render(result: Result) -> str:

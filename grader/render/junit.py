@@ -9,6 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
+from . import interview
 from .common import exercise_level, failure_lines, levels_shown
 
 
@@ -28,7 +29,8 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     props = ET.SubElement(suite, "properties")
     level = [("level", exercise_level(e))] if levels_shown(result) else []
     for name, value in (*level, ("status", e.status), ("seed", str(result.seed)),
-                        *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses)):
+                        *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses),
+                        *(("interview", line) for line in interview.hint_lines(e) + interview.timeline_lines(e))):
         ET.SubElement(props, "property", name=name, value=value)
     classname = f"kvgrade.{e.id}"
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..result import ExerciseResult, Result
-from . import pictures
+from . import interview, pictures
 from .common import (CRITERION_MARKS, STATUS_WORDS, exercise_level, explanation, failure_parts, level_phrase,
                      level_word, levels_shown, overall_level, own_tests_text, shows_detail, status_text)
 
@@ -46,6 +46,7 @@ def render(result: Result) -> str:
            f"isolation {text(result.isolation)}", ""]
     if result.isolation == "process":
         out += ["**Not isolated: grade only code you trust.**", ""]
+    out += _session(result)
     columns = ["exercise", *(["level"] if shown else []), "checks passed", "status"]
     out += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for e in result.exercises:
@@ -66,6 +67,7 @@ def _exercise(result: Result, e: ExerciseResult, shown: bool) -> list[str]:
                       f"so it counts" + (" as weak." if shown else ".")]
     if shown:
         out += _explanation(e)
+    out += _interview(e, candidate=not shows_detail(result))
     if e.error:
         out += [f"**Error:** {text(e.error)}", ""]
     if e.diagnoses:
@@ -94,6 +96,17 @@ def _exercise(result: Result, e: ExerciseResult, shown: bool) -> list[str]:
             out.append(f"{i}. {text(f.get('ask', ''))}  \n   *Listen for:* {text(f.get('listen_for', ''))}")
         out.append("")
     return out
+
+
+def _session(result: Result) -> list[str]:
+    lines = interview.session_lines(result)
+    return [f"*{text(line)}*  " for line in lines[:-1]] + [f"*{text(lines[-1])}*", ""] if lines else []
+
+
+def _interview(e: ExerciseResult, candidate: bool) -> list[str]:
+    """Hints used and the attempt timeline (one text line for the chart), when there are any."""
+    lines = interview.hint_lines(e, candidate) + interview.timeline_lines(e)
+    return [f"- {text(line)}" for line in lines] + [""] if lines else []
 
 
 def _explanation(e: ExerciseResult) -> list[str]:

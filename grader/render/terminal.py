@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..result import Result
-from . import pictures
+from . import interview, pictures
 from .common import (NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown,
                      own_tests_text, status_text)
 
@@ -40,12 +40,14 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines.append(head)
         if shown:
             lines += [click.style("      " + line, dim=True) for line in explanation(e)]
+        lines += ["      " + line for line in interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)]
         lines += _exercise_lines(result, e, detail)
     if shown:
         overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
         lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)"]
     else:
         lines += ["", f"  {result.score:.0%} of checks passed   ({result.seconds:.1f} s)"]
+    lines += ["  " + line for line in interview.session_lines(result)]
     return "\n".join(lines)
 
 
