@@ -14,7 +14,7 @@ from .notes import Notes, NotesError, apply as apply_notes, template as write_no
 from .render import terminal
 from .render.common import NOT_ISOLATED, for_candidate, neutralized
 from .result import Result
-from .sandbox.launch import IsolationError, Limits, isolation_level
+from .sandbox import IsolationError, Limits, require_isolation
 from .submission import SubmissionError
 
 
@@ -237,13 +237,9 @@ def batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_su
 def _refuse_weak_isolation(trust_submissions: bool):
     """Grading other people's code needs a sandbox (bubblewrap or a separate uid)."""
     try:
-        level = isolation_level(Limits())
+        require_isolation(trust_submissions, Limits())
     except IsolationError as exc:
         raise click.UsageError(str(exc)) from None
-    if level == "process" and not trust_submissions:
-        raise click.UsageError("this grades other people's code, and this machine has no isolation (no bubblewrap, "
-                               "not root): install bubblewrap (apt-get install bubblewrap), or pass "
-                               "--trust-submissions to grade unisolated code you trust")
 
 
 def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):

@@ -31,8 +31,8 @@ from .plugin import CollectChecks
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
-from .sandbox.launch import isolation_level
-from .submission import Refused, candidate_files, locate, open_submission
+from .sandbox import isolation_report
+from .submission import Refused, candidate_files, locate, open_submission, skipped_links
 
 OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
 
@@ -60,7 +60,7 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
 
     runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits, root)
             for eid, path in found.items()}
-    isolation = isolation_level(limits)  # probed once per process, then cached
+    bounds = isolation_report(limits)  # the level is probed once per process, then cached
     _start_all(runs)
     own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
@@ -78,7 +78,8 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
         for f in facts.values():
             f.reference_shows_unexpected = bool(f.unexpected)
     exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
-    return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=isolation,
+    return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
+                  bounds=bounds, skipped_links=skipped_links(root),
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
@@ -156,6 +157,7 @@ class ExerciseFacts:
     unexpected: list[str] = field(default_factory=list)  # the plugin: errors no check expected
     reference_shows_unexpected: bool = False  # the same checks broke on the reference too
     own_tests: dict | None = None  # the own-tests stage: score, caught, missed, set_aside (None: not run)
+    output_note: str | None = None  # the sandbox: the child printed past the output cap
 
 
 def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
@@ -163,12 +165,13 @@ def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
         return ExerciseFacts()
     sandbox, eid = run.sandbox, run.exercise.id
     if sandbox.load_error:
-        return ExerciseFacts(run.module_path, load_error=sandbox.load_error)
+        return ExerciseFacts(run.module_path, load_error=sandbox.load_error, output_note=sandbox.output_note)
     checks = collected.results[eid]
     unexpected = list(collected.kit_errors[eid]) or ([] if checks else ["no hidden check ran"])
     return ExerciseFacts(run.module_path, attempted=not (sandbox.calls_ok == 0 and sandbox.calls_not_implemented > 0),
                          checks=checks, diagnoses=[(d.id, d.message) for d in run.diagnoses.values()],
-                         unexpected=unexpected, own_tests=own_tests.summary(run.exercise, run.own_tests))
+                         unexpected=unexpected, own_tests=own_tests.summary(run.exercise, run.own_tests),
+                         output_note=sandbox.output_note)
 
 
 def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
@@ -181,7 +184,8 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
                             notes=notes.text(exercise.id) if notes else "",
                             about=rubric.summary, level_guide=dict(rubric.levels),
                             hints_offered=len(rubric.hints), interviewer=interview.sheet(exercise),
-                            hints_given=[i + 1 for i in notes.hints(exercise.id)] if notes else [])
+                            hints_given=[i + 1 for i in notes.hints(exercise.id)] if notes else [],
+                            output_note=facts.output_note)
     if facts.module is None or not facts.attempted:
         result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
         if required:

@@ -87,6 +87,7 @@ class ExerciseResult:
     hints_given: list = field(default_factory=list)  # hint numbers (from 1) an interviewer recorded: they cap the level
     timeline: dict = field(default_factory=dict)  # the candidate's own attempt log (grader/timeline.py): context only
     interviewer: dict = field(default_factory=dict)  # the rubric's interviewer sheet (grader/interview.py)
+    output_note: str | None = None  # "output truncated after 8 MiB" when the child printed past the cap
 
     @property
     def passed_checks(self) -> int:
@@ -121,6 +122,8 @@ class Result:
     seconds: float = 0.0
     schema: str = SCHEMA
     session: dict = field(default_factory=dict)  # a kvgrade start workspace's time box and use: context only
+    bounds: dict = field(default_factory=dict)  # which limits held for the children: see sandbox.isolation_report
+    skipped_links: list = field(default_factory=list)  # links in the submission, never followed
     levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
 
     @property
@@ -172,6 +175,8 @@ class Result:
             "overall": {"level": self.overall_level, "provisional": self.overall_provisional,
                         "to_observe": self.overall_to_observe, "score": self.score},
             "isolation": self.isolation,
+            "bounds": self.bounds,
+            "skipped_links": self.skipped_links,
             "feedback": self.feedback,
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),

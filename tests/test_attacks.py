@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from grader import catalog, engine
+from grader.render import markdown, terminal
 from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, isolation,
                             isolation_report, require_isolation)
 from grader.submission import SubmissionError, has_modules, open_submission, skipped_links
@@ -108,7 +109,8 @@ def test_links_elsewhere_are_skipped_listed_and_never_followed(tmp_path):
     (tmp_path / "notes").symlink_to("/proc/self/environ")
     result, _ = grade(tmp_path)
     assert result.exercise("decode_mask").level == "strong_hire"
-    assert skipped_links(tmp_path) == [".venv", "notes"]
+    assert skipped_links(tmp_path) == [".venv", "notes"] == result.skipped_links
+    assert "links in the submission, never followed: .venv, notes" in terminal.summary(result)
 
 
 def test_the_reader_of_another_exercises_module_refuses_its_link_too(tmp_path):
@@ -446,6 +448,8 @@ def test_debug_prints_past_the_output_cap_keep_a_correct_verdict(tmp_path):
     assert "debug" in (tmp_path / "decode_mask.py").read_text()
     result, _ = grade(tmp_path)
     assert result.exercise("decode_mask").level == "strong_hire"
+    assert result.exercise("decode_mask").output_note == "output truncated after 8 MiB"
+    assert "output truncated after 8 MiB" in markdown.render(result)
 
 
 def test_a_hard_link_to_the_kit_is_refused(tmp_path):

@@ -10,7 +10,7 @@ from grader.cli import main
 from .conftest import EXAMPLES
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "top_left.json")
-VOLATILE = {"seconds", "module", "kvgrade_version", "submission", "isolation"}  # isolation: per machine
+VOLATILE = {"seconds", "module", "kvgrade_version", "submission", "isolation", "bounds"}  # isolation, bounds: per machine
 
 
 def run(*args):

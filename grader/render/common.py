@@ -11,18 +11,32 @@ import re
 import shlex
 
 from ..result import Result
+from ..sandbox.isolation import NOT_ISOLATED
 from . import pictures
 
 LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}
 STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted", "error": "error"}
 CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
-NOT_ISOLATED = "not isolated: grade only code you trust"
 
 # C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
 # and other invisible format characters, line and paragraph separators: each can rewrite a
 # terminal, hide text or reorder it.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
                      "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+
+
+def run_notes(result: Result) -> list[str]:
+    """Plain lines every report header carries: the bounds that held, and links never followed."""
+    lines = []
+    if result.bounds:
+        b = result.bounds
+        lines.append(f"bounds: memory {b.get('memory')}, processes {b.get('pids')}, scratch {b.get('scratch')}, "
+                     f"root {b.get('root')}, network {b.get('network')}")
+    if result.skipped_links:
+        shown = ", ".join(result.skipped_links[:5])
+        more = f" and {len(result.skipped_links) - 5} more" if len(result.skipped_links) > 5 else ""
+        lines.append(f"links in the submission, never followed: {shown}{more}")
+    return lines
 
 
 def level_word(level: str | None) -> str:

@@ -11,7 +11,8 @@ import re
 from ..result import ExerciseResult, Result
 from . import interview, pictures
 from .common import (CRITERION_MARKS, STATUS_WORDS, exercise_level, explanation, failure_parts, level_phrase,
-                     level_word, levels_shown, overall_level, own_tests_text, shows_detail, status_text)
+                     level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
+                     status_text)
 
 
 def text(value) -> str:
@@ -46,6 +47,7 @@ def render(result: Result) -> str:
            f"isolation {text(result.isolation)}", ""]
     if result.isolation == "process":
         out += ["**Not isolated: grade only code you trust.**", ""]
+    out += [f"{text(line)}  " for line in run_notes(result)] + ([""] if run_notes(result) else [])
     out += _session(result)
     columns = ["exercise", *(["level"] if shown else []), "checks passed", "status"]
     out += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -123,9 +125,11 @@ def _level_guide(e: ExerciseResult) -> list[str]:
 
 
 def _own_tests(result: Result, e: ExerciseResult) -> list[str]:
-    """The own-tests line (detail feedback only: it names the candidate's tests)."""
+    """The own-tests line (detail feedback only: it names the candidate's tests), and the note
+    that the child's output was cut."""
     line = own_tests_text(e.own_tests) if shows_detail(result) else ""
-    return [f"**{text(line[0].upper() + line[1:])}**", ""] if line else []
+    return ([f"**{text(line[0].upper() + line[1:])}**", ""] if line else []) + \
+        ([f"*{text(e.output_note)}*", ""] if e.output_note else [])
 
 
 def _criteria(e: ExerciseResult) -> list[str]:

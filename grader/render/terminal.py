@@ -6,7 +6,7 @@ import click
 from ..result import Result
 from . import interview, pictures
 from .common import (NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown,
-                     own_tests_text, status_text)
+                     own_tests_text, run_notes, status_text)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -21,7 +21,7 @@ def header(result: Result) -> list[str]:
              f"isolation: {result.isolation})"]
     if result.isolation == "process":
         lines.append(click.style(NOT_ISOLATED, fg="yellow", bold=True))
-    return lines + [""]
+    return lines + [click.style(line, dim=True) for line in run_notes(result)] + [""]
 
 
 def summary(result: Result, detail: bool | None = None) -> str:
@@ -53,6 +53,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
 
 def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     lines = ["      " + click.style(f"[{d.id}] ", fg="yellow") + d.message for d in e.diagnoses]
+    if e.output_note:
+        lines.append("      " + e.output_note)
     if detail and e.own_tests:  # detail only: it names the candidate's tests
         lines.append("      " + own_tests_text(e.own_tests))
     drawn = _picture_to_draw(e.checks) if detail else None

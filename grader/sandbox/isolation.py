@@ -33,7 +33,7 @@ from . import cgroup
 LEVELS = ("bwrap", "uid", "process")  # strongest first
 TMP_BYTES = 64 << 20  # the child's private /tmp under bubblewrap
 NOT_ISOLATED = "not isolated: grade only code you trust"
-GET_BUBBLEWRAP = ("install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap; "
+GET_BUBBLEWRAP = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
                   "it needs Linux), or pass --trust-submissions to grade code you trust without isolation")
 _HERE = Path(__file__).resolve().parent
 _GRADER_PACKAGE = _HERE.parent
