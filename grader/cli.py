@@ -13,7 +13,7 @@ from .engine import grade as run_grading
 from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
 from .render import terminal
 from .render.common import NOT_ISOLATED, for_candidate, neutralized
-from .result import Result
+from .result import LEVELS, Result, level_rank
 from .sandbox.launch import IsolationError, Limits, isolation_level
 from .submission import SubmissionError
 
@@ -162,19 +162,22 @@ def _check_ids(exercises, checks):
               help="Run only this check of the one exercise given with -e (repeatable); "
                    "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
 @_options(OUTPUTS, NOTES, FEEDBACK, BATCH)
+@click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default=None, metavar="LEVEL",
+              help="Exit 1 when the overall level is below LEVEL (weak, hire, strong_hire) or there is none: for CI.")
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
-          trust_submissions, **outputs):
+          trust_submissions, fail_under, **outputs):
     """Grade a submission folder against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
     `kvgrade batch PATH...` (the same command, the same options). Exit status is 0 whenever
-    grading worked, whatever the level; 2 for bad input.
+    grading worked, whatever the level (1 below --fail-under LEVEL); 2 for bad input.
     """
     paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
         _refuse({**{f"--{key.removesuffix('_out')}": value for key, value in outputs.items()},
                  "--notes": notes_path, "--check": checks},
                 "apply to one submission; a batch writes every candidate's reports into --out")
+        _refuse({"--fail-under": fail_under}, "applies to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
     _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
@@ -184,6 +187,9 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     result = _grade_one(paths[0], exercises, seed, notes, only)
     _warn_about(notes, result)
     _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
+    if fail_under and level_rank(result.overall_level) < level_rank(fail_under):
+        click.echo(f"level {result.overall_level or 'none'} is below --fail-under {fail_under}", err=True)
+        sys.exit(1)
 
 
 def _refuse(options: dict, why: str):
@@ -361,6 +367,57 @@ def bundle(out, exercises):
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="OUT") from None
     click.echo(f"bundle {out}: {', '.join(e.id for e in chosen)}")
+
+
+@main.command()
+@click.argument("out", metavar="OUT.zip")
+@_options(EXERCISES, SEED)
+@click.option("--show-levels", is_flag=True, help="Show students their levels too (hidden by default: they see checks).")
+@click.option("--after-published", is_flag=True,
+              help="Tests visible to students only once grades are published (Gradescope's after_published).")
+def autograder(out, exercises, seed, show_levels, after_published):
+    """Build a Gradescope autograder zip: setup.sh, run_autograder and this kit, pinned.
+
+    Upload OUT.zip as the assignment's autograder (Ubuntu 24.04 base). Each submission is
+    graded at the chosen interview set and seed, with summary feedback.
+    """
+    from .platforms.gradescope_package import PackageError, build
+
+    if not out.endswith(".zip"):
+        raise click.BadParameter(f"{out} must end in .zip: Gradescope takes a zip", param_hint="OUT.zip")
+    _check_outputs(out)
+    try:
+        build(out, exercises or None, seed, show_levels, after_published)
+    except PackageError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {seed}")
+
+
+@main.command()
+@click.argument("directory", metavar="OUT_DIR", type=click.Path(path_type=str))
+@_options(EXERCISES, SEED)
+@click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default="hire", show_default=True,
+              metavar="LEVEL", help="The level a student's repository must reach for the workflow to pass.")
+@click.option("--install", metavar="SPEC", default=None,
+              help="What the workflow pip-installs (default: kvgrade==this version; a git URL works too).")
+def classroom(directory, exercises, seed, fail_under, install):
+    """Write a GitHub Classroom starter repository: the workspace and its autograding workflow.
+
+    Push OUT_DIR as the assignment's template repository; every push is graded at the chosen
+    interview set and seed, and the workflow fails below --fail-under.
+    """
+    from .platforms.classroom import write_starter
+    from .workspace import WorkspaceError
+
+    _check_outputs(directory)
+    try:
+        chosen = write_starter(directory, exercises or None, seed, fail_under, install)
+    except WorkspaceError as exc:
+        raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
+    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
+               f"passes at {fail_under}")
 
 
 class _Progress:
