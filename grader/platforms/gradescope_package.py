@@ -121,8 +121,14 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m grader.platforms.gradescope_package AUTOGRADER_ROOT", file=sys.stderr)
         return 2
+    from ..sandbox.isolation import IsolationError
+
     root = Path(argv[0])
-    data = results_for(root)
+    try:
+        data = results_for(root)
+    except IsolationError as exc:  # the staff's to fix; Gradescope shows them this output
+        print(f"kvgrade autograder: {exc}", file=sys.stderr)
+        return 1
     target = root / "results" / "results.json"
     partial = target.with_name("results.json.partial")
     partial.write_text(json.dumps(data, indent=2))
