@@ -1,7 +1,9 @@
 """The ``kvgrade`` command line."""
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -259,16 +261,52 @@ def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, tru
     if not found:
         raise click.BadParameter("no submission folders found", param_hint="FOLDER")
     _refuse_weak_isolation(trust_submissions)
-    with click.progressbar(length=len(found), label=f"grading {len(found)} submissions", file=sys.stderr,
-                           show_pos=True) as bar:
-        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
-                          show_levels=show_levels, jobs=jobs, on_done=lambda row: bar.update(1))
+    click.echo(f"grading {len(found)} submissions into {out_dir} (unchanged ones already graded there are skipped)",
+               err=True)
+    stream = _BatchStream(len(found))
+    try:
+        with _sigterm_interrupts():
+            rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
+                              show_levels=show_levels, jobs=jobs, on_done=stream)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted after {stream.done} of {len(found)} submissions; run the same command again "
+                   f"to grade the rest", err=True)
+        sys.exit(130)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
             f"{terminal.level_text(r['level'], r['provisional'], range(r.get('to_observe', 0)))}  {r['score']:.0%} of checks"
         click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
+
+
+class _BatchStream:
+    """One line per finished submission, as it finishes: `[3/200] alice  hire  80% of checks`."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+
+    def __call__(self, row: dict):
+        self.done += 1
+        if row["error"]:
+            verdict = click.style("broken", fg="red") + f"  {row['error']}"
+        else:
+            verdict = f"{terminal.level_text(row['level'], row['provisional'], range(row.get('to_observe', 0)))}" \
+                      f"  {row['score']:.0%} of checks"
+        how = "unchanged, not regraded" if row.get("reused") else f"{row.get('seconds', 0):.1f} s"
+        click.echo(f"[{self.done}/{self.total}] {row['name']}  {verdict}  ({how})")
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM stops a batch like Ctrl-C: what runs finishes and is recorded for a resume."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_batch_paths(paths, out_dir):
