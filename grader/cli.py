@@ -439,7 +439,8 @@ def autograder(out, exercises, seed, show_levels, after_published):
 @click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default="hire", show_default=True,
               metavar="LEVEL", help="The level a student's repository must reach for the workflow to pass.")
 @click.option("--install", metavar="SPEC", default=None,
-              help="What the workflow pip-installs (default: kvgrade==this version; a git URL works too).")
+              help="What the workflow pip-installs (default: this kit's source distribution, written into "
+                   "OUT_DIR/.kvgrade; a PyPI requirement or a git+https URL works too).")
 def classroom(directory, exercises, seed, fail_under, install):
     """Write a GitHub Classroom starter repository: the workspace and its autograding workflow.
 
@@ -447,6 +448,7 @@ def classroom(directory, exercises, seed, fail_under, install):
     interview set and seed, and the workflow fails below --fail-under.
     """
     from .platforms.classroom import write_starter
+    from .platforms.gradescope_package import PackageError
     from .workspace import WorkspaceError
 
     _check_outputs(directory)
@@ -454,6 +456,8 @@ def classroom(directory, exercises, seed, fail_under, install):
         chosen = write_starter(directory, exercises or None, seed, fail_under, install)
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
+    except PackageError as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
                f"passes at {fail_under}")
 

@@ -181,7 +181,8 @@ def test_the_workflow_parses_and_names_only_allowed_actions(starter):
     reporter = next(s for s in steps if s["uses"] == ACTIONS["reporter"])
     assert reporter["with"]["runners"] == grader["id"]
     assert f"steps.{grader['id']}.outputs.result" in reporter["env"][f"{grader['id'].upper()}_RESULTS"]
-    assert "kvgrade==0.1.0" in grader["with"]["setup-command"]
+    assert grader["with"]["setup-command"] == "pip install ./.kvgrade/kvgrade-0.1.0.tar.gz"
+    assert (starter / ".kvgrade" / "kvgrade-0.1.0.tar.gz").is_file()
     assert (starter / "decode_mask" / "decode_mask.py").is_file() and (starter / "README.md").is_file()
 
 
