@@ -160,6 +160,7 @@ class Manifest:
 
     FILE = "manifest.json"
     SCHEMA = "kvgrade.batch-manifest/1"
+    ROW_FIELDS = {"name", "path", "level", "provisional", "score", "exercises", "report", "error"}
 
     def __init__(self, out: Path):
         self.path = out / self.FILE
@@ -179,7 +180,8 @@ class Manifest:
         entry = self.entries.get(name)
         if not entry or entry.get("key") != key or not (self.path.parent / name / "result.json").is_file():
             return None
-        return entry["row"]
+        row = entry["row"]
+        return row if self.ROW_FIELDS <= row.keys() and row["name"] == name else None  # else regrade
 
     def row(self, name: str) -> dict | None:
         entry = self.entries.get(name)

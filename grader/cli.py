@@ -50,14 +50,23 @@ OUTPUTS = [
     click.option("--gradescope", "gradescope_out", metavar="FILE",
                  help="Write Gradescope's results.json (student-facing: summary feedback unless --feedback detail)."),
 ]
+SHOW_LEVELS = click.option("--show-levels", is_flag=True,
+                           help="With summary feedback, show the levels too (hidden by default: a candidate sees checks).")
 FEEDBACK = [
     click.option("--feedback", type=click.Choice(["summary", "detail"]), default=None,
                  help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
                       "detail: everything, with cases, pictures and reproduce lines. Default: detail "
                       "(summary for --gradescope)."),
-    click.option("--show-levels", is_flag=True,
-                 help="With summary feedback, show the levels too (hidden by default: a candidate sees checks)."),
+    SHOW_LEVELS,
 ]
+
+
+def _fail_under(default=None, why="Exit 1 when the overall level is below LEVEL or there is none: for CI."):
+    """--fail-under LEVEL: a bar on the overall level (grade checks it; classroom bakes it into CI)."""
+    return click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default=default,
+                        show_default=default is not None, metavar="LEVEL", help=f"{why} LEVEL: {', '.join(LEVELS)}.")
+
+
 NOTES = click.option("--notes", "notes_path", type=click.Path(path_type=str),
                      help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
 BATCH = [
@@ -163,9 +172,7 @@ def _check_ids(exercises, checks):
 @click.option("--check", "checks", multiple=True, metavar="CHECK_ID",
               help="Run only this check of the one exercise given with -e (repeatable); "
                    "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
-@_options(OUTPUTS, NOTES, FEEDBACK, BATCH)
-@click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default=None, metavar="LEVEL",
-              help="Exit 1 when the overall level is below LEVEL (weak, hire, strong_hire) or there is none: for CI.")
+@_options(OUTPUTS, NOTES, FEEDBACK, BATCH, _fail_under())
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
           trust_submissions, fail_under, **outputs):
     """Grade a submission folder against the hidden tests.
@@ -274,9 +281,7 @@ def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, tru
         sys.exit(130)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
-        verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
-            f"{terminal.level_text(r['level'], r['provisional'], range(r.get('to_observe', 0)))}  {r['score']:.0%} of checks"
-        click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
+        click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {_verdict(r)}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
 
 
@@ -288,13 +293,15 @@ class _BatchStream:
 
     def __call__(self, row: dict):
         self.done += 1
-        if row["error"]:
-            verdict = click.style("broken", fg="red") + f"  {row['error']}"
-        else:
-            verdict = f"{terminal.level_text(row['level'], row['provisional'], range(row.get('to_observe', 0)))}" \
-                      f"  {row['score']:.0%} of checks"
         how = "unchanged, not regraded" if row.get("reused") else f"{row.get('seconds', 0):.1f} s"
-        click.echo(f"[{self.done}/{self.total}] {row['name']}  {verdict}  ({how})")
+        click.echo(f"[{self.done}/{self.total}] {row['name']}  {_verdict(row)}  ({how})")
+
+
+def _verdict(row: dict) -> str:
+    if row["error"]:
+        return click.style("broken", fg="red") + f"  {row['error']}"
+    level = terminal.level_text(row["level"], row["provisional"], range(row.get("to_observe", 0)))
+    return f"{level}  {row['score']:.0%} of checks"
 
 
 @contextlib.contextmanager
@@ -409,8 +416,7 @@ def bundle(out, exercises):
 
 @main.command()
 @click.argument("out", metavar="OUT.zip")
-@_options(EXERCISES, SEED)
-@click.option("--show-levels", is_flag=True, help="Show students their levels too (hidden by default: they see checks).")
+@_options(EXERCISES, SEED, SHOW_LEVELS)
 @click.option("--after-published", is_flag=True,
               help="Tests visible to students only once grades are published (Gradescope's after_published).")
 def autograder(out, exercises, seed, show_levels, after_published):
@@ -436,8 +442,7 @@ def autograder(out, exercises, seed, show_levels, after_published):
 @main.command()
 @click.argument("directory", metavar="OUT_DIR", type=click.Path(path_type=str))
 @_options(EXERCISES, SEED)
-@click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default="hire", show_default=True,
-              metavar="LEVEL", help="The level a student's repository must reach for the workflow to pass.")
+@_options(_fail_under("hire", "The level a student's repository must reach for the workflow to pass."))
 @click.option("--install", metavar="SPEC", default=None,
               help="What the workflow pip-installs (default: this kit's source distribution, written into "
                    "OUT_DIR/.kvgrade; a PyPI requirement or a git+https URL works too).")
