@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import re
 import stat
+import threading
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -57,29 +58,35 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:8]
 
 
+class Interrupted(Exception):
+    """``stop`` was set: what was running finished and is recorded; the rest waits for a resume."""
+
+
 def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
                feedback: str = "detail", jobs: int | None = None, on_done=None,
-               show_levels: bool = False) -> list[dict]:
+               show_levels: bool = False, stop: threading.Event | None = None) -> list[dict]:
     """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last).
 
     ``on_done(row)`` is called as each submission finishes; a row reused from the manifest
-    (unchanged since it was graded) has ``"reused": True``. An interruption (KeyboardInterrupt)
-    cancels what has not started, lets what runs finish and be recorded, then propagates.
+    (unchanged since it was graded) has ``"reused": True``. Once ``stop`` is set (by a signal
+    handler: a flag, never an exception thrown into the middle of the bookkeeping), nothing new
+    starts, what runs finishes and is recorded, and :class:`Interrupted` is raised.
     """
     out = Path(out)
     out.mkdir(exist_ok=True)  # its parent must exist: the CLI checked it
     manifest = Manifest(out)
     settings = {"seed": seed, "exercises": exercise_ids, "feedback": feedback, "show_levels": show_levels}
+    named = list(zip(names(paths), paths))
     todo = []
-    for name, path in zip(names(paths), paths):
+    for name, path in named:
         key = grading_key(path, settings)
         row = manifest.reusable(name, key)
         if row is None:
             todo.append((name, path, key))
         elif on_done:
             on_done({**row, "reused": True})
-    _grade_todo(todo, out, manifest, settings, jobs, on_done)
-    rows = [manifest.row(name) or _broken(name, path, "not graded") for name, path in zip(names(paths), paths)]
+    _grade_todo(todo, out, manifest, settings, jobs, on_done, stop or threading.Event())
+    rows = [manifest.row(name) or _broken(name, path, "not graded") for name, path in named]
     rows.sort(key=ranking)
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
@@ -87,44 +94,36 @@ def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | Non
     return rows
 
 
-def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: dict, jobs, on_done):
-    """Grade ``todo``, one submission handed to each worker at a time (so an interruption waits
-    for no more than ``jobs`` of them), recording and reporting each as it ends."""
+def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: dict, jobs, on_done,
+                stop: threading.Event):
+    """Grade ``todo``, one submission handed to each worker at a time (so a stop waits for no
+    more than ``jobs`` of them), recording and reporting each as it ends."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     waiting = iter(todo)
     running = {}
-
-    def finish(future):
-        name, path, key = running.pop(future)
-        try:
-            row = future.result()
-        except Exception as exc:  # the worker itself died: still one row, never the batch; never reused
-            row, key = _broken(name, path, f"the grading worker failed: {type(exc).__name__}: {exc}"), None
-        manifest.record(name, key, row)
-        if on_done:
-            on_done(row)
-
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-    try:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         while True:
-            for name, path, key in waiting:
+            while len(running) < jobs and not stop.is_set() and (item := next(waiting, None)):
+                name, path, key = item
                 running[pool.submit(grade_one, str(path), str(out / name), name, settings["exercises"],
-                                    settings["seed"], settings["feedback"], settings["show_levels"])] = (name, path, key)
-                if len(running) >= jobs:
-                    break
+                                    settings["seed"], settings["feedback"], settings["show_levels"])] = item
             if not running:
                 break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)  # a timeout, to see ``stop``
             for future in done:
-                finish(future)
-    except BaseException:  # an interruption: what runs finishes and is recorded, the rest waits for a resume
-        pool.shutdown(wait=False, cancel_futures=True)
-        for future in list(running):
-            wait([future])
-            if not future.cancelled():
-                finish(future)
-        raise
-    pool.shutdown(wait=True)
+                _finish(future, *running.pop(future), manifest, on_done)
+    if stop.is_set() and next(waiting, None) is not None:
+        raise Interrupted
+
+
+def _finish(future, name: str, path, key: str, manifest: "Manifest", on_done):
+    try:
+        row = future.result()
+    except Exception as exc:  # the worker itself died: still one row, never the batch; never reused
+        row, key = _broken(name, path, f"the grading worker failed: {type(exc).__name__}: {exc}"), None
+    manifest.record(name, key, row)
+    if on_done:
+        on_done(row)
 
 
 def grading_key(path: Path, settings: dict) -> str:

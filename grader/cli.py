@@ -5,6 +5,7 @@ import contextlib
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -260,7 +261,7 @@ def _refuse_weak_isolation(trust_submissions: bool):
 
 
 def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
-    from .batch import grade_many, submissions
+    from .batch import Interrupted, grade_many, submissions
 
     out_dir = out_dir or "kvgrade-batch"
     _check_batch_paths(paths, out_dir)
@@ -272,10 +273,10 @@ def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, tru
                err=True)
     stream = _BatchStream(len(found))
     try:
-        with _sigterm_interrupts():
+        with _stop_on_signals() as stop:
             rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
-                              show_levels=show_levels, jobs=jobs, on_done=stream)
-    except KeyboardInterrupt:
+                              show_levels=show_levels, jobs=jobs, on_done=stream, stop=stop)
+    except Interrupted:
         click.echo(f"interrupted after {stream.done} of {len(found)} submissions; run the same command again "
                    f"to grade the rest", err=True)
         sys.exit(130)
@@ -305,15 +306,25 @@ def _verdict(row: dict) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts():
-    """SIGTERM stops a batch like Ctrl-C: what runs finishes and is recorded for a resume."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, interrupt)
+def _stop_on_signals():
+    """Ctrl-C or SIGTERM asks a batch to stop: what runs finishes and is recorded for a resume.
+    A second one stops at once (the handlers before are back)."""
+    stop = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+
+    def ask_to_stop(signum, frame):
+        stop.set()
+        for other, handler in previous.items():
+            signal.signal(other, handler)
+        click.echo("stopping: the running submissions finish first (again to stop at once)", err=True)
+    for signum in signals:
+        signal.signal(signum, ask_to_stop)
     try:
-        yield
+        yield stop
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _check_batch_paths(paths, out_dir):
