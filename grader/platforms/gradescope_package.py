@@ -45,13 +45,16 @@ def build(out: str | Path, exercise_ids: list[str] | None, seed: int, show_level
         files = {name: _script(name, package.name) for name in SCRIPTS}
         files[CONFIG] = json.dumps(config, indent=2) + "\n"
         partial = out.with_name(out.name + ".partial")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, text in files.items():
-                info = zipfile.ZipInfo(name)
-                info.external_attr = (0o100755 if name in SCRIPTS else 0o100644) << 16
-                zf.writestr(info, text)
-            zf.write(package, package.name)
-        os.replace(partial, out)
+        try:
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name, text in files.items():
+                    info = zipfile.ZipInfo(name)
+                    info.external_attr = (0o100755 if name in SCRIPTS else 0o100644) << 16
+                    zf.writestr(info, text)
+                zf.write(package, package.name)
+            os.replace(partial, out)
+        finally:
+            partial.unlink(missing_ok=True)
     return out
 
 
