@@ -4,6 +4,12 @@ Each submission is graded in a worker process of its own pool slot; whatever goe
 one (a missing folder, a grader crash, a dead worker) becomes that candidate's row with the
 error, and the batch goes on. Every candidate gets ``OUT/<name>/`` with ``result.json``,
 ``report.html`` and ``report.md``; ``OUT/index.html`` and ``OUT/summary.md`` rank them.
+
+At scale: rows stream out (``on_done``) as submissions finish; only a few submissions are in
+flight at once, and the parent keeps one small row per submission, never a full result.
+``OUT/manifest.json`` (rewritten atomically after each submission) records every finished
+one, so a batch that was interrupted and run again skips a submission whose files, seed,
+interview set, feedback and kit version are unchanged, and grades only the rest.
 """
 from __future__ import annotations
 
@@ -12,11 +18,13 @@ import json
 import multiprocessing
 import os
 import re
+import stat
+import threading
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from . import catalog
+from . import __version__, catalog
 from .result import level_rank
 from .submission import locate
 
@@ -50,31 +58,140 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:8]
 
 
+class Interrupted(Exception):
+    """``stop`` was set: what was running finished and is recorded; the rest waits for a resume."""
+
+
 def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
                feedback: str = "detail", jobs: int | None = None, on_done=None,
-               show_levels: bool = False) -> list[dict]:
-    """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last)."""
+               show_levels: bool = False, stop: threading.Event | None = None) -> list[dict]:
+    """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last).
+
+    ``on_done(row)`` is called as each submission finishes; a row reused from the manifest
+    (unchanged since it was graded) has ``"reused": True``. Once ``stop`` is set (by a signal
+    handler: a flag, never an exception thrown into the middle of the bookkeeping), nothing new
+    starts, what runs finishes and is recorded, and :class:`Interrupted` is raised.
+    """
     out = Path(out)
     out.mkdir(exist_ok=True)  # its parent must exist: the CLI checked it
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths) or 1))
-    rows = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(grade_one, str(path), str(out / name), name, exercise_ids, seed, feedback, show_levels):
-                   (name, path) for name, path in zip(names(paths), paths)}
-        for future in as_completed(futures):
-            name, path = futures[future]
-            try:
-                row = future.result()
-            except Exception as exc:  # the worker itself died: still one row, never the batch
-                row = _broken(name, path, f"the grading worker failed: {type(exc).__name__}: {exc}")
-            rows.append(row)
-            if on_done:
-                on_done(row)
+    manifest = Manifest(out)
+    settings = {"seed": seed, "exercises": exercise_ids, "feedback": feedback, "show_levels": show_levels}
+    named = list(zip(names(paths), paths))
+    todo = []
+    for name, path in named:
+        key = grading_key(path, settings)
+        row = manifest.reusable(name, key)
+        if row is None:
+            todo.append((name, path, key))
+        elif on_done:
+            on_done({**row, "reused": True})
+    _grade_todo(todo, out, manifest, settings, jobs, on_done, stop or threading.Event())
+    rows = [manifest.row(name) or _broken(name, path, "not graded") for name, path in named]
     rows.sort(key=ranking)
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
     write_summaries(rows, out, exercise_ids or sorted({e for r in rows for e in r["exercises"]}), seed)
     return rows
+
+
+def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: dict, jobs, on_done,
+                stop: threading.Event):
+    """Grade ``todo``, one submission handed to each worker at a time (so a stop waits for no
+    more than ``jobs`` of them), recording and reporting each as it ends."""
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    waiting = iter(todo)
+    running = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        while True:
+            while len(running) < jobs and not stop.is_set() and (item := next(waiting, None)):
+                name, path, key = item
+                running[pool.submit(grade_one, str(path), str(out / name), name, settings["exercises"],
+                                    settings["seed"], settings["feedback"], settings["show_levels"])] = item
+            if not running:
+                break
+            done, _ = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)  # a timeout, to see ``stop``
+            for future in done:
+                _finish(future, *running.pop(future), manifest, on_done)
+    if stop.is_set() and next(waiting, None) is not None:
+        raise Interrupted
+
+
+def _finish(future, name: str, path, key: str, manifest: "Manifest", on_done):
+    try:
+        row = future.result()
+    except Exception as exc:  # the worker itself died: still one row, never the batch; never reused
+        row, key = _broken(name, path, f"the grading worker failed: {type(exc).__name__}: {exc}"), None
+    manifest.record(name, key, row)
+    if on_done:
+        on_done(row)
+
+
+def grading_key(path: Path, settings: dict) -> str:
+    """What decides a submission's result: its files, the settings and the kit's version."""
+    text = json.dumps({"files": files_digest(path), "kvgrade": __version__, **settings}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def files_digest(path: Path) -> str | None:
+    """A digest of every regular file under ``path`` (or of the file itself), by relative name;
+    links count by their target's name, never followed. None when nothing can be read."""
+    digest = hashlib.sha256()
+    try:
+        entries = [path] if not path.is_dir() or path.is_symlink() else \
+            sorted(p for p in path.rglob("*") if "__pycache__" not in p.parts)
+        for entry in entries:
+            mode = entry.lstat().st_mode
+            digest.update(str(entry.relative_to(path) if entry != path else entry.name).encode() + b"\0")
+            if stat.S_ISLNK(mode):
+                digest.update(b"link:" + os.readlink(entry).encode(errors="surrogateescape"))
+            elif stat.S_ISREG(mode):
+                with open(entry, "rb") as f:
+                    while chunk := f.read(1 << 20):
+                        digest.update(chunk)
+            digest.update(b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+class Manifest:
+    """``OUT/manifest.json``: per submission name, the key it was graded under and its row."""
+
+    FILE = "manifest.json"
+    SCHEMA = "kvgrade.batch-manifest/1"
+    ROW_FIELDS = {"name", "path", "level", "provisional", "score", "exercises", "report", "error"}
+
+    def __init__(self, out: Path):
+        self.path = out / self.FILE
+        self.entries = self._load()
+
+    def _load(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}  # none yet, or unreadable: grade everything again
+        ok = isinstance(data, dict) and data.get("schema") == self.SCHEMA and isinstance(data.get("entries"), dict)
+        return {name: entry for name, entry in data["entries"].items()
+                if isinstance(entry, dict) and isinstance(entry.get("row"), dict)} if ok else {}
+
+    def reusable(self, name: str, key: str) -> dict | None:
+        """The recorded row when ``name`` was graded under ``key`` and its reports are still there."""
+        entry = self.entries.get(name)
+        if not entry or entry.get("key") != key or not (self.path.parent / name / "result.json").is_file():
+            return None
+        row = entry["row"]
+        return row if self.ROW_FIELDS <= row.keys() and row["name"] == name else None  # else regrade
+
+    def row(self, name: str) -> dict | None:
+        entry = self.entries.get(name)
+        return dict(entry["row"]) if entry else None
+
+    def record(self, name: str, key: str | None, row: dict):
+        """Keep ``row``; a None key is never reused (a failure of the grader, not of the submission)."""
+        self.entries[name] = {"key": key, "row": row}
+        partial = self.path.with_name(f".{self.FILE}.partial")
+        partial.write_text(json.dumps({"schema": self.SCHEMA, "entries": self.entries}))
+        os.replace(partial, self.path)
 
 
 def ranking(row: dict) -> tuple:

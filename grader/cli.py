@@ -1,8 +1,11 @@
 """The ``kvgrade`` command line."""
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -13,7 +16,7 @@ from .engine import grade as run_grading
 from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
 from .render import terminal
 from .render.common import NOT_ISOLATED, for_candidate, neutralized
-from .result import Result
+from .result import LEVELS, Result, level_rank
 from .sandbox import IsolationError, Limits, require_isolation
 from .submission import SubmissionError
 
@@ -48,14 +51,23 @@ OUTPUTS = [
     click.option("--gradescope", "gradescope_out", metavar="FILE",
                  help="Write Gradescope's results.json (student-facing: summary feedback unless --feedback detail)."),
 ]
+SHOW_LEVELS = click.option("--show-levels", is_flag=True,
+                           help="With summary feedback, show the levels too (hidden by default: a candidate sees checks).")
 FEEDBACK = [
     click.option("--feedback", type=click.Choice(["summary", "detail"]), default=None,
                  help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
                       "detail: everything, with cases, pictures and reproduce lines. Default: detail "
                       "(summary for --gradescope)."),
-    click.option("--show-levels", is_flag=True,
-                 help="With summary feedback, show the levels too (hidden by default: a candidate sees checks)."),
+    SHOW_LEVELS,
 ]
+
+
+def _fail_under(default=None, why="Exit 1 when the overall level is below LEVEL or there is none: for CI."):
+    """--fail-under LEVEL: a bar on the overall level (grade checks it; classroom bakes it into CI)."""
+    return click.option("--fail-under", "fail_under", type=click.Choice(LEVELS), default=default,
+                        show_default=default is not None, metavar="LEVEL", help=f"{why} LEVEL: {', '.join(LEVELS)}.")
+
+
 NOTES = click.option("--notes", "notes_path", type=click.Path(path_type=str),
                      help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
 BATCH = [
@@ -161,20 +173,21 @@ def _check_ids(exercises, checks):
 @click.option("--check", "checks", multiple=True, metavar="CHECK_ID",
               help="Run only this check of the one exercise given with -e (repeatable); "
                    "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
-@_options(OUTPUTS, NOTES, FEEDBACK, BATCH)
+@_options(OUTPUTS, NOTES, FEEDBACK, BATCH, _fail_under())
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
-          trust_submissions, **outputs):
+          trust_submissions, fail_under, **outputs):
     """Grade a submission folder against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
     `kvgrade batch PATH...` (the same command, the same options). Exit status is 0 whenever
-    grading worked, whatever the level; 2 for bad input.
+    grading worked, whatever the level (1 below --fail-under LEVEL); 2 for bad input.
     """
     paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
         _refuse({**{f"--{key.removesuffix('_out')}": value for key, value in outputs.items()},
                  "--notes": notes_path, "--check": checks},
                 "apply to one submission; a batch writes every candidate's reports into --out")
+        _refuse({"--fail-under": fail_under}, "applies to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
     _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
@@ -186,6 +199,9 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
         _log_attempt(paths[0], result)
     _warn_about(notes, result)
     _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
+    if fail_under and level_rank(result.overall_level) < level_rank(fail_under):
+        click.echo(f"level {result.overall_level or 'none'} is below --fail-under {fail_under}", err=True)
+        sys.exit(1)
 
 
 def _refuse(options: dict, why: str):
@@ -243,7 +259,7 @@ def _refuse_weak_isolation(trust_submissions: bool):
 
 
 def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
-    from .batch import grade_many, submissions
+    from .batch import Interrupted, grade_many, submissions
 
     out_dir = out_dir or "kvgrade-batch"
     _check_batch_paths(paths, out_dir)
@@ -251,16 +267,62 @@ def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, tru
     if not found:
         raise click.BadParameter("no submission folders found", param_hint="FOLDER")
     _refuse_weak_isolation(trust_submissions)
-    with click.progressbar(length=len(found), label=f"grading {len(found)} submissions", file=sys.stderr,
-                           show_pos=True) as bar:
-        rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
-                          show_levels=show_levels, jobs=jobs, on_done=lambda row: bar.update(1))
+    click.echo(f"grading {len(found)} submissions into {out_dir} (unchanged ones already graded there are skipped)",
+               err=True)
+    stream = _BatchStream(len(found))
+    try:
+        with _stop_on_signals() as stop:
+            rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
+                              show_levels=show_levels, jobs=jobs, on_done=stream, stop=stop)
+    except Interrupted:
+        click.echo(f"interrupted after {stream.done} of {len(found)} submissions; run the same command again "
+                   f"to grade the rest", err=True)
+        sys.exit(130)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
-        verdict = click.style("broken", fg="red") + f"  {r['error']}" if r["error"] else \
-            f"{terminal.level_text(r['level'], r['provisional'], range(r.get('to_observe', 0)))}  {r['score']:.0%} of checks"
-        click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {verdict}")
+        click.echo(f"{r['rank']:>3}. {r['name']:<{width}}  {_verdict(r)}")
     click.echo(f"summary: {Path(out_dir) / 'index.html'} and {Path(out_dir) / 'summary.md'}")
+
+
+class _BatchStream:
+    """One line per finished submission, as it finishes: `[3/200] alice  hire  80% of checks`."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+
+    def __call__(self, row: dict):
+        self.done += 1
+        how = "unchanged, not regraded" if row.get("reused") else f"{row.get('seconds', 0):.1f} s"
+        click.echo(f"[{self.done}/{self.total}] {row['name']}  {_verdict(row)}  ({how})")
+
+
+def _verdict(row: dict) -> str:
+    if row["error"]:
+        return click.style("broken", fg="red") + f"  {row['error']}"
+    level = terminal.level_text(row["level"], row["provisional"], range(row.get("to_observe", 0)))
+    return f"{level}  {row['score']:.0%} of checks"
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """Ctrl-C or SIGTERM asks a batch to stop: what runs finishes and is recorded for a resume.
+    A second one stops at once (the handlers before are back)."""
+    stop = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+
+    def ask_to_stop(signum, frame):
+        stop.set()
+        for other, handler in previous.items():
+            signal.signal(other, handler)
+        click.echo("stopping: the running submissions finish first (again to stop at once)", err=True)
+    for signum in signals:
+        signal.signal(signum, ask_to_stop)
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _check_batch_paths(paths, out_dir):
@@ -364,6 +426,59 @@ def bundle(out, exercises):
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="OUT") from None
     click.echo(f"bundle {out}: {', '.join(e.id for e in chosen)}")
+
+
+@main.command()
+@click.argument("out", metavar="OUT.zip")
+@_options(EXERCISES, SEED, SHOW_LEVELS)
+@click.option("--after-published", is_flag=True,
+              help="Tests visible to students only once grades are published (Gradescope's after_published).")
+def autograder(out, exercises, seed, show_levels, after_published):
+    """Build a Gradescope autograder zip: setup.sh, run_autograder and this kit, pinned.
+
+    Upload OUT.zip as the assignment's autograder (Ubuntu 24.04 base). Each submission is
+    graded at the chosen interview set and seed, with summary feedback.
+    """
+    from .platforms.gradescope_package import PackageError, build
+
+    if not out.endswith(".zip"):
+        raise click.BadParameter(f"{out} must end in .zip: Gradescope takes a zip", param_hint="OUT.zip")
+    _check_outputs(out)
+    try:
+        build(out, exercises or None, seed, show_levels, after_published)
+    except PackageError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {seed}")
+
+
+@main.command()
+@click.argument("directory", metavar="OUT_DIR", type=click.Path(path_type=str))
+@_options(EXERCISES, SEED)
+@_options(_fail_under("hire", "The level a student's repository must reach for the workflow to pass."))
+@click.option("--install", metavar="SPEC", default=None,
+              help="What the workflow pip-installs (default: this kit's source distribution, written into "
+                   "OUT_DIR/.kvgrade; a PyPI requirement or a git+https URL works too).")
+def classroom(directory, exercises, seed, fail_under, install):
+    """Write a GitHub Classroom starter repository: the workspace and its autograding workflow.
+
+    Push OUT_DIR as the assignment's template repository; every push is graded at the chosen
+    interview set and seed, and the workflow fails below --fail-under.
+    """
+    from .platforms.classroom import write_starter
+    from .platforms.gradescope_package import PackageError
+    from .workspace import WorkspaceError
+
+    _check_outputs(directory)
+    try:
+        chosen = write_starter(directory, exercises or None, seed, fail_under, install)
+    except WorkspaceError as exc:
+        raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
+    except PackageError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
+               f"passes at {fail_under}")
 
 
 class _Progress:

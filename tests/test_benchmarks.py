@@ -62,3 +62,12 @@ def test_grading_benchmark_quick_prints_its_table():
     assert "command" in done.stdout and "target" in done.stdout
     for row in ("all exercises", "one exercise (decode_mask)"):
         assert row in done.stdout
+
+
+@pytest.mark.slow
+def test_batch_benchmark_quick_prints_throughput_against_its_baseline():
+    done = run(str(BENCH / "bench_batch.py"), "--quick", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| workers | submissions / min | per core | per core / baseline | vs 1 worker |" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(rows) == 2 and rows[0].endswith("| 1.00 |")

@@ -1,0 +1,1 @@
+"""Glue for the platforms courses grade on: a Gradescope autograder, a GitHub Classroom workflow."""

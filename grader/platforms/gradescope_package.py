@@ -1,0 +1,144 @@
+"""A Gradescope autograder zip, and what runs inside it for every submission.
+
+The zip holds ``setup.sh`` (installs the kit from the source distribution in the zip, pinned to the version
+that built it), ``run_autograder`` (grades ``$AUTOGRADER_ROOT/submission``, default
+``/autograder``, into ``results/results.json``), that source distribution, and ``kvgrade-autograder.json``
+(the interview set, the seed, whether levels are shown). Gradescope unpacks the zip into
+``/autograder/source`` and copies ``run_autograder`` to ``/autograder``; see its autograder
+specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+
+Run as ``python -m grader.platforms.gradescope_package ROOT`` by ``run_autograder``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import jinja2
+
+from .. import __version__, catalog
+
+CONFIG = "kvgrade-autograder.json"
+SCRIPTS = ("setup.sh", "run_autograder")
+_SOURCE_IGNORED = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".venv",
+                                         "kvgrade-batch", "*.pyc")
+
+
+class PackageError(Exception):
+    """The autograder cannot be built here (one line, for the CLI)."""
+
+
+def build(out: str | Path, exercise_ids: list[str] | None, seed: int, show_levels: bool = False,
+          after_published: bool = False) -> Path:
+    """Write the autograder zip to ``out``; returns it."""
+    out = Path(out)
+    config = {"kvgrade": __version__, "exercises": list(exercise_ids or []), "seed": seed,
+              "show_levels": show_levels, "tests_visibility": "after_published" if after_published else "visible"}
+    with tempfile.TemporaryDirectory(prefix="kvgrade-autograder-") as work:
+        package = build_sdist(Path(work))
+        files = {name: _script(name, package.name) for name in SCRIPTS}
+        files[CONFIG] = json.dumps(config, indent=2) + "\n"
+        partial = out.with_name(out.name + ".partial")
+        try:
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name, text in files.items():
+                    info = zipfile.ZipInfo(name)
+                    info.external_attr = (0o100755 if name in SCRIPTS else 0o100644) << 16
+                    zf.writestr(info, text)
+                zf.write(package, package.name)
+            os.replace(partial, out)
+        finally:
+            partial.unlink(missing_ok=True)
+    return out
+
+
+def build_sdist(work: Path) -> Path:
+    """A source distribution of this kit (its exercises/, rubrics/ and solutions/ included),
+    built offline from a copy of the source checkout, so the checkout gets no build files.
+    An sdist, not a wheel: building a wheel here would need the ``wheel`` package."""
+    if not (catalog.KIT_ROOT / "setup.py").is_file():
+        raise PackageError(f"the kit at {catalog.KIT_ROOT} is installed, not a source checkout: build the "
+                           f"autograder from a clone of kvgrade's repository")
+    source = work / "source"
+    shutil.copytree(catalog.KIT_ROOT, source, ignore=_SOURCE_IGNORED)
+    built = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--formats=gztar", "-d", str(work / "dist")],
+                           cwd=source, capture_output=True, text=True, timeout=600)
+    found = sorted((work / "dist").glob("kvgrade-*.tar.gz"))
+    if built.returncode != 0 or len(found) != 1:
+        last = (built.stderr.strip().splitlines() or ["nothing was built"])[-1][:200]
+        raise PackageError(f"building the kit's source distribution failed: {last}")
+    return found[0]
+
+
+def _script(name: str, package: str) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.get_template(f"{name}.j2").render(version=__version__, package=package)
+
+
+# -- inside the autograder: one submission ------------------------------------------------------
+
+def submission_path(folder: Path) -> Path:
+    """What to grade: the folder, or the one zip it holds when it holds nothing else
+    (Gradescope keeps an uploaded zip as a file when the student zips a zip)."""
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
+    if len(entries) == 1 and entries[0].is_file() and entries[0].suffix.lower() == ".zip":
+        return entries[0]
+    return folder
+
+
+def results_for(root: Path) -> dict:
+    """Grade ``root/submission`` as ``root/source``'s config says; Gradescope's results.json.
+
+    A submission that cannot be graded (no module, a broken zip) is the student's: a score of 0
+    with the reason. Missing isolation is the staff's: it raises, so Gradescope reports a failed
+    autograder instead of running student code unprotected.
+    """
+    from ..engine import grade
+    from ..render import gradescope
+    from ..render.common import for_candidate, neutralized
+    from ..sandbox.isolation import require_isolation
+    from ..submission import SubmissionError
+
+    config = json.loads((root / "source" / CONFIG).read_text())
+    require_isolation(trust=False)
+    try:
+        result = neutralized(grade(submission_path(root / "submission"), config["exercises"] or None,
+                                   seed=config["seed"]))
+    except SubmissionError as exc:
+        return {"score": 0.0, "output": f"Your submission could not be graded: {exc}", "visibility": "visible",
+                "stdout_visibility": "hidden", "tests": []}
+    data = gradescope.render(for_candidate(result, config["show_levels"]))
+    for test in data["tests"]:
+        test["visibility"] = config["tests_visibility"]
+    return data
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m grader.platforms.gradescope_package AUTOGRADER_ROOT", file=sys.stderr)
+        return 2
+    from ..sandbox.isolation import IsolationError
+
+    root = Path(argv[0])
+    try:
+        data = results_for(root)
+    except IsolationError as exc:  # the staff's to fix; Gradescope shows them this output
+        print(f"kvgrade autograder: {exc}", file=sys.stderr)
+        return 1
+    target = root / "results" / "results.json"
+    partial = target.with_name("results.json.partial")
+    partial.write_text(json.dumps(data, indent=2))
+    os.replace(partial, target)
+    print(f"kvgrade {__version__}: score {data['score']} written to {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
