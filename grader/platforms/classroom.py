@@ -64,7 +64,7 @@ def write_starter(directory: str | Path, exercise_ids: list[str] | None, seed: i
 def _copy_sdist(folder: Path) -> str:
     from .gradescope_package import build_sdist
 
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)  # `kvgrade start` already keeps its workspace marker there
     with tempfile.TemporaryDirectory(prefix="kvgrade-classroom-") as work:
         sdist = build_sdist(Path(work))
         shutil.copyfile(sdist, folder / sdist.name)
