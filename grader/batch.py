@@ -24,21 +24,22 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from . import __version__, catalog
+from . import __version__
 from .result import level_rank
-from .submission import locate
+from .submission import has_modules
 
 
 def submissions(paths: list[str]) -> list[Path]:
-    """The folders to grade: a path holding exercise modules is one submission; any other
-    folder stands for its subfolders (one per candidate). Anything else is kept, to be
-    reported as broken rather than silently dropped."""
-    ids = [e.id for e in catalog.exercises()]
+    """What to grade: a path holding exercise modules (looking through a single top folder, as
+    ``grade`` does) or a ``.zip`` is one submission; any other folder stands for what it holds,
+    one candidate per subfolder or ``.zip`` (links are never followed, dotfiles skipped).
+    Anything else is kept, to be reported as broken rather than silently dropped."""
     found = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir() and not any(locate(path, eid) for eid in ids):
-            found += sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        if path.is_dir() and not has_modules(path):
+            found += sorted(p for p in path.iterdir() if not p.name.startswith((".", "_")) and not p.is_symlink()
+                            and (p.is_dir() or p.suffix.lower() == ".zip"))
         else:
             found.append(path)
     return found

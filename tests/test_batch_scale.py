@@ -109,3 +109,27 @@ def test_the_files_digest_sees_content_names_and_links_but_never_follows_them(tm
     linked = files_digest(tmp_path / "a")
     os.mkfifo(tmp_path / "a" / "fifo")  # would block a reader that followed it
     assert len({before, changed, linked, files_digest(tmp_path / "a")}) == 4
+
+
+def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
+    """Batch's rule meets the submission rule: a folder without modules stands for what it holds,
+    a subfolder or a .zip per candidate; a returned bundle (modules one folder down) is one."""
+    reference = (catalog.KIT_ROOT / "solutions" / "decode_mask.py").read_bytes()
+    cohort = tmp_path / "cohort"
+    (cohort / "alice" / "bundle").mkdir(parents=True)  # unzipped, worked on: modules one folder down
+    (cohort / "alice" / "bundle" / "decode_mask.py").write_bytes(reference)
+    work = tmp_path / "bob-work" / "bundle"
+    work.mkdir(parents=True)
+    (work / "decode_mask.py").write_bytes(reference)
+    shutil.make_archive(str(cohort / "bob"), "zip", work.parent)  # cohort/bob.zip
+    (cohort / "mallory").symlink_to(tmp_path / "bob-work")  # a link is never a candidate
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(cohort), "--out", str(out), "-e",
+                           "decode_mask"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {json.loads((d / "result.json").read_text())["submission"]: d.name
+            for d in out.iterdir() if (d / "result.json").is_file()}
+    assert set(rows) == {str(cohort / "alice"), str(cohort / "bob.zip")}
+    for submission in rows:
+        result = json.loads((out / rows[submission] / "result.json").read_text())
+        assert result["exercises"][0]["status"] == "graded", submission
