@@ -11,13 +11,15 @@ from __future__ import annotations
 import importlib
 import zlib
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from .catalog import Exercise
 from .result import FAILURE_KINDS, Diagnosis
-from .sandbox import CandidateRaised, RemoteObject, Sandbox
+from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 
@@ -69,8 +71,11 @@ def _article(word: str) -> str:
     return "an" if word[:1] in "aeio" else "a"
 
 
-def summarize(value) -> str:
+def describe(value) -> str:
+    """What a value is, in a few words safe to quote: the one describer every check uses."""
     if isinstance(value, np.ndarray):
+        if value.ndim == 1 and value.dtype.kind in "iub" and 0 < value.size <= 12:
+            return f"{value.dtype} array {value.tolist()}"
         return f"{_article(str(value.dtype))} {value.dtype} array of shape {value.shape}"
     if isinstance(value, RemoteObject):  # a value that is not data stayed in the child
         return f"an object of type {value.type_name} (not data)"
@@ -81,23 +86,127 @@ def summarize(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def grid_picture(expected: np.ndarray, submitted: np.ndarray, title: str, labels=None) -> dict:
+summarize = describe  # the older name, kept for callers outside the hidden checks
+
+
+# -- sizes ---------------------------------------------------------------------------------------
+
+
+def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
+    """A size in [low, high) (numpy's half-open range) that is not a power of two, unless the
+    range holds none: sizes that do not divide blocks are where tiling and offsets go wrong."""
+    for _ in range(64):
+        n = int(rng.integers(low, high))
+        if n & (n - 1):
+            return n
+    return int(low)
+
+
+# -- evidence: memory and warnings -----------------------------------------------------------------
+
+
+def measure(ex: "ExerciseRun", target, name: str, *args, **kwargs):
+    """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
+
+    The one place a check takes memory and warnings: the lead moves it parent-side (a cgroup)
+    at merge. A peak of None means nothing could be measured, never "fine". A call that runs
+    out of memory is a broken must-not (the allocation was too large), not a crash.
+    """
+    try:
+        value = target.call(name, *args, measure_memory=True, **kwargs)
+    except CandidateRaised as exc:
+        if exc.is_a("MemoryError"):
+            fail(f"{name} ran out of memory ({exc.message[:80]})", kind="must_not")
+        raise
+    except CandidateCrashed as exc:
+        fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
+             kind="must_not")
+    stats = ex.sandbox.last_call
+    return value, stats.peak_bytes, list(stats.warnings)
+
+
+# -- diagnoses -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A known-wrong version of one function: ``build(case)`` gives its output on ``case``
+    (None where the mistake does not apply), ``sentence(case)`` names it in that case."""
+
+    id: str
+    build: Callable[[Any], Any]
+    sentence: Callable[[Any], str]
+
+
+@dataclass
+class Explanation:
+    named: list  # [(diagnosis id, sentence)]: mistakes that explain every failing case
+    hint: str = ""  # "consistent with ... in this case" when one case fits but not all
+
+
+def explain(variants: list, failures: list, right: Callable | None = None,
+            same: Callable = np.array_equal) -> Explanation:
+    """Which known mistakes explain ``failures``, a list of (case, submitted output)?
+
+    A mistake is named only when it (or it together with one other) matches EVERY failing case,
+    so the name cannot change with the seed's choice of cases; variants that equal ``right(case)``
+    match nothing. Otherwise a single fitting case gives only a hint.
+    """
+    def fits(variant, case, got):
+        wrong = variant.build(case)
+        return wrong is not None and same(got, wrong) and not (right and same(wrong, right(case)))
+
+    table = [[fits(v, case, got) for case, got in failures] for v in variants]
+    for v, row in zip(variants, table):
+        if all(row):
+            return Explanation([(v.id, v.sentence(failures[0][0]))])
+    for i, j in ((i, j) for i in range(len(variants)) for j in range(i + 1, len(variants))):
+        if variants[i].id != variants[j].id and all(a or b for a, b in zip(table[i], table[j])):
+            return Explanation([(v.id, v.sentence(failures[row.index(True)][0]))
+                                for v, row in ((variants[i], table[i]), (variants[j], table[j]))])
+    for v, row in zip(variants, table):
+        if any(row):
+            return Explanation([], f"consistent with {v.id.replace('_', ' ')} in this case")
+    return Explanation([])
+
+
+def name_mistakes(ex: "ExerciseRun", explanation: Explanation) -> str:
+    """Record the named mistakes on ``ex``; the text to append to a failure message."""
+    for diagnosis_id, sentence in explanation.named:
+        ex.diagnose(diagnosis_id, sentence)
+    parts = [sentence for _, sentence in explanation.named] or ([explanation.hint] if explanation.hint else [])
+    return "".join(f"; {p}" for p in parts)
+
+
+# -- pictures --------------------------------------------------------------------------------------
+
+
+def grid_picture(expected: np.ndarray, submitted: np.ndarray, title: str, labels=None,
+                 keep_corner: bool = False) -> dict:
     """A 2-D picture of expected vs submitted, cropped round the first differing cell.
 
     ``labels`` maps values to one-character symbols (default: '#' True/1, '.' False/0).
+    ``keep_corner``: for decode masks, whose diagonal ends in the bottom-right cell. When the
+    corner's crop shows a difference, the picture is that crop, so a T << S mask is drawn where
+    it goes wrong, not over its first 48 keys; otherwise it is cropped round the first difference.
     """
     expected, submitted = np.asarray(expected), np.asarray(submitted)
     rows, cols = expected.shape
-    diff = np.argwhere(expected != submitted) if expected.shape == submitted.shape else np.empty((0, 2))
-    r0, c0 = (diff[0] if len(diff) else (0, 0))
-    top = int(max(0, min(r0 - PICTURE_MAX[0] // 2, rows - PICTURE_MAX[0])))
-    left = int(max(0, min(c0 - PICTURE_MAX[1] // 2, cols - PICTURE_MAX[1])))
+    differ = expected != submitted if expected.shape == submitted.shape else np.zeros((rows, cols), bool)
+    corner = np.s_[max(0, rows - PICTURE_MAX[0]):, max(0, cols - PICTURE_MAX[1]):]
+    if keep_corner and differ[corner].any():
+        top, left = max(0, rows - PICTURE_MAX[0]), max(0, cols - PICTURE_MAX[1])
+    else:
+        diff = np.argwhere(differ)
+        r0, c0 = (diff[0] if len(diff) else (0, 0))
+        top = int(max(0, min(r0 - PICTURE_MAX[0] // 2, rows - PICTURE_MAX[0])))
+        left = int(max(0, min(c0 - PICTURE_MAX[1] // 2, cols - PICTURE_MAX[1])))
     crop = np.s_[top:top + PICTURE_MAX[0], left:left + PICTURE_MAX[1]]
     return {
         "kind": "grid",
         "title": title,
         "shape": [rows, cols],
-        "origin": [top, left],  # the crop's first row and column in the full grid
+        "origin": [int(top), int(left)],  # the crop's first row and column in the full grid
         "expected": expected[crop].astype(int).tolist(),
         "submitted": submitted[crop].astype(int).tolist(),
         "labels": labels or {"1": "#", "0": "."},
