@@ -44,15 +44,18 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     """``value`` must be an ndarray of exactly ``shape`` whose dtype kind is one of ``kind``.
 
     Kinds are numpy's letters: "b" bool, "i" signed int, "u" unsigned, "f" float. A list, a
-    scalar or a broadcastable shape is a failure, never silently accepted.
+    scalar or a broadcastable shape is a failure, never silently accepted. The right shape in
+    another numeric dtype fails as "hygiene"; anything else as "wrong".
     """
     wanted = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
     want = " or ".join(wanted[k] for k in kind) + f" array of shape {tuple(shape)}"
     if not isinstance(value, np.ndarray):
         fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
     if value.dtype.kind not in kind or value.shape != tuple(shape):
+        # the right shape in another dtype is a dtype slip (hygiene); a wrong shape is a wrong answer
         fail(f"{call} returned {_article(str(value.dtype))} {value.dtype} array of shape {value.shape}; "
-             f"expected {_article(want)} {want}", case)
+             f"expected {_article(want)} {want}", case,
+             kind="hygiene" if value.shape == tuple(shape) and value.dtype.kind in "biuf" else "wrong")
     return value
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import catalog, engine
 from .catalog import Exercise, Mutant
-from .result import ExerciseResult, level_rank
+from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import diagnosis_cap
 
 
@@ -58,15 +58,42 @@ def judge_reference(ex: Exercise, result: ExerciseResult) -> Outcome:
     return Outcome(ex.id, "reference", ok, detail)
 
 
+def kind_capped_level(result: ExerciseResult) -> str | None:
+    """The level once every failing check's kind caps it (result.FAILURE_CAPS), whichever
+    criterion the check sits in: what a level means, and what the levels rework computes."""
+    caps = [FAILURE_CAPS[c.kind] for c in result.checks if not c.passed and c.kind in FAILURE_CAPS]
+    return min([result.level, *caps], key=level_rank) if result.level else result.level
+
+
 def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcome:
     drawn = [d.id for d in result.diagnoses]
-    cap, _ = diagnosis_cap(ex.rubric, mutant.expected_diagnosis)
-    ok = (result.status == "graded" and mutant.expected_diagnosis in drawn
-          and level_rank(result.level) <= level_rank(cap))
-    detail = f"expects {mutant.expected_diagnosis} (cap {cap}); got level {result.level}, diagnoses {drawn}"
+    expected = mutant.expected_diagnoses
+    cap = mutant.expected_level or min((diagnosis_cap(ex.rubric, d)[0] for d in expected), key=level_rank,
+                                       default="weak")
+    named_right = all(d in drawn for d in expected) if expected else not drawn  # none: nothing misnamed
+    level = kind_capped_level(result)
+    ok = result.status == "graded" and named_right and level_rank(level) <= level_rank(cap)
+    detail = f"expects {', '.join(expected) or 'no diagnosis'} (cap {cap}); got level {level}, diagnoses {drawn}"
     if result.error:
         detail += f": {result.error}"
     return Outcome(ex.id, mutant.name, ok, detail)
+
+
+def variant_submission(path: Path, exercise_id: str, into: Path) -> Path:
+    reference_submission(into)
+    shutil.copyfile(path, into / f"{exercise_id}.py")
+    return into
+
+
+def judge_variant(ex: Exercise, name: str, result: ExerciseResult) -> Outcome:
+    """A correct answer written differently must reach hire or better, with nothing diagnosed."""
+    failing = [c.id for c in result.checks if not c.passed]
+    level = kind_capped_level(result)
+    ok = level_rank(level) >= level_rank("hire") and not result.diagnoses
+    detail = (f"correct variant: {result.status}, level {level}"
+              + (f", failing {failing}" if failing else "")
+              + (f", diagnosed {[d.id for d in result.diagnoses]}" if result.diagnoses else ""))
+    return Outcome(ex.id, f"variant:{name}", ok, detail)
 
 
 def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | None = None):
@@ -76,7 +103,8 @@ def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | Non
     worker that dies is one failed outcome, never a stopped run.
     """
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
-    subjects = [(ex.id, None) for ex in chosen] + [(ex.id, m.name) for ex in chosen for m in ex.mutants]
+    subjects = ([(ex.id, None) for ex in chosen] + [(ex.id, m.name) for ex in chosen for m in ex.mutants]
+                + [(ex.id, f"variant:{p.stem}") for ex in chosen for p in ex.correct_variants])
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(subjects)))
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared with ours
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -95,6 +123,10 @@ def judge(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
         if mutant_name is None:
             result = engine.grade(reference_submission(Path(tmp)), [ex.id], seed=seed)
             return judge_reference(ex, result.exercise(ex.id))
+        if mutant_name.startswith("variant:"):
+            path = next(p for p in ex.correct_variants if p.stem == mutant_name.split(":", 1)[1])
+            result = engine.grade(variant_submission(path, ex.id, Path(tmp)), [ex.id], seed=seed)
+            return judge_variant(ex, path.stem, result.exercise(ex.id))
         mutant = next(m for m in ex.mutants if m.name == mutant_name)
         result = engine.grade(mutant_submission(mutant, Path(tmp)), [ex.id], seed=seed)
         return judge_mutant(ex, mutant, result.exercise(ex.id))
