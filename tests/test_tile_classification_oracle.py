@@ -101,18 +101,33 @@ CASES = [(5, 37, 4, 8, None), (20, 45, 4, 6, None), (9, 17, 4, 6, None), (6, 16,
          (6, 15, 3, 5, None), (1, 50, 1, 8, 3), (7, 40, 3, 5, 9), (13, 13, 5, 6, None)]
 
 
+def _named(case, grid):
+    return [i for i, _ in diagnosis.explain_grids([(case, grid)]).named]
+
+
 def test_every_variant_is_named_and_the_right_answer_is_not():
     for case in CASES:
-        assert diagnosis.matches(oracle.classify_tiles(*case), *case) == {}
-    for diagnosis_id, variant, _ in diagnosis.VARIANTS:
-        differing = [case for case in CASES if variant(*case) is not None
-                     and not np.array_equal(variant(*case), oracle.classify_tiles(*case))]
-        assert differing, f"no case shows {diagnosis_id}"
-        for case in differing:
-            assert diagnosis_id in diagnosis.matches(variant(*case), *case), (diagnosis_id, case)
+        assert np.array_equal(diagnosis.right(*case), oracle.classify_tiles(*case))
+    for variant in diagnosis.VARIANTS:
+        differing = [case for case in CASES if variant.build(case) is not None
+                     and not np.array_equal(variant.build(case), oracle.classify_tiles(*case))]
+        assert differing, f"no case shows {variant.id}"
+        for case in differing:  # named: this mistake, or one that gives the very same grid here
+            [named] = _named(case, variant.build(case))
+            twins = [v for v in diagnosis.VARIANTS if v.id == named and v.build(case) is not None
+                     and np.array_equal(v.build(case), variant.build(case))]
+            assert twins, (variant.id, case)
+        assert any(_named(case, variant.build(case)) == [variant.id] for case in differing), variant.id
 
 
 def test_top_left_sentence_gives_concrete_figures():
     case = (4, 4096, 4, 128, None)
-    found = diagnosis.matches(diagnosis._top_left(*case), *case)
-    assert "sits at position 4,092" in found["top_left_alignment"]
+    [(_, sentence)] = diagnosis.explain_grids([(case, diagnosis._top_left(*case))]).named
+    assert "sits at position 4,092" in sentence
+
+
+def test_a_mistake_is_named_only_when_it_explains_every_failing_case():
+    top_left = ((5, 37, 4, 8, None), diagnosis._top_left(5, 37, 4, 8, None))
+    other = ((9, 17, 4, 6, None), np.zeros((3, 3), int))
+    found = diagnosis.explain_grids([top_left, other])
+    assert found.named == [] and found.hint.startswith("consistent with top left alignment")
