@@ -147,22 +147,32 @@ class Explanation:
     hint: str = ""  # "consistent with ... in this case" when one case fits but not all
 
 
+def _equal(got, wrong, case) -> bool:
+    return np.array_equal(got, wrong)
+
+
 def explain(variants: list, failures: list, right: Callable | None = None,
-            same: Callable = np.array_equal) -> Explanation:
+            same: Callable = _equal) -> Explanation:
     """Which known mistakes explain ``failures``, a list of (case, submitted output)?
 
     A mistake is named only when it (or it together with one other) matches EVERY failing case,
-    so the name cannot change with the seed's choice of cases; variants that equal ``right(case)``
-    match nothing. Otherwise a single fitting case gives only a hint.
+    so the name cannot change with the seed's choice of cases. Two different mistakes that both
+    match everything cannot be told apart: neither is named. A variant equal to ``right(case)``
+    matches nothing there. Otherwise one fitting case gives only a hint. ``same(got, wrong, case)``
+    compares (exact by default).
     """
     def fits(variant, case, got):
         wrong = variant.build(case)
-        return wrong is not None and same(got, wrong) and not (right and same(wrong, right(case)))
+        return (wrong is not None and same(got, wrong, case)
+                and not (right and same(right(case), wrong, case)))
 
     table = [[fits(v, case, got) for case, got in failures] for v in variants]
-    for v, row in zip(variants, table):
-        if all(row):
-            return Explanation([(v.id, v.sentence(failures[0][0]))])
+    whole = list(dict.fromkeys(v.id for v, row in zip(variants, table) if all(row)))
+    if len(whole) == 1:
+        v = next(v for v, row in zip(variants, table) if all(row))
+        return Explanation([(v.id, v.sentence(failures[0][0]))])
+    if len(whole) > 1:
+        return Explanation([], "consistent with " + " or ".join(i.replace("_", " ") for i in whole))
     for i, j in ((i, j) for i in range(len(variants)) for j in range(i + 1, len(variants))):
         if variants[i].id != variants[j].id and all(a or b for a, b in zip(table[i], table[j])):
             return Explanation([(v.id, v.sentence(failures[row.index(True)][0]))
