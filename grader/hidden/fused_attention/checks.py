@@ -341,12 +341,12 @@ def check_loads_exactly_visible_tiles(ex):
 def _dense_cases(rng):
     """Every path of the kernel with T > 1 (at T = 1 a T x S array is only O(S): the loads check
     judges that path), each big enough that a T x S mask shows in the peak."""
-    S = odd_size(rng, 40_000, 50_000)
-    return [contiguous(rng, 1021, S, 16, "chunk, window", window=1021, block_k=1000),
-            contiguous(rng, 1021, S, 16, "chunk, no window", block_k=1000),
-            contiguous(rng, odd_size(rng, 40, 60), 8 * S, 16, "a chunk inside one query tile", block_k=1000),
-            ring(rng, S, 3 * S + 17, 1021, 16, "ring buffer chunk, window", window=S // 2, block_k=1000),
-            ring(rng, S, S - 50, 1021, 16, "ring buffer chunk, empty slots", block_k=1000, holes=99)]
+    S = odd_size(rng, 20_000, 25_000)  # T x S ~ 8M cells without a window: cheap to compute, plain to see
+    return [contiguous(rng, 1021, 2 * S, 16, "chunk, window", window=1021, block_k=1000),
+            contiguous(rng, 401, S, 16, "chunk, no window", block_k=512),
+            contiguous(rng, odd_size(rng, 40, 60), 5 * S, 16, "a chunk inside one query tile", block_k=1000),
+            ring(rng, 2 * S, 7 * S + 17, 1021, 16, "ring buffer chunk, window", window=509, block_k=1000),
+            ring(rng, S, S - 50, 401, 16, "ring buffer chunk, empty slots", block_k=512, holes=99)]
 
 
 def check_no_dense_allocation(ex):
