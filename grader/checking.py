@@ -108,24 +108,28 @@ def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
 # -- evidence: memory and warnings -----------------------------------------------------------------
 
 
-def measure(ex: "ExerciseRun", target, name: str, *args, **kwargs):
+def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **kwargs):
     """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
 
     The one place a check takes memory and warnings: the lead moves it parent-side (a cgroup)
-    at merge. A peak of None means nothing could be measured, never "fine". A call that runs
-    out of memory is a broken must-not (the allocation was too large), not a crash.
+    at merge. A peak of None means nothing could be measured, never "fine"; ``memory=False``
+    takes the warnings only. Warnings are what the child reports: they may count against a
+    candidate, never for one. A call that runs out of memory is a broken must-not (the
+    allocation was too large), not a crash.
     """
     try:
-        value = target.call(name, *args, measure_memory=True, **kwargs)
+        value = target.call(name, *args, measure_memory=memory, **kwargs)
     except CandidateRaised as exc:
-        if exc.is_a("MemoryError"):
+        if memory and exc.is_a("MemoryError"):
             fail(f"{name} ran out of memory ({exc.message[:80]})", kind="must_not")
         raise
     except CandidateCrashed as exc:
+        if not memory:
+            raise
         fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
              kind="must_not")
     stats = ex.sandbox.last_call
-    return value, stats.peak_bytes, list(stats.warnings)
+    return value, stats.peak_bytes if memory else None, list(stats.warnings)
 
 
 # -- diagnoses -------------------------------------------------------------------------------------
