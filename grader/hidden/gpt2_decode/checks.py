@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -127,18 +127,14 @@ def _expect_run(run: Run, got: np.ndarray, what: str):
          kind="wrong" if np.isfinite(got).all() else "nan")
 
 
-def _not_power_of_two(n):
-    return n & (n - 1) != 0
-
-
 def random_config(rng) -> dict:
-    while True:
-        n_head = int(rng.choice([1, 3, 5, 6, 7]))
-        n_embd = n_head * int(rng.integers(3, 14))
-        config = dict(vocab_size=int(rng.integers(40, 140)), n_ctx=int(rng.integers(30, 90)),
-                      n_embd=n_embd, n_head=n_head, n_layer=int(rng.integers(1, 4)))
-        if all(_not_power_of_two(config[k]) for k in ("vocab_size", "n_ctx", "n_embd")):
-            return config
+    """A small GPT-2 whose vocabulary, context and width are no powers of two."""
+    n_head = int(rng.choice([1, 3, 5, 6, 7]))
+    width = odd_size(rng, 3, 14) if n_head == 1 else int(rng.integers(3, 14))  # n_embd = n_head * width
+    while (n_head * width) & (n_head * width - 1) == 0:
+        width += 1
+    return dict(vocab_size=odd_size(rng, 40, 140), n_ctx=odd_size(rng, 30, 90), n_embd=n_head * width,
+                n_head=n_head, n_layer=int(rng.integers(1, 4)))
 
 
 def check_returns_logits(ex):
