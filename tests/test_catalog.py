@@ -76,4 +76,17 @@ def test_mutants_declare_their_diagnosis():
     for ex in EXERCISES:
         for mutant in ex.mutants:
             sources = [mutant.module_path] if mutant.path.is_file() else list(mutant.path.glob("*.py"))
-            assert any(_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)
+            said = [_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources]
+            assert any(d is not None for d in said), mutant.path
+            if said[0] == ():  # no diagnosis to draw: the mutant must say what level it earns
+                assert _module_constant(mutant.module_path, "EXPECTED_LEVEL") in ("weak", "hire"), mutant.path
+
+
+def test_correct_variants_implement_every_function_of_the_stub():
+    for ex in EXERCISES:
+        wanted = {n.name for n in ast.parse(ex.stub_path.read_text()).body
+                  if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
+        for path in ex.correct_variants:
+            defined = {n.name for n in ast.parse(path.read_text()).body
+                       if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            assert wanted <= defined, (path, sorted(wanted - defined))
