@@ -1,10 +1,19 @@
-"""What hidden checks are written with: the ``ex`` fixture's type, failures, strict expectations.
+"""What hidden checks are written with: the ``ex`` fixture's type, failures, and the toolkit.
 
 A hidden check is a function ``check_<id>(ex)`` in ``grader/hidden/<exercise>/checks.py``;
 its docstring's first line says what it tries, in words safe to show a candidate. It calls
 the candidate through ``ex.candidate`` (a proxy to the child process), compares with its own
-oracle, and fails with :func:`fail`, giving what was tried (``case``) and, for masks and
-grids, a picture. Known mistakes are named with ``ex.diagnose``.
+oracle (shared attention oracles live in ``grader/hidden/_oracles.py``), and fails with
+:func:`fail`, giving what was tried (``case``), for masks and grids a picture, and the kind of
+failure (what it costs). The toolkit, so a new exercise's checks are a short list of
+``check_*`` functions:
+
+- sizes: :func:`odd_size` (numpy's half-open range, never a power of two);
+- values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
+- evidence: :func:`measure`, the one place memory and warnings are taken;
+- diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case,
+  :func:`name_mistakes` to record them and say so in the message;
+- pictures: :func:`grid_picture` (``keep_corner`` for decode masks).
 """
 from __future__ import annotations
 
