@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (describe, expect_array, expect_raises, fail, grid_picture, measure, name_mistakes,
+from grader.checking import (CheckFailure, describe, expect_array, expect_raises, fail, grid_picture, measure, name_mistakes,
                               odd_size)
 from grader.sandbox import CandidateRaised
 
@@ -353,8 +353,15 @@ def check_no_dense_allocation(ex):
     """Peak memory stays far below T x S bytes (no dense mask or score matrix) on every path:
     window or none, contiguous or ring positions with empty slots, one query tile or many."""
     for case in _dense_cases(ex.rng):
-        *_, peak, _ = run(ex, case, measured=True)
         dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
+        try:
+            *_, peak, _ = run(ex, case, measured=True)
+        except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
+            if failure.kind != "must_not":
+                raise
+            ex.diagnose("dense_mask_materialized", f"a call with T = {case.T:,} queries over S = {case.S:,} keys "
+                        f"({case.label}) ran out of memory; a T x S boolean mask alone is {dense / 2**20:.1f} MiB")
+            raise
         if peak is None or peak < dense // 2:
             continue  # nothing measured is not evidence either way
         ex.diagnose("dense_mask_materialized",

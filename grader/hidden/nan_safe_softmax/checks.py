@@ -107,6 +107,12 @@ def _g(x: float) -> str:
     return f"{x:.6g}"
 
 
+def _versus(got: float, expected: float) -> str:
+    """'<got>, expected <expected>' with enough digits to show that they differ."""
+    digits = next((d for d in (6, 9, 12, 17) if f"{got:.{d}g}" != f"{expected:.{d}g}"), 17)
+    return f"{got:.{digits}g}, expected {expected:.{digits}g}"
+
+
 def _mask(rng, T, n, share=0.5, empty=()):
     """Random mask [T, n]: every row allows at least one key, except the rows in ``empty``."""
     mask = rng.random((T, n)) < share
@@ -142,7 +148,7 @@ def _expect_softmax(ex, scores, mask, case, label=""):
         return reply
     index, got, expected = off
     allowed = int(mask[index[:-1]].sum())
-    message = (f"{reply.call}{label}: entry {list(index)} is {_g(got)}, expected {_g(expected)} "
+    message = (f"{reply.call}{label}: entry {list(index)} is {_versus(got, expected)} "
                f"(that row allows {allowed} of {scores.shape[-1]} entries)")
     found = diagnosis.diagnose_softmax(reply.value, scores, mask, atol)
     if found:
@@ -252,7 +258,7 @@ def _expect_meaning(ex, state, q, k, v, mask, case, what, cuts=None, states=None
     if off is not None:
         (row, col), got, expected = off
         seen = int(mask[row].sum())
-        message = (f"{out.call}: row {row}, column {col} is {_g(got)}, expected {_g(expected)} "
+        message = (f"{out.call}: row {row}, column {col} is {_versus(got, expected)} "
                    f"(row {row} may see {seen} of {k.shape[0]} keys; T = {q.shape[0]}, D = {q.shape[1]})")
         found = diagnosis.diagnose_attention(out.value, q, k, v, mask, atol, cuts)
         if found:

@@ -1,7 +1,7 @@
 """Hidden checks for tile_classification. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, measure, name_mistakes, odd_size
+from grader.checking import CheckFailure, expect_array, expect_raises, fail, grid_picture, measure, name_mistakes, odd_size
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -213,7 +213,14 @@ def check_no_dense_mask(ex):
     for case in _dense_cases(ex.rng):
         T, S = case[:2]
         kwargs = {} if case[4] is None else {"window": case[4]}
-        value, peak, _ = measure(ex, ex.candidate, "classify_tiles", *case[:4], **kwargs)
+        try:
+            value, peak, _ = measure(ex, ex.candidate, "classify_tiles", *case[:4], **kwargs)
+        except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
+            if failure.kind != "must_not":
+                raise
+            ex.diagnose("dense_mask_built", f"{case.call} ran out of memory: a {T:,} x {S:,} mask alone "
+                                            f"is {T * S / 2**20:,.0f} MiB; compare tile edges instead")
+            raise failure
         expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed))
         if peak is not None and peak >= T * S / DENSE_FRACTION:
             ex.diagnose("dense_mask_built",
