@@ -18,6 +18,7 @@ from grader.verify import mutant_submission
 
 SEEDS = range(21)
 OWN_TESTS = "own_tests_"  # checks of the candidate's own tests: no seed in them, and a process each
+LIMITS = Limits(exercise_seconds=3600.0, cpu_seconds=3600)  # 21 seeds share one child's time budget
 
 
 def _names_by_seed(exercise_id: str) -> dict:
@@ -32,7 +33,7 @@ def _names_by_seed(exercise_id: str) -> dict:
 
 def _over_seeds(ex, submission: Path) -> dict:
     modules = {e.id: engine.locate(submission, e.id) for e in catalog.exercises()}
-    run = engine._prepare(ex, modules[ex.id], modules, 0, Limits())
+    run = engine._prepare(ex, modules[ex.id], modules, 0, LIMITS)
     engine._start_all({ex.id: run})
     try:
         first = engine._run_checks({ex.id: run}, None, None).results[ex.id]
