@@ -326,12 +326,14 @@ def check_chunk_overwrites_needed_slots(ex):
 
 
 def check_chunk_longer_than_capacity(ex):
-    """A prompt longer than the whole cache in one chunk, then decode and short chunks."""
+    """A prompt longer than the whole cache in one chunk, then decode, another chunk longer than the
+    cache (its first queries still need keys from before it), and short chunks."""
     rng = ex.rng
     for _ in range(2):
         C = _odd(rng, 5, 30)
-        W = int(rng.integers(1, C + 1))
-        chunks = [C + int(rng.integers(1, 4 * C))] + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C)
+        W = int(rng.integers(2, C + 1)) if C > 1 else 1
+        chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
+                  + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C))
         expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
 
 
