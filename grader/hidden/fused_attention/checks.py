@@ -344,7 +344,8 @@ def _dense_cases(rng):
     S = odd_size(rng, 20_000, 25_000)  # T x S ~ 8M cells without a window: cheap to compute, plain to see
     return [contiguous(rng, 1021, 2 * S, 16, "chunk, window", window=1021, block_k=1000),
             contiguous(rng, 401, S, 16, "chunk, no window", block_k=512),
-            contiguous(rng, odd_size(rng, 40, 60), 5 * S, 16, "a chunk inside one query tile", block_k=1000),
+            contiguous(rng, odd_size(rng, 300, 500), 2 * S, 16, "a chunk inside one query tile", block_q=512,
+                       block_k=256),  # T in the hundreds: O(S) position arrays stay far below T x S
             ring(rng, 2 * S, 7 * S + 17, 1021, 16, "ring buffer chunk, window", window=509, block_k=1000),
             ring(rng, S, S - 50, 401, 16, "ring buffer chunk, empty slots", block_k=512, holes=99)]
 
