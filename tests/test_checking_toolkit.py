@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from grader.checking import CheckFailure, Variant, describe, explain, grid_picture, odd_size
+from grader.checking import CheckFailure, Variant, describe, explain, grid_picture, measure, odd_size
+from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised
 
 
 def test_odd_size_stays_in_its_half_open_range_and_avoids_powers_of_two():
@@ -55,3 +56,41 @@ def test_describe_names_what_came_back():
 def test_an_unknown_failure_kind_is_refused():
     with pytest.raises(ValueError):
         CheckFailure("x", kind="bad")
+
+
+class _Target:
+    """A stand-in for a remote object: records which of measured / with_stats was used."""
+
+    def __init__(self, fault=None):
+        self.used, self.fault = [], fault
+
+    def _reply(self, how, name, *args):
+        self.used.append((how, name, args))
+        if self.fault:
+            raise self.fault
+        return sum(args), CallStats(peak_bytes=4096 if how == "measured" else None, warnings=["overflow"])
+
+    def measured(self, name, *args, **kwargs):
+        return self._reply("measured", name, *args)
+
+    def with_stats(self, name, *args, **kwargs):
+        return self._reply("with_stats", name, *args)
+
+
+def test_measure_takes_memory_from_measured_and_warnings_alone_from_with_stats():
+    target = _Target()
+    assert measure(None, target, "f", 1, 2) == (3, 4096, ["overflow"])
+    assert measure(None, target, "f", 1, memory=False) == (1, None, ["overflow"])
+    assert [how for how, *_ in target.used] == ["measured", "with_stats"]
+
+
+def test_running_out_of_memory_is_a_broken_must_not_only_when_memory_is_measured():
+    oom = CandidateRaised("f()", {"type": "MemoryError", "mro": ["MemoryError"], "message": "big"})
+    with pytest.raises(CheckFailure) as failure:
+        measure(None, _Target(oom), "f")
+    assert failure.value.kind == "must_not"
+    with pytest.raises(CheckFailure) as killed:
+        measure(None, _Target(CandidateCrashed("killed")), "f")
+    assert killed.value.kind == "must_not"
+    with pytest.raises(CandidateRaised):
+        measure(None, _Target(oom), "f", memory=False)
