@@ -25,7 +25,7 @@ from grader.sandbox import Limits
 from grader.verify import mutant_submission
 
 ALL_SEEDS = range(21)
-SAMPLED_SEEDS = 3  # besides seed 0, per mutant
+SAMPLED_SEEDS = 2  # besides seed 0, per mutant: 129 mutants x 2 still try every seed 1-20
 
 
 def seeds_for(mutant_name: str) -> list[int]:
