@@ -38,7 +38,14 @@ class Mutant:
     exercise: str
     name: str
     path: Path
-    expected_diagnosis: str
+    expected_diagnosis: str | tuple  # a tuple: a mutant with several mistakes draws every one;
+    #                                  () : a mistake no diagnosis may name (its verdict alone shows it)
+    expected_level: str | None = None  # the level it must not exceed, when no diagnosis gives it
+
+    @property
+    def expected_diagnoses(self) -> tuple:
+        d = self.expected_diagnosis
+        return tuple(d) if isinstance(d, (tuple, list)) else (d,)
 
     @property
     def module_path(self) -> Path:
@@ -111,11 +118,19 @@ class Exercise:
             if path.name.startswith(("_", ".")) or not (path.is_dir() or path.suffix == ".py"):
                 continue
             sources = sorted(path.glob("*.py")) if path.is_dir() else [path]
-            expected = next(filter(None, (_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)), None)
+            said = (_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)
+            expected = next((d for d in said if d is not None), None)
             if expected is None:
                 raise CatalogError(f"mutant {path} does not say EXPECTED_DIAGNOSIS")
-            found.append(Mutant(self.id, path.stem, path, expected))
+            level = next(filter(None, (_module_constant(p, "EXPECTED_LEVEL") for p in sources)), None)
+            found.append(Mutant(self.id, path.stem, path, expected, level))
         return found
+
+    @cached_property
+    def correct_variants(self) -> list[Path]:
+        """Correct answers written differently (``solutions/variants/<id>/*.py``): each must pass."""
+        folder = KIT_ROOT / "solutions" / "variants" / self.id
+        return sorted(p for p in folder.glob("*.py") if not p.name.startswith(("_", ".")))
 
     def mutant(self, diagnosis: str) -> Mutant:
         """The known-wrong version that shows ``diagnosis`` (e.g. for grading candidate tests)."""

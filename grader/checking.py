@@ -1,22 +1,33 @@
-"""What hidden checks are written with: the ``ex`` fixture's type, failures, strict expectations.
+"""What hidden checks are written with: the ``ex`` fixture's type, failures, and the toolkit.
 
 A hidden check is a function ``check_<id>(ex)`` in ``grader/hidden/<exercise>/checks.py``;
 its docstring's first line says what it tries, in words safe to show a candidate. It calls
 the candidate through ``ex.candidate`` (a proxy to the child process), compares with its own
-oracle, and fails with :func:`fail`, giving what was tried (``case``) and, for masks and
-grids, a picture. Known mistakes are named with ``ex.diagnose``.
+oracle (shared attention oracles live in ``grader/hidden/_oracles.py``), and fails with
+:func:`fail`, giving what was tried (``case``), for masks and grids a picture, and the kind of
+failure (what it costs). The toolkit, so a new exercise's checks are a short list of
+``check_*`` functions:
+
+- sizes: :func:`odd_size` (numpy's half-open range, never a power of two);
+- values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
+- evidence: :func:`measure`, the one place memory and warnings are taken;
+- diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case,
+  :func:`name_mistakes` to record them and say so in the message;
+- pictures: :func:`grid_picture` (``keep_corner`` for decode masks).
 """
 from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from .catalog import Exercise
 from .result import FAILURE_KINDS, Diagnosis
-from .sandbox import CandidateRaised, RemoteObject, Sandbox
+from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 
@@ -41,15 +52,18 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     """``value`` must be an ndarray of exactly ``shape`` whose dtype kind is one of ``kind``.
 
     Kinds are numpy's letters: "b" bool, "i" signed int, "u" unsigned, "f" float. A list, a
-    scalar or a broadcastable shape is a failure, never silently accepted.
+    scalar or a broadcastable shape is a failure, never silently accepted. The right shape in
+    another numeric dtype fails as "hygiene"; anything else as "wrong".
     """
     wanted = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
     want = " or ".join(wanted[k] for k in kind) + f" array of shape {tuple(shape)}"
     if not isinstance(value, np.ndarray):
         fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
     if value.dtype.kind not in kind or value.shape != tuple(shape):
+        # the right shape in another dtype is a dtype slip (hygiene); a wrong shape is a wrong answer
         fail(f"{call} returned {_article(str(value.dtype))} {value.dtype} array of shape {value.shape}; "
-             f"expected {_article(want)} {want}", case)
+             f"expected {_article(want)} {want}", case,
+             kind="hygiene" if value.shape == tuple(shape) and value.dtype.kind in "biuf" else "wrong")
     return value
 
 
@@ -68,8 +82,11 @@ def _article(word: str) -> str:
     return "an" if word[:1] in "aeio" else "a"
 
 
-def summarize(value) -> str:
+def describe(value) -> str:
+    """What a value is, in a few words safe to quote: the one describer every check uses."""
     if isinstance(value, np.ndarray):
+        if value.ndim == 1 and value.dtype.kind in "iub" and 0 < value.size <= 12:
+            return f"{value.dtype} array {value.tolist()}"
         return f"{_article(str(value.dtype))} {value.dtype} array of shape {value.shape}"
     if isinstance(value, RemoteObject):  # a value that is not data stayed in the child
         return f"an object of type {value.type_name} (not data)"
@@ -80,23 +97,144 @@ def summarize(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def grid_picture(expected: np.ndarray, submitted: np.ndarray, title: str, labels=None) -> dict:
+summarize = describe  # the older name, kept for callers outside the hidden checks
+
+
+# -- sizes ---------------------------------------------------------------------------------------
+
+
+def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
+    """A size in [low, high) (numpy's half-open range) that is not a power of two, unless the
+    range holds none: sizes that do not divide blocks are where tiling and offsets go wrong."""
+    for _ in range(64):
+        n = int(rng.integers(low, high))
+        if n & (n - 1):
+            return n
+    return int(low)
+
+
+# -- evidence: memory and warnings -----------------------------------------------------------------
+
+
+def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **kwargs):
+    """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
+
+    The one place a check takes memory and warnings. Memory is measured by the grader, outside
+    the child (``target.measured``: a cgroup's peak, or the child's own high-water mark where no
+    cgroup can be had); ``memory=False`` takes the warnings only (``target.with_stats``, one
+    round trip fewer). A peak of None means nothing could be measured, never "fine". Warnings
+    are what the child reports: they may count against a candidate, never for one. A call that
+    runs out of memory is a broken must-not (the allocation was too large), not a crash.
+    """
+    try:
+        if memory:
+            value, stats = target.measured(name, *args, **kwargs)
+        else:
+            value, stats = target.with_stats(name, *args, **kwargs)
+    except CandidateRaised as exc:
+        if memory and exc.is_a("MemoryError"):
+            fail(f"{name} ran out of memory ({exc.message[:80]})", kind="must_not")
+        raise
+    except CandidateCrashed as exc:
+        if not memory:
+            raise
+        fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
+             kind="must_not")
+    return value, stats.peak_bytes if memory else None, list(stats.warnings)
+
+
+# -- diagnoses -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A known-wrong version of one function: ``build(case)`` gives its output on ``case``
+    (None where the mistake does not apply), ``sentence(case)`` names it in that case."""
+
+    id: str
+    build: Callable[[Any], Any]
+    sentence: Callable[[Any], str]
+
+
+@dataclass
+class Explanation:
+    named: list  # [(diagnosis id, sentence)]: mistakes that explain every failing case
+    hint: str = ""  # "consistent with ... in this case" when one case fits but not all
+
+
+def _equal(got, wrong, case) -> bool:
+    return np.array_equal(got, wrong)
+
+
+def explain(variants: list, failures: list, right: Callable | None = None,
+            same: Callable = _equal) -> Explanation:
+    """Which known mistakes explain ``failures``, a list of (case, submitted output)?
+
+    A mistake is named only when it (or it together with one other) matches EVERY failing case,
+    so the name cannot change with the seed's choice of cases. Two different mistakes that both
+    match everything cannot be told apart: neither is named. A variant equal to ``right(case)``
+    matches nothing there. Otherwise one fitting case gives only a hint. ``same(got, wrong, case)``
+    compares (exact by default).
+    """
+    def fits(variant, case, got):
+        wrong = variant.build(case)
+        return (wrong is not None and same(got, wrong, case)
+                and not (right and same(right(case), wrong, case)))
+
+    table = [[fits(v, case, got) for case, got in failures] for v in variants]
+    whole = list(dict.fromkeys(v.id for v, row in zip(variants, table) if all(row)))
+    if len(whole) == 1:
+        v = next(v for v, row in zip(variants, table) if all(row))
+        return Explanation([(v.id, v.sentence(failures[0][0]))])
+    if len(whole) > 1:
+        return Explanation([], "consistent with " + " or ".join(i.replace("_", " ") for i in whole))
+    for i, j in ((i, j) for i in range(len(variants)) for j in range(i + 1, len(variants))):
+        if variants[i].id != variants[j].id and all(a or b for a, b in zip(table[i], table[j])):
+            return Explanation([(v.id, v.sentence(failures[row.index(True)][0]))
+                                for v, row in ((variants[i], table[i]), (variants[j], table[j]))])
+    for v, row in zip(variants, table):
+        if any(row):
+            return Explanation([], f"consistent with {v.id.replace('_', ' ')} in this case")
+    return Explanation([])
+
+
+def name_mistakes(ex: "ExerciseRun", explanation: Explanation) -> str:
+    """Record the named mistakes on ``ex``; the text to append to a failure message."""
+    for diagnosis_id, sentence in explanation.named:
+        ex.diagnose(diagnosis_id, sentence)
+    parts = [sentence for _, sentence in explanation.named] or ([explanation.hint] if explanation.hint else [])
+    return "".join(f"; {p}" for p in parts)
+
+
+# -- pictures --------------------------------------------------------------------------------------
+
+
+def grid_picture(expected: np.ndarray, submitted: np.ndarray, title: str, labels=None,
+                 keep_corner: bool = False) -> dict:
     """A 2-D picture of expected vs submitted, cropped round the first differing cell.
 
     ``labels`` maps values to one-character symbols (default: '#' True/1, '.' False/0).
+    ``keep_corner``: for decode masks, whose diagonal ends in the bottom-right cell. When the
+    corner's crop shows a difference, the picture is that crop, so a T << S mask is drawn where
+    it goes wrong, not over its first 48 keys; otherwise it is cropped round the first difference.
     """
     expected, submitted = np.asarray(expected), np.asarray(submitted)
     rows, cols = expected.shape
-    diff = np.argwhere(expected != submitted) if expected.shape == submitted.shape else np.empty((0, 2))
-    r0, c0 = (diff[0] if len(diff) else (0, 0))
-    top = int(max(0, min(r0 - PICTURE_MAX[0] // 2, rows - PICTURE_MAX[0])))
-    left = int(max(0, min(c0 - PICTURE_MAX[1] // 2, cols - PICTURE_MAX[1])))
+    differ = expected != submitted if expected.shape == submitted.shape else np.zeros((rows, cols), bool)
+    corner = np.s_[max(0, rows - PICTURE_MAX[0]):, max(0, cols - PICTURE_MAX[1]):]
+    if keep_corner and differ[corner].any():
+        top, left = max(0, rows - PICTURE_MAX[0]), max(0, cols - PICTURE_MAX[1])
+    else:
+        diff = np.argwhere(differ)
+        r0, c0 = (diff[0] if len(diff) else (0, 0))
+        top = int(max(0, min(r0 - PICTURE_MAX[0] // 2, rows - PICTURE_MAX[0])))
+        left = int(max(0, min(c0 - PICTURE_MAX[1] // 2, cols - PICTURE_MAX[1])))
     crop = np.s_[top:top + PICTURE_MAX[0], left:left + PICTURE_MAX[1]]
     return {
         "kind": "grid",
         "title": title,
         "shape": [rows, cols],
-        "origin": [top, left],  # the crop's first row and column in the full grid
+        "origin": [int(top), int(left)],  # the crop's first row and column in the full grid
         "expected": expected[crop].astype(int).tolist(),
         "submitted": submitted[crop].astype(int).tolist(),
         "labels": labels or {"1": "#", "0": "."},

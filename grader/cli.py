@@ -503,10 +503,11 @@ class _Progress:
 @_options(EXERCISES, SEED)
 def verify(exercises, seed):
     """Check the kit: rubrics follow the calibration, references reach strong_hire, every
-    known-wrong solution is caught.
+    known-wrong solution is caught, correct variants pass.
 
     References reach strong_hire provisionally (no interviewer notes). Exit status 1 when a
-    rubric breaks the calibration, a reference falls short or a mutant slips through.
+    rubric breaks the calibration, a reference falls short, a mutant slips through or a
+    correct variant is judged below hire (or below the level it states).
     """
     from .verify import verify as run_verify
 

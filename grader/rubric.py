@@ -373,10 +373,13 @@ def structure_problems(rubric: Rubric, check_ids: set[str]) -> list[str]:
 
     A strong_hire automatic criterion declares the hire-capped kind it stands for, so no
     weak-class failure sits only there; a contract diagnosis caps at weak; every named
-    check exists.
+    check exists, and every check sits under some criterion (one under none would count for
+    nothing but its failure kind's cap).
     """
     problems = [f"criterion {c.id} names unknown check {check}"
                 for c in rubric.criteria for check in c.checks if check not in check_ids]
+    placed = {check for c in rubric.criteria for check in c.checks}
+    problems += [f"check {check} sits under no criterion" for check in sorted(set(check_ids) - placed)]
     problems += [f"strong_hire criterion {c.id} declares no kind (one of {', '.join(HIRE_CAPPED_KINDS)})"
                  for c in rubric.criteria if c.level == "strong_hire" and not c.observed and not c.kind]
     problems += [f"diagnosis {d.id} is the contract's, so it caps at weak, not {d.caps}"

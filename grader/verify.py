@@ -1,9 +1,21 @@
 """Self-check of the kit: rubrics follow the calibration, references reach strong_hire
-(provisional, as no interviewer has observed anything), every known-wrong solution is caught.
+(provisional, as no interviewer has observed anything), every known-wrong solution is caught,
+every correct answer written differently passes.
 
 A reference submission is a temporary folder with every ``solutions/<id>.py`` and the
 reference's own tests; a mutant's submission is the same with the mutant swapped in (a file
-mutant replaces the module; a folder mutant overlays its files).
+mutant replaces the module; a folder mutant overlays its files); a correct variant's
+(``solutions/variants/<id>/*.py``) is the same with the variant as the module.
+
+A mutant says ``EXPECTED_DIAGNOSIS``: one id, a tuple (it has several mistakes and must draw
+every one), or () (a mistake no diagnosis may name: nothing is drawn, and ``EXPECTED_LEVEL``,
+"weak" or "hire", is the level it must not exceed). Otherwise the cap is the lowest of its
+diagnoses' caps, or ``EXPECTED_LEVEL`` when it states one.
+
+A correct variant must reach hire or better and draw no contract diagnosis. A variant may draw
+a diagnosis the rubric caps at hire or above (e.g. an efficiency mistake such as a cache copied
+at every step: right answers, wasteful): it must then say ``EXPECTED_LEVEL``. When a variant
+states ``EXPECTED_LEVEL``, its judged level must be exactly that.
 """
 from __future__ import annotations
 
@@ -17,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog, engine
-from .catalog import Exercise, Mutant
+from .catalog import Exercise, Mutant, _module_constant
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
 
@@ -25,7 +37,7 @@ from .rubric import structure_problems
 @dataclass
 class Outcome:
     exercise: str
-    subject: str  # "reference" or the mutant's name
+    subject: str  # "reference", "rubric", the mutant's name or "variant:<name>"
     ok: bool
     line: str
 
@@ -83,11 +95,15 @@ def judge_reference(ex: Exercise, result: ExerciseResult) -> Outcome:
 
 def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcome:
     drawn = [d.id for d in result.diagnoses]
-    cap = ex.rubric.diagnosis(mutant.expected_diagnosis).caps
+    expected = mutant.expected_diagnoses
+    cap = mutant.expected_level or min((ex.rubric.diagnosis(d).caps for d in expected), key=level_rank,
+                                       default="weak")
+    named_right = all(d in drawn for d in expected) if expected else not drawn  # none: nothing misnamed
     misplaced = misplaced_failures(ex, result)
-    ok = (result.status == "graded" and mutant.expected_diagnosis in drawn
+    ok = (result.status == "graded" and named_right
           and level_rank(result.level) <= level_rank(cap) and not misplaced)
-    detail = f"expects {mutant.expected_diagnosis} (cap {cap}); got level {result.level}, diagnoses {drawn}"
+    detail = (f"expects {', '.join(expected) or 'no diagnosis'} (cap {cap}); "
+              f"got level {result.level}, diagnoses {drawn}")
     if result.error:
         detail += f": {result.error}"
     if misplaced:
@@ -95,21 +111,48 @@ def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcom
     return Outcome(ex.id, mutant.name, ok, detail)
 
 
+def variant_submission(path: Path, exercise_id: str, into: Path) -> Path:
+    reference_submission(into)
+    shutil.copyfile(path, into / f"{exercise_id}.py")
+    return into
+
+
+def judge_variant(ex: Exercise, path: Path, result: ExerciseResult) -> Outcome:
+    """A correct answer written differently: hire or better, no contract diagnosis, a drawn
+    (hire-capped) diagnosis only when it states its level, and exactly the level it states."""
+    failing = [c.id for c in result.checks if not c.passed]
+    drawn = [d.id for d in result.diagnoses]
+    rules = [ex.rubric.diagnosis(d) for d in drawn]
+    stated = _module_constant(path, "EXPECTED_LEVEL")
+    wrong = [r.id for r in rules if r.contract or level_rank(r.caps) < level_rank("hire")]
+    ok = (result.status == "graded" and level_rank(result.level) >= level_rank("hire") and not wrong
+          and (stated is not None or not drawn) and (stated is None or result.level == stated))
+    detail = (f"correct variant: {result.status}, level {result.level}"
+              + (f" (expects {stated})" if stated else "")
+              + (f", failing {failing}" if failing else "")
+              + (f", diagnosed {drawn}" if drawn else "")
+              + (f" (contract or below hire: {wrong})" if wrong else "")
+              + ("; a drawn diagnosis needs EXPECTED_LEVEL" if drawn and stated is None else "")
+              + (f": {result.error}" if result.error else ""))
+    return Outcome(ex.id, f"variant:{path.stem}", ok, detail)
+
+
 def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | None = None):
-    """Yield one Outcome per rubric, reference and mutant, in catalog order.
+    """Yield one Outcome per rubric, reference, mutant and correct variant, in catalog order.
 
     All subjects of all chosen exercises share one pool of worker processes (one per core):
     grading is CPU-bound, and a worker that dies is one failed outcome, never a stopped run.
     """
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
-    subjects = [(ex.id, None) for ex in chosen] + [(ex.id, m.name) for ex in chosen for m in ex.mutants]
+    subjects = ([(ex.id, None) for ex in chosen] + [(ex.id, m.name) for ex in chosen for m in ex.mutants]
+                + [(ex.id, f"variant:{p.stem}") for ex in chosen for p in ex.correct_variants])
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(subjects)))
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared with ours
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         futures = {subject: pool.submit(judge, *subject, seed) for subject in subjects}
         for ex in chosen:
             yield judge_rubric(ex)
-            for name in [None, *(m.name for m in ex.mutants)]:
+            for name in [None, *(m.name for m in ex.mutants), *(f"variant:{p.stem}" for p in ex.correct_variants)]:
                 try:
                     yield futures[ex.id, name].result()
                 except Exception as exc:  # noqa: BLE001  the worker died: report it, go on
@@ -124,12 +167,17 @@ def outcomes(seed: int = 0) -> tuple[Outcome, ...]:
 
 
 def judge(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
-    """Grade the reference (mutant_name None) or one mutant of an exercise, and judge it."""
+    """Grade the reference (mutant_name None), one mutant or one correct variant
+    ("variant:<stem>") of an exercise, and judge it."""
     ex = catalog.get(exercise_id)
     with tempfile.TemporaryDirectory(prefix="kvgrade-verify-") as tmp:
         if mutant_name is None:
             result = engine.grade(reference_submission(Path(tmp)), [ex.id], seed=seed, blame_reference=False)
             return judge_reference(ex, result.exercise(ex.id))
+        if mutant_name.startswith("variant:"):
+            path = next(p for p in ex.correct_variants if p.stem == mutant_name.split(":", 1)[1])
+            result = engine.grade(variant_submission(path, ex.id, Path(tmp)), [ex.id], seed=seed)
+            return judge_variant(ex, path, result.exercise(ex.id))
         mutant = next(m for m in ex.mutants if m.name == mutant_name)
         result = engine.grade(mutant_submission(mutant, Path(tmp)), [ex.id], seed=seed)
         return judge_mutant(ex, mutant, result.exercise(ex.id))

@@ -39,7 +39,7 @@ def test_stub_functions_raise_not_implemented(ex):
 def test_rubric_knows_every_diagnosis_and_check(ex):
     known = {d.id for d in ex.rubric.diagnoses}
     for mutant in ex.mutants:
-        assert mutant.expected_diagnosis in known, f"{mutant.path}: diagnosis not in the rubric"
+        assert set(mutant.expected_diagnoses) <= known, f"{mutant.path}: diagnosis not in the rubric"
     checks = importlib.import_module(f"grader.hidden.{ex.id}.checks")  # shared checks are imported
     assert ex.check_ids == {name.removeprefix("check_") for name, value in vars(checks).items()
                             if name.startswith("check_") and callable(value)}, "read from source != collected"
@@ -77,4 +77,17 @@ def test_mutants_declare_their_diagnosis():
     for ex in EXERCISES:
         for mutant in ex.mutants:
             sources = [mutant.module_path] if mutant.path.is_file() else list(mutant.path.glob("*.py"))
-            assert any(_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)
+            said = [_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources]
+            assert any(d is not None for d in said), mutant.path
+            if said[0] == ():  # no diagnosis to draw: the mutant must say what level it earns
+                assert _module_constant(mutant.module_path, "EXPECTED_LEVEL") in ("weak", "hire"), mutant.path
+
+
+def test_correct_variants_implement_every_function_of_the_stub():
+    for ex in EXERCISES:
+        wanted = {n.name for n in ast.parse(ex.stub_path.read_text()).body
+                  if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
+        for path in ex.correct_variants:
+            defined = {n.name for n in ast.parse(path.read_text()).body
+                       if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            assert wanted <= defined, (path, sorted(wanted - defined))

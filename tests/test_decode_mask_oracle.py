@@ -36,12 +36,26 @@ def test_top_left_error_is_large_on_a_non_square_step():
 
 
 def test_each_variant_is_named_and_the_right_mask_is_not():
-    T, S = 4, 11
-    assert diagnosis.diagnose(oracle.causal_mask(T, S), T, S) is None
-    for diagnosis_id, variant, _ in diagnosis.VARIANTS:
-        assert diagnosis.diagnose(variant(T, S), T, S)[0] == diagnosis_id
+    case = (4, 11)
+    assert np.array_equal(diagnosis.right(case), oracle.causal_mask(*case))
+    for variant in diagnosis.VARIANTS:
+        assert [i for i, _ in diagnosis.explain_masks([(case, variant.build(case))]).named] == [variant.id]
 
 
 def test_top_left_sentence_gives_concrete_counts():
-    _, sentence = diagnosis.diagnose(np.tril(np.ones((4, 4096), bool)), 4, 4096)
+    [(_, sentence)] = diagnosis.explain_masks([((4, 4096), np.tril(np.ones((4, 4096), bool)))]).named
     assert "row 0 sees 1 key, not 4,093" in sentence
+
+
+def test_a_mistake_is_named_only_when_it_explains_every_failing_case():
+    top_left = ((4, 11), np.tril(np.ones((4, 11), bool)))
+    unexplained = ((3, 9), np.zeros((3, 9), bool))
+    found = diagnosis.explain_masks([top_left, unexplained])
+    assert found.named == [] and "top left alignment" in found.hint
+
+
+def test_two_mistakes_in_different_cases_are_both_named():
+    top_left = ((4, 11), np.tril(np.ones((4, 11), bool)))
+    everything = ((3, 9), np.ones((3, 9), bool))
+    assert sorted(i for i, _ in diagnosis.explain_masks([top_left, everything]).named) == [
+        "no_mask", "top_left_alignment"]

@@ -136,8 +136,9 @@ CATALOGUE = [
      r"returned a bool array of shape \(7, 3\); expected a bool array of shape \(3, 7\)"),
     ("broadcasting_shape", body("", "np.ones((1, S), dtype=bool)"), False, "graded", "weak", "dtype_and_shape",
      r"returned a bool array of shape \(1, 7\); expected a bool array of shape \(3, 7\)"),
+    # the right mask in another dtype is a dtype slip (hygiene): it caps at hire, not weak
     ("wrong_dtype", body("", "(np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]).astype(np.int64)"), False,
-     "graded", "weak", "dtype_and_shape", r"returned an int64 array of shape \(1, 1\); expected a bool array"),
+     "graded", "hire", "dtype_and_shape", r"returned an int64 array of shape \(1, 1\); expected a bool array"),
     ("scalar_true", body("", "True"), False, "graded", "weak", "dtype_and_shape",
      r"^decode_causal_mask\(1, 1\) returned True; expected a numpy bool array of shape \(1, 1\)$"),
     ("none", body("", "None"), False, "graded", "weak", "dtype_and_shape",
@@ -206,8 +207,11 @@ def test_output_floods_are_capped_and_change_nothing(grade):
 
 def test_forked_children_do_not_outlive_the_run(grade):
     token = f"kvgrade-forked-{os.getpid()}"
+    # forks on its first 16 calls only: each sleeper holds a slot of the child's process limit
+    # (64) until the run ends, and the checks make more calls than that
     source = body(f"""
-if os.fork() == 0:
+decode_causal_mask.calls = getattr(decode_causal_mask, "calls", 0) + 1
+if decode_causal_mask.calls <= 16 and os.fork() == 0:
     os.setsid()
     os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "{token}"])""")
     ex, _ = grade(source)

@@ -115,18 +115,18 @@ def _case(**kw):
 def test_each_variant_is_named_and_the_right_answer_is_not(diagnosis_id, variant_index, case):
     case = _case(**case)
     right = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
-    assert diagnosis.diagnose(case, *right, case.tol) is None
-    wrong = diagnosis.VARIANTS[variant_index][1](case)
-    assert diagnosis.diagnose(case, *wrong, case.tol)[0] == diagnosis_id
+    assert diagnosis.explain_outputs([(case, right)]).named == []
+    wrong = diagnosis.VARIANTS[variant_index].build(case)
+    assert [i for i, _ in diagnosis.explain_outputs([(case, wrong)]).named] == [diagnosis_id]
 
 
-def test_nan_in_an_empty_row_is_named():
+def test_nan_sentence_counts_the_rows_that_see_nothing():
     case = _case(window=1)
     case.k_pos[[35, 37]] = -1  # rows 1 and 3 see nothing
     o, lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
     o[1] = np.nan
-    found = diagnosis.diagnose(case, o, lse, case.tol)
-    assert found[0] == "nan_on_fully_masked_row" and "1 of 6 rows" in found[1] and "(1 of them" in found[1]
+    sentence = diagnosis.nan_sentence(case, o, lse)
+    assert "1 of 6 rows" in sentence and "(1 of them" in sentence
 
 
 def test_same_treats_infinities_and_nan_strictly():

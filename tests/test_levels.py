@@ -154,8 +154,9 @@ def test_every_kit_rubric_follows_the_calibration():
 def test_structure_problems_are_found():
     r = small_rubric(criteria=[{"id": "v", "level": "strong_hire", "text": "t", "checks": ["rejects", "ghost"]}],
                      diagnoses=[{"id": "classic", "caps": "hire", "contract": True}])
-    assert rubric.structure_problems(r, {"rejects"}) == [
+    assert rubric.structure_problems(r, {"rejects", "stray"}) == [
         "criterion v names unknown check ghost",
+        "check stray sits under no criterion",
         "strong_hire criterion v declares no kind (one of tests, efficiency, hygiene)",
         "diagnosis classic is the contract's, so it caps at weak, not hire"]
 

@@ -101,18 +101,42 @@ CASES = [(5, 37, 4, 8, None), (20, 45, 4, 6, None), (9, 17, 4, 6, None), (6, 16,
          (6, 15, 3, 5, None), (1, 50, 1, 8, 3), (7, 40, 3, 5, 9), (13, 13, 5, 6, None)]
 
 
+EXTRA = [(15, 23, 7, 8, None)]  # ragged tiles that only the ragged mistake explains
+
+
+def _named(case, grid):
+    return [i for i, _ in diagnosis.explain_grids([(case, grid)]).named]
+
+
 def test_every_variant_is_named_and_the_right_answer_is_not():
     for case in CASES:
-        assert diagnosis.matches(oracle.classify_tiles(*case), *case) == {}
-    for diagnosis_id, variant, _ in diagnosis.VARIANTS:
-        differing = [case for case in CASES if variant(*case) is not None
-                     and not np.array_equal(variant(*case), oracle.classify_tiles(*case))]
-        assert differing, f"no case shows {diagnosis_id}"
-        for case in differing:
-            assert diagnosis_id in diagnosis.matches(variant(*case), *case), (diagnosis_id, case)
+        assert np.array_equal(diagnosis.right(*case), oracle.classify_tiles(*case))
+    for variant in diagnosis.VARIANTS:
+        differing = [case for case in CASES if variant.build(case) is not None
+                     and not np.array_equal(variant.build(case), oracle.classify_tiles(*case))]
+        assert differing, f"no case shows {variant.id}"
+        for case in differing:  # this mistake, or nothing when another gives the very same grid here
+            assert _named(case, variant.build(case)) in ([variant.id], []), (variant.id, case)
+        shown = differing + [c for c in EXTRA if variant.build(c) is not None
+                             and not np.array_equal(variant.build(c), oracle.classify_tiles(*c))]
+        together = diagnosis.explain_grids([(case, variant.build(case)) for case in shown])
+        assert [i for i, _ in together.named] == [variant.id], variant.id
+
+
+def test_two_mistakes_that_give_the_same_grid_name_neither():
+    case = (1, 50, 1, 8, 3)  # top-left and tile-index diagonals coincide for this single decode query
+    found = diagnosis.explain_grids([(case, diagnosis._top_left(*case))])
+    assert found.named == [] and "top left alignment or tile index diagonal" in found.hint
 
 
 def test_top_left_sentence_gives_concrete_figures():
-    case = (4, 4096, 4, 128, None)
-    found = diagnosis.matches(diagnosis._top_left(*case), *case)
-    assert "sits at position 4,092" in found["top_left_alignment"]
+    case = (9, 4096, 4, 128, None)
+    [(_, sentence)] = diagnosis.explain_grids([(case, diagnosis._top_left(*case))]).named
+    assert "sits at position 4,087" in sentence
+
+
+def test_a_mistake_is_named_only_when_it_explains_every_failing_case():
+    top_left = ((5, 37, 4, 8, None), diagnosis._top_left(5, 37, 4, 8, None))
+    other = ((9, 17, 4, 6, None), np.zeros((3, 3), int))
+    found = diagnosis.explain_grids([top_left, other])
+    assert found.named == [] and found.hint.startswith("consistent with top left alignment")

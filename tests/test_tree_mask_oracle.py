@@ -108,17 +108,25 @@ def test_every_variant_changes_the_attention_output():
         assert np.abs(got - want).max() > 1e-3
 
 
+def _named(kind, case, answer):
+    return [i for i, _ in diagnosis.explain_answers(kind, [(case, answer)]).named]
+
+
 def test_each_variant_is_named_and_the_right_answer_is_not():
     parents, P = _a_tree_where_every_variant_is_wrong()
-    assert diagnosis.diagnose("mask", oracle.mask(parents, P), parents, P) is None
-    assert diagnosis.diagnose("positions", oracle.positions(parents, P), parents, P) is None
-    for diagnosis_id, variant, _ in diagnosis.MASK_VARIANTS:
-        assert diagnosis.diagnose("mask", variant(parents, P), parents, P)[0] == diagnosis_id
-    for diagnosis_id, variant, _ in diagnosis.POSITION_VARIANTS:
-        assert diagnosis.diagnose("positions", variant(parents, P), parents, P)[0] == diagnosis_id
+    for kind in ("mask", "positions"):
+        assert _named(kind, (parents, P), diagnosis.RIGHT[kind]((parents, P))) == []
+        for variant in diagnosis.VARIANTS[kind]:
+            assert _named(kind, (parents, P), variant.build((parents, P))) == [variant.id]
 
 
 def test_index_positions_sentence_gives_concrete_figures():
     parents, P = [-1, -1, 0], 100
-    _, sentence = diagnosis.diagnose("positions", P + np.arange(3), parents, P)
+    [(_, sentence)] = diagnosis.explain_answers("positions", [((parents, P), P + np.arange(3))]).named
     assert "draft 1 (depth 0) was placed at 100 + 1 = 101, not 100" in sentence
+
+
+def test_a_mistake_that_fits_one_case_of_two_is_only_a_hint():
+    a, b = ([-1, -1, 0], 100), ([-1, 0, 1], 5)
+    found = diagnosis.explain_answers("positions", [(a, 100 + np.arange(3)), (b, np.array([9, 9, 9]))])
+    assert found.named == [] and "index positions" in found.hint

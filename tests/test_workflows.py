@@ -20,7 +20,7 @@ from grader.cli import main
 
 KIT = catalog.KIT_ROOT
 MUTANTS = KIT / "solutions" / "mutants" / "decode_mask"
-HIDDEN_INPUTS = ["decode_causal_mask(5, 11)", "T = 5", "509", "with T = 1 over S = 2"]
+HIDDEN_INPUTS = ["decode_causal_mask(5, 7)", "T = 5", "509", "with T = 1 over S = 2"]
 
 
 def complete_exercises():
@@ -83,9 +83,9 @@ def test_grade_writes_every_format_from_one_result(graded):
     page = graded["report.html"].read_text()
     assert "<svg" in page and "top_left_alignment" in page
     assert "**Overall: weak**" in graded["report.md"].read_text()
-    assert ET.parse(graded["junit.xml"]).getroot().get("failures") == "7"
+    assert ET.parse(graded["junit.xml"]).getroot().get("failures") == "9"
     scores = json.loads(graded["gradescope.json"].read_text())
-    assert (scores["score"], scores["max_score"]) == (3.64, 10.0)  # 10 points in hundredths over 11 checks: 4 x 0.91
+    assert (scores["score"], scores["max_score"]) == (3.08, 10.0)  # 10 points in hundredths over 13 checks: 4 x 0.77
     score_line = "own tests: caught 3 of 4 known mistakes (75%); missed: top_left_alignment"
     assert data["exercises"][0]["own_tests"]["missed"] == ["top_left_alignment"]
     for text in (graded["terminal"], page, graded["report.md"].read_text().lower()):
@@ -283,14 +283,14 @@ def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
     run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", detailed, "--feedback", "detail")
     text = student.read_text()
     assert not any(secret in text for secret in HIDDEN_INPUTS + ["--check", "Overall level"]), text
-    assert "decode_causal_mask(5, 11)" in detailed.read_text()
-    assert json.loads(text)["score"] == json.loads(detailed.read_text())["score"] == 3.64
+    assert "decode_causal_mask(5, 7)" in detailed.read_text()
+    assert json.loads(text)["score"] == json.loads(detailed.read_text())["score"] == 3.08
 
 
 def test_summary_feedback_hides_levels_unless_shown(graded):
     hidden = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
     data = json.loads(run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
-    assert "weak" not in hidden and "overall" not in hidden and "4/11 checks" in hidden
+    assert "weak" not in hidden and "overall" not in hidden and "4/13 checks" in hidden
     assert data["overall"]["level"] is None and data["levels_hidden"] is True
     assert all(e["level"] is None and e["criteria"] == [] for e in data["exercises"])
     shown = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--show-levels").output
@@ -317,7 +317,7 @@ def test_progress_dots_end_before_the_summary(tmp_path):
     os.close(leader)
     assert child.wait(timeout=120) == 0
     lines = click.unstyle(output.decode()).replace("\r", "").splitlines()
-    assert any(set(line) == {"."} and len(line) == 11 for line in lines), lines  # one dot per check
+    assert any(set(line) == {"."} and len(line) == 13 for line in lines), lines  # one dot per check
     assert any(line.startswith("kvgrade ") for line in lines), lines
 
 

@@ -2,55 +2,50 @@
 import numpy as np
 
 from grader import own_tests
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, name_mistakes, odd_size
+from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
 
 
 def _mask(ex, T, S):
-    call = f"decode_causal_mask({T}, {S})"
-    return expect_array(ex.candidate.decode_causal_mask(T, S), call=call, shape=(T, S), kind="b",
-                        case={"T": T, "S": S})
+    call = f"decode_causal_mask({T!r}, {S!r})"
+    return expect_array(ex.candidate.decode_causal_mask(T, S), call=call, shape=(int(T), int(S)), kind="b",
+                        case={"T": int(T), "S": int(S)})
 
 
-def _mismatch(ex, T, S):
-    """None when the candidate's mask is right for (T, S); else (expected, submitted)."""
-    got, want = _mask(ex, T, S), oracle.causal_mask(T, S)
-    return None if np.array_equal(got, want) else (want, got)
-
-
-def _fail_mask(ex, T, S, want, got, context=""):
-    wrong = int((want != got).sum())
+def _fail_masks(ex, failures, context="", tried=1):
+    """Fail with the smallest of ``failures`` [((T, S), submitted mask)], which draws best; a
+    mistake is named only when it explains every one of them."""
+    (T, S), got = min(failures, key=lambda f: f[0][0] * f[0][1])
+    want = oracle.causal_mask(T, S)
     row, col = (int(x) for x in np.argwhere(want != got)[0])
-    message = (f"decode_causal_mask({T}, {S}){context} differs from the expected mask in {wrong:,} of "
-               f"{T * S:,} cells (first at row {row}, key {col}: expected {bool(want[row, col])})")
-    found = diagnosis.diagnose(got, T, S)
-    if found:
-        ex.diagnose(*found)
-        message += f"; it looks {found[1]}" if found[0] == "top_left_alignment" else f"; {found[1]}"
+    message = (f"decode_causal_mask({T}, {S}){context} differs from the expected mask in "
+               f"{int((want != got).sum()):,} of {T * S:,} cells (first at row {row}, key {col}: expected "
+               f"{bool(want[row, col])}); row {row} sees {int(got[row].sum()):,} keys, expected {row + S - T + 1:,}"
+               + (f" ({len(failures)} of {tried} shapes wrong)" if tried > 1 else ""))
+    message += name_mistakes(ex, diagnosis.explain_masks(failures))
     fail(message, case={"T": T, "S": S, "seed": ex.seed},
-         picture=grid_picture(want, got, f"decode_causal_mask({T}, {S}): rows are queries, columns keys"))
+         picture=grid_picture(want, got, f"decode_causal_mask({T}, {S}): rows are queries, columns keys",
+                              keep_corner=True))
 
 
 def _expect_cases(ex, shapes, context=""):
-    """Check every (T, S); report the smallest failing one, which draws best."""
-    failures = [(T * S, T, S, bad) for T, S in shapes if (bad := _mismatch(ex, T, S))]
+    """Check every (T, S); name a mistake only when it explains every failing shape."""
+    failures = []
+    for T, S in shapes:
+        got = _mask(ex, T, S)
+        if not np.array_equal(got, oracle.causal_mask(int(T), int(S))):
+            failures.append(((int(T), int(S)), got))
     if failures:
-        _, T, S, (want, got) = min(failures, key=lambda f: f[0])
-        _fail_mask(ex, T, S, want, got, context)
-
-
-def _not_power_of_two(n):
-    return n & (n - 1) != 0
+        _fail_masks(ex, failures, context, tried=len(shapes))
 
 
 def random_shapes(rng, count, max_s=300):
     shapes = []
-    while len(shapes) < count:
-        S = int(rng.integers(3, max_s))
-        T = int(rng.integers(2, S + 1))
-        if _not_power_of_two(S) and _not_power_of_two(T):
-            shapes.append((T, S))
+    for _ in range(count):
+        S = odd_size(rng, 3, max_s)
+        shapes.append((odd_size(rng, 2, S + 1), S))
     return shapes
 
 
@@ -63,9 +58,8 @@ def check_dtype_and_shape(ex):
 # First among the mask checks: its figures make the clearest diagnosis sentence.
 def check_speculative_verify(ex):
     """Speculative verification, T = 4 over S = 4,096: exactly 6 of 16,384 entries masked."""
-    T, S = 4, 4096  # the oracle's 6 masked entries are pinned in tests/test_decode_mask_oracle.py
-    if bad := _mismatch(ex, T, S):
-        _fail_mask(ex, T, S, *bad, context=" (speculative verification)")
+    # the oracle's 6 masked entries are pinned in tests/test_decode_mask_oracle.py
+    _expect_cases(ex, [(4, 4096)], context=" (speculative verification)")
 
 
 def check_plain_decode(ex):
@@ -74,7 +68,7 @@ def check_plain_decode(ex):
 
 
 def check_prefill(ex):
-    """T = S: prefill from an empty cache is the lower triangle."""
+    """T = S: prefill from an empty cache is the lower triangle (S = 1 included)."""
     _expect_cases(ex, [(1, 1), (5, 5), (31, 31)])
 
 
@@ -91,11 +85,30 @@ def check_chunked_prefill(ex):
     _expect_cases(ex, [(chunk, cached + chunk)], context=f" (a {chunk}-token chunk after {cached:,} cached)")
 
 
+def check_long_context(ex):
+    """Positions past 2^15 and 2^16 (S up to ~100K keys): decode, a draft and a chunk."""
+    rng = ex.rng
+    past_15, past_16 = odd_size(rng, 2**15 + 1, 2**16), odd_size(rng, 70_000, 100_000)
+    _expect_cases(ex, [(1, past_15), (5, past_16), (1, past_16), (odd_size(rng, 100, 300), past_16)],
+                  context=" (long context)")
+
+
+def check_numpy_integer_sizes(ex):
+    """T and S given as numpy integers (np.int64, np.int32) work like Python ints."""
+    shapes = [(np.int64(3), np.int64(11)), (np.int32(1), np.int32(40)), (np.int64(5), 9)]
+    try:
+        _expect_cases(ex, shapes, context=" (numpy integer sizes)")
+    except CandidateRaised as exc:
+        if not exc.is_a("ValueError"):
+            raise  # any other exception on a valid input is a crash
+        fail(f"decode_causal_mask rejected numpy integer sizes ({exc.message[:120]}); the contract accepts "
+             "them wherever an int is asked for", kind="hygiene")
+
+
 def check_incremental_attention(ex):
     """Attention of the T new queries with your mask equals full-sequence causal attention."""
     rng = ex.rng
-    shapes = [(5, 37)] + random_shapes(rng, 6, max_s=120)
-    for T, S in shapes:
+    for T, S in [(5, 37)] + random_shapes(rng, 6, max_s=120):
         D = int(rng.integers(3, 40))
         q, k, v = (rng.standard_normal((S, D)) for _ in range(3))
         full = oracle.full_sequence_attention(q, k, v)[-T:]
@@ -103,13 +116,12 @@ def check_incremental_attention(ex):
         step = oracle.attention(q[-T:], k, v, mask)
         error = float(np.nan_to_num(np.abs(step - full), nan=np.inf).max())
         if not error <= 1e-9:  # BLAS may sum in another order: equal up to rounding
-            found = diagnosis.diagnose(mask, T, S)
-            if found:
-                ex.diagnose(*found)
+            empty = not np.isfinite(step).all()
             fail(f"with your mask, attention of the last {T} of {S} tokens (D = {D}) differs from "
                  f"full-sequence causal attention by up to {error:.3g}"
-                 + ("; a row that sees no key gives NaN" if not np.isfinite(step).all() else ""),
-                 case={"T": T, "S": S, "D": D, "seed": ex.seed})
+                 + ("; a row that sees no key gives NaN" if empty else "")
+                 + name_mistakes(ex, diagnosis.explain_masks([((T, S), mask)])),
+                 case={"T": T, "S": S, "D": D, "seed": ex.seed}, kind="nan" if empty else "wrong")
 
 
 def check_rejects_invalid_sizes(ex):

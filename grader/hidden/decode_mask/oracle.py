@@ -1,6 +1,8 @@
 """Slow, obviously right specs for decode_mask, written from the rule on absolute positions."""
 import numpy as np
 
+from .._oracles import attention  # noqa: F401  (shared: masked softmax, one row at a time)
+
 
 def causal_mask(T: int, S: int) -> np.ndarray:
     """Row i is the token at position S - T + i; it may see every key at a position <= its own."""
@@ -9,18 +11,6 @@ def causal_mask(T: int, S: int) -> np.ndarray:
         position = S - T + i
         mask[i, : position + 1] = True
     return mask
-
-
-def attention(q, k, v, mask):
-    """Masked softmax attention, one query row at a time; rows that see nothing give NaN."""
-    out = np.full((q.shape[0], v.shape[1]), np.nan)
-    for i in range(q.shape[0]):
-        seen = np.flatnonzero(mask[i])
-        if seen.size:
-            s = k[seen] @ q[i] / np.sqrt(q.shape[1])
-            w = np.exp(s - s.max())
-            out[i] = (w / w.sum()) @ v[seen]
-    return out
 
 
 def full_sequence_attention(q, k, v):

@@ -6,6 +6,8 @@ mistake.
 """
 import numpy as np
 
+from grader.checking import Explanation, Variant, explain
+
 from . import oracle
 
 
@@ -77,40 +79,37 @@ def _lse_unscaled_max(case):
     return o, lse + (np.sqrt(case.D) - 1) * top
 
 
-VARIANTS = [  # (diagnosis id, variant (o, lse) or None when it cannot differ, sentence)
-    ("slot_index_positions", _slot_indices, _slot_sentence),
-    ("top_left_alignment", _top_left, _top_left_sentence),
-    ("window_off_by_one", _window(+1), _window_sentence),
-    ("window_off_by_one", _window(-1), _window_sentence),
-    ("window_ignored", _no_window,
-     lambda case: f"the window is not applied: with window = {case.window}, each query still sees "
-                  "every earlier key"),
-    ("lse_unscaled", _lse_unscaled_max,
-     lambda case: f"o is right but lse adds the running max of the unscaled scores q . k to the log of "
-                  f"the scaled sum; both must use q . k / sqrt(D), here D = {case.D}"),
+VARIANTS = [  # a case is a checks.Case; a variant's output (o, lse), None when it cannot differ
+    Variant("slot_index_positions", _slot_indices, _slot_sentence),
+    Variant("top_left_alignment", _top_left, _top_left_sentence),
+    Variant("window_off_by_one", _window(+1), _window_sentence),
+    Variant("window_off_by_one", _window(-1), _window_sentence),
+    Variant("window_ignored", _no_window,
+            lambda case: f"the window is not applied: with window = {case.window}, each query still sees "
+                         "every earlier key"),
+    Variant("lse_unscaled", _lse_unscaled_max,
+            lambda case: f"o is right but lse adds the running max of the unscaled scores q . k to the log of "
+                         f"the scaled sum; both must use q . k / sqrt(D), here D = {case.D}"),
 ]
 
 
-def diagnose(case, o, lse, tol):
-    """(diagnosis id, sentence) for the known mistake (o, lse) matches, or None."""
-    want_o, want_lse = oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
-    if np.isnan(o).any():
-        nan_rows = np.isnan(o).any(axis=1)
-        blind = int((nan_rows & np.isneginf(want_lse)).sum())
-        return ("nan_on_fully_masked_row",
-                f"{int(nan_rows.sum())} of {case.T} rows come back as NaN ({blind} of them see no key at all): "
-                "a row whose running max is still -inf, because a tile or the whole cache hides every key "
-                "from it, computes exp(-inf - (-inf)); such a tile must leave the row's state as it was, "
-                "and a row that never sees a key ends at o = 0, lse = -inf")
-    matches = {}
-    for diagnosis_id, variant, sentence in VARIANTS:
-        found = variant(case)
-        if found is None:
-            continue
-        var_o, var_lse = found
-        if same(var_o, want_o, tol) and same(var_lse, want_lse, tol):
-            continue  # this input cannot tell the mistake from the right answer
-        if same(o, var_o, tol) and same(lse, var_lse, tol):
-            matches.setdefault(diagnosis_id, sentence(case))
-    # two mistakes giving the same output (say, every row sees nothing) name neither
-    return next(iter(matches.items())) if len(matches) == 1 else None
+def right(case):
+    return oracle.attention(case.q, case.k, case.v, case.q_pos, case.k_pos, case.window)
+
+
+def _same_outputs(got, wrong, case) -> bool:
+    return same(got[0], wrong[0], case.tol) and same(got[1], wrong[1], case.tol)
+
+
+def nan_sentence(case, o, want_lse) -> str:
+    nan_rows = np.isnan(o).any(axis=1)
+    blind = int((nan_rows & np.isneginf(want_lse)).sum())
+    return (f"{int(nan_rows.sum())} of {case.T} rows come back as NaN ({blind} of them see no key at all): "
+            "a row whose running max is still -inf, because a tile or the whole cache hides every key "
+            "from it, computes exp(-inf - (-inf)); such a tile must leave the row's state as it was, "
+            "and a row that never sees a key ends at o = 0, lse = -inf")
+
+
+def explain_outputs(failures) -> Explanation:
+    """Which known mistakes explain every failing (case, (o, lse))."""
+    return explain(VARIANTS, failures, right=right, same=_same_outputs)

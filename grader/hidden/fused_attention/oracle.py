@@ -6,29 +6,16 @@ tiles anything, so it is independent of how a kernel organises its work.
 """
 import numpy as np
 
-
-def visible_keys(p: int, k_positions: np.ndarray, window=None) -> np.ndarray:
-    """Bool [S]: which stored keys the query at position ``p`` may see."""
-    seen = (k_positions >= 0) & (k_positions <= p)
-    if window is not None:
-        seen &= k_positions > p - window
-    return seen
+from .._oracles import attention_lse, ring_positions, visible_keys  # noqa: F401  (shared)
 
 
 def attention(q, k, v, q_positions, k_positions, window=None):
     """(o [T, D], lse [T]) in float64; a row that sees nothing gives o = 0, lse = -inf."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    T, D = q.shape
-    o, lse = np.zeros((T, v.shape[1])), np.full(T, -np.inf)
-    for i in range(T):
-        seen = np.flatnonzero(visible_keys(int(q_positions[i]), k_positions, window))
-        if seen.size:
-            s = k[seen] @ q[i] / np.sqrt(D)
-            top = s.max()
-            w = np.exp(s - top)
-            lse[i] = top + np.log(w.sum())
-            o[i] = (w / w.sum()) @ v[seen]
-    return o, lse
+    rows = [attention_lse(q[i:i + 1], k, v, visible_keys(int(p), k_positions, window)[None])
+            for i, p in enumerate(q_positions)]  # one row at a time: no T x S mask, even here
+    if not rows:
+        return np.zeros((0, np.shape(v)[1])), np.zeros(0)
+    return np.concatenate([o for o, _ in rows]), np.concatenate([lse for _, lse in rows])
 
 
 def tile_count(n: int, block: int) -> int:
@@ -45,13 +32,3 @@ def visible_tiles(q_positions, k_positions, window, block_q: int, block_k: int) 
         for b in np.unique(np.flatnonzero(seen) // block_k):
             tiles[i // block_q, b] = True
     return tiles
-
-
-def ring_positions(capacity: int, written: int) -> np.ndarray:
-    """Positions stored in each slot of a ring buffer after ``written`` tokens, -1 = empty.
-
-    Token t goes to slot t % capacity, so each slot keeps the last token written there."""
-    positions = np.full(capacity, -1, dtype=np.int64)
-    for t in range(written):
-        positions[t % capacity] = t
-    return positions

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -61,18 +61,19 @@ class Run:
         shown = list(ids) if len(ids) <= 6 else f"[{len(ids)} token ids]"
         return f"decode_step(model, cache of len {len(self.ids)}, {shown})"
 
-    def step(self, ids) -> np.ndarray:
-        """One decode_step; checks the type and shape of the logits and the cache length after it."""
+    def step(self, ids, as_given=list) -> np.ndarray:
+        """One decode_step, the ids sent as ``as_given(ids)``; checks the type and shape of the
+        logits and the cache length after it."""
         ids = [int(t) for t in ids]
         call = self.call_text(ids)
-        got = self.ex.candidate.decode_step(self.model, self.cache, ids)
+        got = self.ex.candidate.decode_step(self.model, self.cache, as_given(ids))
         expect_array(got, call=call, shape=(len(ids), self.config["vocab_size"]), kind="f", case=self.case)
         self.ids += ids
         self.chunks.append(len(ids))
         length = len(self.cache)
         if length != len(self.ids):
             fail(f"after {call}, len(cache) is {length!r}; expected {len(self.ids)} "
-                 "(every token fed so far)", case=self.case)
+                 "(every token fed so far)", case=self.case, kind="corrupt")
         return got
 
     def feed(self, ids, chunks) -> np.ndarray:
@@ -122,21 +123,18 @@ def _expect_run(run: Run, got: np.ndarray, what: str):
     right = np.array([[oracle.close(got[n], want[n]) for n in range(len(run.ids))]])
     fail(message, case=run.case,
          picture=grid_picture(np.ones_like(right), right,
-                              "token positions, left to right: # logits right, . wrong"))
-
-
-def _not_power_of_two(n):
-    return n & (n - 1) != 0
+                              "token positions, left to right: # logits right, . wrong"),
+         kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 def random_config(rng) -> dict:
-    while True:
-        n_head = int(rng.choice([1, 3, 5, 6, 7]))
-        n_embd = n_head * int(rng.integers(3, 14))
-        config = dict(vocab_size=int(rng.integers(40, 140)), n_ctx=int(rng.integers(30, 90)),
-                      n_embd=n_embd, n_head=n_head, n_layer=int(rng.integers(1, 4)))
-        if all(_not_power_of_two(config[k]) for k in ("vocab_size", "n_ctx", "n_embd")):
-            return config
+    """A small GPT-2 whose vocabulary, context and width are no powers of two."""
+    n_head = int(rng.choice([1, 3, 5, 6, 7]))
+    width = odd_size(rng, 3, 14) if n_head == 1 else int(rng.integers(3, 14))  # n_embd = n_head * width
+    while (n_head * width) & (n_head * width - 1) == 0:
+        width += 1
+    return dict(vocab_size=odd_size(rng, 40, 140), n_ctx=odd_size(rng, 30, 90), n_embd=n_head * width,
+                n_head=n_head, n_layer=int(rng.integers(1, 4)))
 
 
 def check_returns_logits(ex):
@@ -259,29 +257,62 @@ def check_rejects_bad_token_ids(ex):
             raise
 
 
+def _with_past_moved(params: dict, P: int, rng) -> dict:
+    """The same weights, except the position embeddings of the P cached positions: a step that
+    reads K/V from the cache cannot tell, a step that recomputes the past can."""
+    moved = dict(params)
+    moved["wpe.weight"] = params["wpe.weight"].copy()
+    moved["wpe.weight"][:P] += rng.standard_normal(moved["wpe.weight"][:P].shape)
+    return moved
+
+
 def check_projects_only_new_tokens(ex):
-    """Each step projects only its new tokens: no product with a block's c_attn has more than T rows."""
+    """Each step reads the past from the cache: moving the cached positions' embeddings after they
+    were cached (a new model object, same weights otherwise) leaves the next step's logits unchanged."""
     run = Run(ex, BASE, 20)
-    total = 40
-    chunks = _random_chunks(ex.rng, total, 9, largest=6)
-    ids = _random_ids(ex.rng, 97, total)
-    start = 0
-    for T in chunks:
+    chunks = _random_chunks(ex.rng, 40, 9, largest=6)
+    ids = _random_ids(ex.rng, 97, 40)
+    run.step(ids[:chunks[0]])
+    for T in chunks[1:]:
         P = len(run.ids)
-        run.model.call("reset_counts")
-        run.step(ids[start:start + T])
-        start += T
-        widest = np.array(run.model.widest_projection)
-        if (widest > T + 1e-9).any():
-            layer = int(np.argmax(widest))
-            if P and np.isclose(widest[layer], P + T):
-                ex.diagnose("recomputes_past",
-                            f"with {_tokens(P)} cached, a step of {_tokens(T)} pushed {P + T} rows "
-                            f"through block {layer}'s c_attn at once: the cached tokens are projected "
-                            "again instead of read from the cache")
-            fail(f"decode_step with {_tokens(P)} cached and {T} new multiplied {widest[layer]:g} rows with "
-                 f"h.{layer}.attn.c_attn.weight in one product; expected at most {T} (the new tokens only)",
-                 case=run.case)
+        moved = _with_past_moved(run.params, P, ex.rng)
+        model = run.gpt2.GPT2(run.config_handle, moved)
+        new = ids[P:P + T]
+        got = ex.candidate.decode_step(model, run.cache, new)
+        expect_array(got, call=run.call_text(new), shape=(T, BASE["vocab_size"]), kind="f", case=run.case)
+        run.ids += new
+        run.chunks.append(T)
+        want = run.expected()[P:]
+        if oracle.close(got, want):
+            continue
+        recomputed = oracle.logits(moved, BASE["n_head"], run.ids)[P:]
+        if oracle.close(got, recomputed):
+            ex.diagnose("recomputes_past",
+                        f"with {_tokens(P)} cached, a step of {_tokens(T)} gave the logits of a forward pass "
+                        "over the whole sequence with the model it was handed: the cached tokens are "
+                        "embedded and projected again instead of read from the cache")
+            fail(f"decode_step with {_tokens(P)} cached and {T} new recomputed the past: after the cached "
+                 "positions' embeddings were changed, its logits followed them", case=run.case, kind="must_not")
+        _expect_run(run, np.concatenate([run.expected()[:P], got]), "after the cached positions moved")
+
+
+def check_numpy_token_ids(ex):
+    """Token ids as numpy integers, or as a numpy int array, work like a list of ints."""
+    run = Run(ex, BASE, 22)
+    ids = _random_ids(ex.rng, 97, 30)
+    forms = [lambda t: [np.int64(i) for i in t], lambda t: np.array(t, dtype=np.int64),
+             lambda t: np.array(t, dtype=np.int32)]
+    got, start = [], 0
+    try:
+        for n, T in enumerate([9, 1, 5, 1, 4, 1, 6, 3]):
+            got.append(run.step(ids[start:start + T], forms[n % len(forms)]))
+            start += T
+    except CandidateRaised as exc:
+        if not exc.is_a("ValueError"):
+            raise  # any other exception on a valid input is a crash
+        fail(f"decode_step rejected numpy integer token ids ({exc.message[:120]}); the contract accepts "
+             "numpy integers and arrays of them", case=run.case, kind="hygiene")
+    _expect_run(run, np.concatenate(got), "token ids as numpy integers")
 
 
 def _shared_state(ex, evidence):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, summarize
+from grader.checking import describe, expect_array, expect_raises, fail, measure, odd_size
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -31,10 +31,10 @@ def _text(x) -> str:
 
 
 def _call(ex, name, *args):
-    """(value, warnings) of one call. The sandbox keeps numpy's default of ignoring underflow:
+    """(value, warnings) of one call; the sandbox keeps numpy's default of ignoring underflow:
     exp of a very negative score is 0 by design in any softmax."""
-    value, stats = ex.candidate.with_stats(name, *args)
-    return value, list(stats.warnings)
+    value, _, warnings = measure(ex, ex.candidate, name, *args, memory=False)
+    return value, warnings
 
 
 @dataclass
@@ -49,13 +49,12 @@ class Reply:
 def _softmax(ex, scores, mask, case) -> Reply:
     call = f"masked_softmax(scores {_text(scores)}, mask {_text(mask)})"
     value, warnings = _call(ex, "masked_softmax", scores, mask)
-    got = expect_array(value, call=call, shape=scores.shape, kind="f", case=case)
-    return Reply(got, call, warnings)
+    return Reply(expect_array(value, call=call, shape=scores.shape, kind="f", case=case), call, warnings)
 
 
 def _expect_state(value, call, T, D, case):
     if not isinstance(value, (tuple, list)) or len(value) != 3:
-        fail(f"{call} returned {summarize(value)}; expected a tuple (m [T], l [T], o [T, D]) with T = {T}, D = {D}",
+        fail(f"{call} returned {describe(value)}; expected a tuple (m [T], l [T], o [T, D]) with T = {T}, D = {D}",
              case)
     m = expect_array(value[0], call=f"{call} -> m", shape=(T,), kind="f", case=case)
     l = expect_array(value[1], call=f"{call} -> l", shape=(T,), kind="f", case=case)
@@ -66,21 +65,18 @@ def _expect_state(value, call, T, D, case):
 def _partial(ex, q, k, v, mask, case) -> Reply:
     call = f"partial_attention(q {_text(q)}, k {_text(k)}, v {_text(v)}, mask {_text(mask)})"
     value, warnings = _call(ex, "partial_attention", q, k, v, mask)
-    state = _expect_state(value, call, q.shape[0], v.shape[1], case)
-    return Reply(state, call, warnings)
+    return Reply(_expect_state(value, call, q.shape[0], v.shape[1], case), call, warnings)
 
 
 def _merge(ex, a, b, case, call="merge_partials(a, b)") -> Reply:
     value, warnings = _call(ex, "merge_partials", tuple(a), tuple(b))
-    state = _expect_state(value, call, a[0].shape[0], a[2].shape[1], case)
-    return Reply(state, call, warnings)
+    return Reply(_expect_state(value, call, a[0].shape[0], a[2].shape[1], case), call, warnings)
 
 
 def _finalize(ex, state, case, call="finalize(state)") -> Reply:
     T, D = state[2].shape
     value, warnings = _call(ex, "finalize", tuple(state))
-    got = expect_array(value, call=call, shape=(T, D), kind="f", case=case)
-    return Reply(got, call, warnings)
+    return Reply(expect_array(value, call=call, shape=(T, D), kind="f", case=case), call, warnings)
 
 
 # ---- comparisons --------------------------------------------------------------------------
@@ -111,12 +107,10 @@ def _g(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _odd(rng, lo, hi) -> int:
-    """An integer in [lo, hi) that is not a power of two."""
-    while True:
-        n = int(rng.integers(lo, hi))
-        if n & (n - 1):
-            return n
+def _versus(got: float, expected: float) -> str:
+    """'<got>, expected <expected>' with enough digits to show that they differ."""
+    digits = next((d for d in (6, 9, 12, 17) if f"{got:.{d}g}" != f"{expected:.{d}g}"), 17)
+    return f"{got:.{digits}g}, expected {expected:.{digits}g}"
 
 
 def _mask(rng, T, n, share=0.5, empty=()):
@@ -136,7 +130,7 @@ def _attention_case(ex, dtype, T=(5, 40), n=(3, 90), D=(3, 40), empty=0.0, share
     """Random q, k, v and mask [T, n] with sizes from the ranges (not powers of two), where a
     share ``empty`` of the query rows (at least one, if any) sees no key; and the case dict."""
     rng = ex.rng
-    T, n, D = _odd(rng, *T), _odd(rng, *n), _odd(rng, *D)
+    T, n, D = odd_size(rng, *T), odd_size(rng, *n), odd_size(rng, *D)
     q, k, v = _qkv(rng, T, n, D, dtype)
     rows = rng.choice(T, size=max(1, int(T * empty)), replace=False) if empty else ()
     mask = _mask(rng, T, n, share=share, empty=rows)
@@ -154,13 +148,13 @@ def _expect_softmax(ex, scores, mask, case, label=""):
         return reply
     index, got, expected = off
     allowed = int(mask[index[:-1]].sum())
-    message = (f"{reply.call}{label}: entry {list(index)} is {_g(got)}, expected {_g(expected)} "
+    message = (f"{reply.call}{label}: entry {list(index)} is {_versus(got, expected)} "
                f"(that row allows {allowed} of {scores.shape[-1]} entries)")
     found = diagnosis.diagnose_softmax(reply.value, scores, mask, atol)
     if found:
         ex.diagnose(*found)
         message += f"; {found[1]}"
-    fail(message, case=case)
+    fail(message, case=case, kind="nan" if np.isnan(got) else "wrong")
 
 
 def check_softmax_dtype_and_shape(ex):
@@ -175,14 +169,15 @@ def check_softmax_dtype_and_shape(ex):
                 if dtype == F32 and reply.value.dtype == F64:
                     ex.diagnose("upcasts_float32", f"{reply.call} returned float64: float32 scores must give "
                                 "float32 probabilities (a float64 scratch array or scalar promotes the result)")
-                fail(f"{reply.call} returned {reply.value.dtype}; expected {dtype}, the dtype of scores", case)
+                fail(f"{reply.call} returned {reply.value.dtype}; expected {dtype}, the dtype of scores", case,
+                     kind="hygiene")
 
 
 def check_softmax_random_rows(ex):
     """Random scores and masks (every row allows something), shapes not powers of two, match softmax."""
     rng = ex.rng
-    shapes = [(1, 1), (3, 1)] + [(_odd(rng, 2, 60), _odd(rng, 3, 140)) for _ in range(4)]
-    shapes += [(_odd(rng, 2, 6), _odd(rng, 2, 12), _odd(rng, 3, 50)) for _ in range(2)]
+    shapes = [(1, 1), (3, 1)] + [(odd_size(rng, 2, 60), odd_size(rng, 3, 140)) for _ in range(4)]
+    shapes += [(odd_size(rng, 2, 6), odd_size(rng, 2, 12), odd_size(rng, 3, 50)) for _ in range(2)]
     for shape in shapes:
         for dtype in (F32, F64):
             scores = (rng.standard_normal(shape) * rng.choice([0.1, 1.0, 8.0])).astype(dtype)
@@ -192,7 +187,7 @@ def check_softmax_random_rows(ex):
 
 
 def _softmax_with_empty_rows(rng, dtype):
-    T, S = _odd(rng, 5, 40), _odd(rng, 3, 97)
+    T, S = odd_size(rng, 5, 40), odd_size(rng, 3, 97)
     empty = rng.choice(T, size=max(1, T // 3), replace=False)
     scores = rng.standard_normal((T, S)).astype(dtype)
     return scores, _mask(rng, T, S, empty=empty)
@@ -214,7 +209,7 @@ def check_softmax_fully_masked_rows(ex):
 def _large_logit_scores(rng, dtype):
     """Rows of huge scores: mixed signs, all huge and equal, all hugely negative, all hugely positive."""
     sizes = [1e4, 3e4, 1e5, 1e10, 1e20] if dtype == F32 else [1e4, 1e5, 1e30, 1e100, 1e300]
-    S = _odd(rng, 5, 45)
+    S = odd_size(rng, 5, 45)
     rows = []
     for big in sizes:
         rows.append(rng.choice([-big, big], S) * rng.uniform(0.5, 1.0, S))  # mixed signs
@@ -236,7 +231,7 @@ def check_softmax_masked_entries_ignored(ex):
     """Whatever a masked entry holds (NaN, +inf, -inf, huge) has no effect on the result."""
     rng = ex.rng
     for dtype in (F32, F64):
-        T, S = _odd(rng, 5, 30), _odd(rng, 5, 60)
+        T, S = odd_size(rng, 5, 30), odd_size(rng, 5, 60)
         scores = rng.standard_normal((T, S)).astype(dtype)
         mask = _mask(rng, T, S, share=0.6, empty=[T - 1])
         held = np.array([np.nan, np.inf, -np.inf, np.finfo(dtype).max / 4, -np.finfo(dtype).max / 4], dtype)
@@ -263,7 +258,7 @@ def _expect_meaning(ex, state, q, k, v, mask, case, what, cuts=None, states=None
     if off is not None:
         (row, col), got, expected = off
         seen = int(mask[row].sum())
-        message = (f"{out.call}: row {row}, column {col} is {_g(got)}, expected {_g(expected)} "
+        message = (f"{out.call}: row {row}, column {col} is {_versus(got, expected)} "
                    f"(row {row} may see {seen} of {k.shape[0]} keys; T = {q.shape[0]}, D = {q.shape[1]})")
         found = diagnosis.diagnose_attention(out.value, q, k, v, mask, atol, cuts)
         if found:
@@ -276,7 +271,7 @@ def _expect_meaning(ex, state, q, k, v, mask, case, what, cuts=None, states=None
                         "states that both saw nothing for a row rescales by "
                         "exp(-inf - (-inf)); a side with m = -inf must contribute nothing")
             message += "; the NaN appears only after merging (each chunk's state was right)"
-        fail(message, case=case)
+        fail(message, case=case, kind="nan" if np.isnan(got) else "wrong")
     if lse is not None:
         row, got, expected = lse
         message = (f"{what}: m + log(l) of row {row} is {_g(got)}, expected the log-sum-exp of its scaled "
@@ -290,7 +285,7 @@ def _expect_meaning(ex, state, q, k, v, mask, case, what, cuts=None, states=None
                         f"row {row} sees no key, yet its state has m = {_g(float(state[0][row]))}, "
                         f"l = {_g(float(state[1][row]))}: a finite fill stands in for -inf, so the state "
                         "claims keys were seen")
-        fail(message, case=case)
+        fail(message, case=case, kind="nan" if np.isnan(got) else "wrong")
     return out.value
 
 
@@ -312,7 +307,7 @@ def check_state_dtype_and_shape(ex):
                                 f"{reply.call} returned float64 for float32 inputs: a float64 scalar such as "
                                 "np.sqrt(D), or a float64 scratch array, promotes the result")
                 fail(f"{reply.call} returned dtypes {[str(a.dtype) for a in arrays]}; expected {dtype} throughout",
-                     case)
+                     case, kind="hygiene")
 
 
 def check_one_chunk_attention(ex):
@@ -350,7 +345,8 @@ def check_empty_chunk(ex):
                         f"partial_attention with n = 0 keys raised {exc.type_name} ({exc.message}): "
                         "the max over no keys needs an initial value of -inf (np.max(..., initial=-np.inf))")
             fail(f"partial_attention(q {_text(q)}, k {_text(k[:0])}, v {_text(v[:0])}, mask {_text(mask[:, :0])}) "
-                 f"raised {exc.type_name}: {exc.message}; an empty chunk must give the empty state", case)
+                 f"raised {exc.type_name}: {exc.message}; an empty chunk must give the empty state", case,
+                 kind="crash")
         _expect_meaning(ex, empty.value, q, k[:0], v[:0], mask[:, :0], case, empty.call)
         full = _partial(ex, q, k, v, mask, case | {"n": n})
         for a, b in [(empty.value, full.value), (full.value, empty.value)]:
@@ -420,7 +416,7 @@ def _merge_tree(ex, states, rng, case, shape):
 def _chunked_case(ex, rng, dtype, scale=1.0, qkv=None, gaps=True):
     """q, k, v, mask and chunk cuts; with ``gaps`` a query row sees nothing, a chunk is empty and
     another one is masked for every query."""
-    T, n, D = _odd(rng, 3, 40), _odd(rng, 20, 160), _odd(rng, 3, 50)
+    T, n, D = odd_size(rng, 3, 40), odd_size(rng, 20, 160), odd_size(rng, 3, 50)
     q, k, v = qkv(rng, T, n) if qkv else _qkv(rng, T, n, D, dtype, scale)
     mask = _mask(rng, T, n, share=rng.uniform(0.2, 0.8), empty=[int(rng.integers(0, T))] if gaps else ())
     cuts = _split(rng, n, int(rng.integers(3, 7)), gaps)
@@ -489,7 +485,7 @@ def _expect_quiet(ex, reply, case, situation, empty_rows=True):
                     "the NaN is computed and then replaced; guard the -inf - (-inf) case before it happens")
     more = f" (and {len(reply.warnings) - 1} more)" if len(reply.warnings) > 1 else ""
     fail(f"{reply.call} on {situation} raised a numpy warning: \"{reply.warnings[0]}\"{more}; "
-         "the contract promises none", case)
+         "the contract promises none", case, kind="nan" if has_nan else "hygiene")
 
 
 def check_quiet_on_empty_rows(ex):

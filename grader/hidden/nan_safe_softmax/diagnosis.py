@@ -37,9 +37,14 @@ def same_answer(got: np.ndarray, variant: np.ndarray, atol: float) -> bool:
 
 
 def breaks_like(got, variant, want, atol: float) -> bool:
-    """``got`` and ``variant`` go wrong on exactly the same (non-empty) set of rows."""
+    """``got`` and ``variant`` go wrong on exactly the same (non-empty) set of rows, and in the
+    same way there: non-finite in the same entries (an answer off a little everywhere is not
+    one that overflows)."""
     bad = broken_rows(got, want, atol)
-    return bad.size > 0 and np.array_equal(bad, broken_rows(variant, want, atol))
+    if bad.size == 0 or not np.array_equal(bad, broken_rows(variant, want, atol)):
+        return False
+    got_rows, variant_rows = (_rows(np.asarray(x, dtype=np.float64))[bad] for x in (got, variant))
+    return bool(np.array_equal(np.isfinite(got_rows), np.isfinite(variant_rows)))
 
 
 # ---- masked_softmax -------------------------------------------------------------------------

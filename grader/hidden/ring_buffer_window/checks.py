@@ -9,18 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size
+from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
 
 
 def _odd(rng, low, high):
-    """An integer in [low, high] that is not a power of two (when the range allows it)."""
-    for _ in range(100):
-        n = int(rng.integers(low, high + 1))
-        if n & (n - 1):
-            return n
-    return int(low)
+    """checking.odd_size over the closed range [low, high], as these checks state their sizes."""
+    return odd_size(rng, low, high + 1)
 
 
 def chunk_sizes(rng, tokens, low, high, p_one=0.3):
@@ -41,7 +38,8 @@ def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
     C, D = ring.keys.shape
     length = len(cache)
     if length != ring.length:
-        fail(f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)", case)
+        fail(f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)", case,
+             kind="corrupt")
     positions = expect_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
     if not np.array_equal(positions, ring.positions):
         slot = int(np.flatnonzero(positions != ring.positions)[0])
@@ -53,7 +51,7 @@ def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
                         f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")
             ex.diagnose("slot_index_positions", sentence)
             message += f"; {sentence}"
-        fail(message, case)
+        fail(message, case, kind="corrupt")
     filled = ring.positions >= 0
     for name, want in (("keys", ring.keys), ("values", ring.values)):
         got = expect_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
@@ -61,7 +59,8 @@ def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
         if bad.size:
             slot = int(bad[0])
             fail(f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
-                 f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ", case)
+                 f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ", case,
+                 kind="corrupt")
 
 
 def _short(a) -> str:
@@ -282,7 +281,8 @@ def expect_stream(ex, s: Stream, what: str, watch_state=False):
                        f"(chunk {n + 1}, T = {T}) returned outputs that differ "
                        f"from sliding-window attention over the whole sequence by up to {error.max():.3g} "
                        f"(first at position {p})")
-            if not np.isfinite(got).all():
+            broken = not np.isfinite(got).all()
+            if broken:
                 message += "; some rows are NaN or infinite"
             done = s.chunks[:len(outputs)]
             found, example = diagnosis.diagnose_stream(outputs, s.capacity, s.window, s.q, s.k, s.v, done)
@@ -290,7 +290,8 @@ def expect_stream(ex, s: Stream, what: str, watch_state=False):
                 ex.diagnose(diagnosis_id, sentence)
             if found:
                 message += f"; {found[0][1]}"
-            fail(message, s.case(ex.seed), _stream_picture(example, s) if example else None)
+            fail(message, s.case(ex.seed), _stream_picture(example, s) if example else None,
+                 kind="nan" if broken else "wrong")
         start += T
 
 
@@ -325,12 +326,14 @@ def check_chunk_overwrites_needed_slots(ex):
 
 
 def check_chunk_longer_than_capacity(ex):
-    """A prompt longer than the whole cache in one chunk, then decode and short chunks."""
+    """A prompt longer than the whole cache in one chunk, then decode, another chunk longer than the
+    cache (its first queries still need keys from before it), and short chunks."""
     rng = ex.rng
     for _ in range(2):
         C = _odd(rng, 5, 30)
-        W = int(rng.integers(1, C + 1))
-        chunks = [C + int(rng.integers(1, 4 * C))] + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C)
+        W = int(rng.integers(2, C + 1)) if C > 1 else 1
+        chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
+                  + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C))
         expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
 
 
@@ -366,6 +369,49 @@ def check_step_leaves_tokens_appended(ex):
     W = int(rng.integers(1, C + 1))
     chunks = chunk_sizes(rng, _odd(rng, 3 * C, 4 * C), 2, max(2, C // 3))[:40]
     run_stream(ex, make_stream(rng, C, W, chunks), watch_state=True)
+
+
+def check_long_positions(ex):
+    """Positions past 2^16 and 2^31: a chunk of ~70K tokens through a small ring, and masks over
+    positions in the billions."""
+    rng = ex.rng
+    C = _odd(rng, 5, 30)
+    _append_stream(ex, C, 2, [_odd(rng, 2**16 + 1, 70_000), 1, C + 2])
+    cases = []
+    for base in (2**16 + _odd(rng, 1, 999), 2**31 + _odd(rng, 1, 999)):
+        ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along
+        k = np.where(ring >= 0, ring + base, -1)
+        cases.append((np.sort(k)[-3:], k, int(rng.integers(1, C + 1))))
+    _expect_masks(ex, cases, "positions past 2^16 and 2^31")
+
+
+def check_numpy_integer_arguments(ex):
+    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists."""
+    rng = ex.rng
+    C, D, W = np.int64(_odd(rng, 7, 20)), np.int32(_odd(rng, 3, 9)), 5
+    try:
+        cache = ex.candidate.RingKVCache(C, D)
+        ring = oracle.Ring(int(C), int(D))
+        for T in (3, 1, int(C) + 2, 2):
+            q, k, v = (rng.standard_normal((T, int(D))) for _ in range(3))
+            out = ex.candidate.windowed_attention_step(cache, q, k, v, np.int64(W))
+            start = ring.length
+            want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
+                                           oracle.window_mask(start + np.arange(T),
+                                                              np.concatenate([ring.positions, start + np.arange(T)]), W))
+            ring.append(k, v)
+            got = expect_array(out, call="windowed_attention_step with numpy ints", shape=(T, int(D)), kind="f")
+            if not np.allclose(got, want, rtol=0, atol=diagnosis.TOLERANCE):
+                fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window=np.int64({W})) on "
+                     f"RingKVCache(np.int64({C}), np.int32({D})) differs from the rule",
+                     case={"capacity": int(C), "head_dim": int(D), "window": W, "seed": ex.seed},
+                     kind="wrong" if np.isfinite(got).all() else "nan")
+        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3)], "positions given as lists")
+    except CandidateRaised as exc:
+        if not exc.is_a("ValueError"):
+            raise  # any other exception on a valid input is a crash
+        fail(f"numpy integer sizes or list positions were rejected ({exc.message[:120]}); the contract "
+             "accepts both", kind="hygiene")
 
 
 # -- invalid arguments -----------------------------------------------------------------------
@@ -415,4 +461,4 @@ def _unchanged(ex, cache, snapshot, call):
     length, positions = len(cache), np.asarray(cache.positions)
     if length != snapshot[0] or not np.array_equal(positions, snapshot[1]):
         fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {snapshot[0]}), "
-             f"positions {_short(positions)} (before: {_short(snapshot[1])})")
+             f"positions {_short(positions)} (before: {_short(snapshot[1])})", kind="hygiene")

@@ -1,7 +1,7 @@
 """Hidden checks for tile_classification. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import CheckFailure, expect_array, expect_raises, fail, grid_picture, measure, name_mistakes, odd_size
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -33,17 +33,12 @@ class Case(tuple):
         return dict(zip(("T", "S", "block_q", "block_k", "window"), self), seed=seed)
 
 
-def _grid(ex, case):
-    return _grid_measured(ex, case, memory=False)[0]
-
-
-def _grid_measured(ex, case, memory=True):
-    """The candidate's grid for ``case`` and the call's stats (its memory peak, with ``memory``)."""
-    T, S, block_q, block_k, window = case
+def _grid(ex, case, as_type=int):
+    """The candidate's grid for ``case``, its sizes passed as ``as_type`` (numpy ints too)."""
+    T, S, block_q, block_k, window = (None if x is None else as_type(x) for x in case)
     kwargs = {} if window is None else {"window": window}
-    call = ex.candidate.measured if memory else ex.candidate.with_stats
-    value, stats = call("classify_tiles", T, S, block_q, block_k, **kwargs)
-    return expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed)), stats
+    value = ex.candidate.classify_tiles(T, S, block_q, block_k, **kwargs)
+    return expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed))
 
 
 def _name(value):
@@ -57,57 +52,27 @@ def _tile_text(case, a, b):
             f"{S - T + rows.start}..{S - T + rows.stop - 1}), keys {keys.start}..{keys.stop - 1}")
 
 
-def _diagnose(ex, failures):
-    """Name the mistake that explains every failing case it explains at all.
-
-    Returns (index of the smallest failing case it explains, sentence), or (0, None).
-    """
-    found = [diagnosis.matches(got, *case) for case, _, got in failures]
-    named = [f for f in found if f]
-    if not named:
-        return 0, None
-    common = set.intersection(*(set(f) for f in named))
-    order = [v[0] for v in diagnosis.VARIANTS]
-    chosen = min(common or named[0], key=order.index)
-    index = next(i for i, f in enumerate(found) if chosen in f)
-    ex.diagnose(chosen, found[index][chosen])
-    return index, found[index][chosen]
-
-
-def _expect_cases(ex, cases, context=""):
-    """Compare every case with the oracle; report the smallest failing one, which draws best."""
+def _expect_cases(ex, cases, context="", as_type=int):
+    """Compare every case with the oracle; report the smallest failing one, which draws best, and
+    name a mistake only when it explains every failing case."""
     failures = []
     for case in cases:
-        got, want = _grid(ex, case), oracle.classify_tiles(*case)
+        got, want = _grid(ex, case, as_type), oracle.classify_tiles(*case)
         if not np.array_equal(got, want):
             failures.append((case, want, got))
     if not failures:
         return
     failures.sort(key=lambda f: (f[1].size, f[0][0] * f[0][1]))
-    index, sentence = _diagnose(ex, failures)
-    case, want, got = failures[index]
+    case, want, got = failures[0]
     a, b = (int(x) for x in np.argwhere(want != got)[0])
     message = (f"{case.call}{context} differs from the expected classification in "
                f"{int((want != got).sum())} of {want.size} tiles; first {_tile_text(case, a, b)}: "
                f"expected {_name(want[a, b])}, got {_name(got[a, b])}"
                + (f" ({len(failures)} of {len(cases)} cases wrong)" if len(cases) > 1 else ""))
-    if sentence:
-        message += f"; {sentence}"
+    message += name_mistakes(ex, diagnosis.explain_grids([(c, g) for c, _, g in failures]))
     fail(message, case=case.details(ex.seed),
          picture=grid_picture(want, got, f"{case.call}: rows are query tiles, columns key tiles "
-                                          "(. SKIP, / PARTIAL, # FULL)", labels=LABELS))
-
-
-def _not_power_of_two(n):
-    return n & (n - 1) != 0
-
-
-def _size(rng, low, high):
-    """A size in [low, high) that is not a power of two (when the range has one)."""
-    while True:
-        n = int(rng.integers(low, high))
-        if _not_power_of_two(n) or high - low < 3:
-            return n
+                                          "(. SKIP, / PARTIAL, # FULL)", labels=LABELS, keep_corner=True))
 
 
 def random_cases(rng, count, max_s=160, window=None):
@@ -117,8 +82,8 @@ def random_cases(rng, count, max_s=160, window=None):
     """
     cases = []
     while len(cases) < count:
-        S = _size(rng, 3, max_s)
-        T = _size(rng, 2, S + 1)
+        S = odd_size(rng, 3, max_s)
+        T = odd_size(rng, 2, S + 1)
         block_q, block_k = int(rng.integers(3, 25)), int(rng.integers(3, 25))
         W = None
         if window == "small":
@@ -170,7 +135,7 @@ def check_plain_decode(ex):
     """T = 1: the single query sees every key, so every tile is FULL."""
     cases = [Case(1, 1, 1, 1), Case(1, 37, 1, 8), Case(1, 130, 4, 12), Case(1, 4099, 1, 128),
              Case(1, 1000, 64, 96)]
-    cases += [Case(1, _size(ex.rng, 2, 3000), 16, int(ex.rng.integers(3, 200))) for _ in range(4)]
+    cases += [Case(1, odd_size(ex.rng, 2, 3000), 16, int(ex.rng.integers(3, 200))) for _ in range(4)]
     _expect_cases(ex, cases, context=" (plain decode)")
 
 
@@ -216,12 +181,12 @@ def _sample_tiles(rng, case, count=100):
 
 
 def check_large_context(ex):
-    """S in the hundreds of thousands: sampled tiles, brute-forced from positions, are right."""
+    """S in the hundreds of thousands, T x S past 2^31: sampled tiles, brute-forced from positions, are right."""
     rng = ex.rng
-    S = _size(rng, 200_000, 300_000)
+    S = odd_size(rng, 200_000, 300_000)
     window = int(rng.integers(1000, 9000))
     for case in [Case(515, S, 64, 128), Case(1, S, 64, 128), Case(333, S, 64, 128, window=window),
-                 Case(1, S, 16, 96, window=4095)]:
+                 Case(1, S, 16, 96, window=4095), Case(odd_size(rng, 9_000, 12_000), S, 128, 256, window=window)]:
         got = _grid(ex, case)
         tiles = _sample_tiles(rng, case)
         T, S, block_q, block_k, W = case
@@ -229,36 +194,55 @@ def check_large_context(ex):
                  if (want := oracle.classify_tile(T, S, block_q, block_k, a, b, W)) != got[a, b]]
         if wrong:
             a, b, want = wrong[0]
-            message = (f"{case.call} is wrong in {len(wrong)} of {len(tiles)} tiles brute-forced from "
-                       f"positions; first {_tile_text(case, a, b)}: expected {_name(want)}, "
-                       f"got {_name(got[a, b])}")
-            found = diagnosis.matches(got, *case)
-            if found:
-                diagnosis_id, sentence = next(iter(found.items()))
-                ex.diagnose(diagnosis_id, sentence)
-                message += f"; {sentence}"
-            fail(message, case=case.details(ex.seed))
+            fail(f"{case.call} is wrong in {len(wrong)} of {len(tiles)} tiles brute-forced from "
+                 f"positions; first {_tile_text(case, a, b)}: expected {_name(want)}, got {_name(got[a, b])}"
+                 + name_mistakes(ex, diagnosis.explain_grids([(case, got)])), case=case.details(ex.seed))
+
+
+def _dense_cases(rng):
+    """Every path of the classification, each big enough that a T x S mask shows in the peak."""
+    S = odd_size(rng, 200_000, 300_000)
+    return [Case(1031, S, 64, 128), Case(1031, S, 64, 128, window=int(rng.integers(500, 3000))),
+            Case(odd_size(rng, 700, 1000), S, 1024, 128),  # T < block_q: a single query tile
+            Case(odd_size(rng, 1000, 1500), S, 37, 1000, window=1)]
 
 
 def check_no_dense_mask(ex):
-    """A chunk over hundreds of thousands of keys: peak memory stays far below T x S bytes."""
-    case = Case(1031, _size(ex.rng, 200_000, 300_000), 64, 128)
-    T, S = case[:2]
-    try:
-        _, stats = _grid_measured(ex, case)
-    except CandidateRaised as exc:
-        if exc.is_a("MemoryError"):
+    """Chunks over hundreds of thousands of keys, with and without a window, one query tile or many:
+    peak memory stays far below T x S bytes."""
+    for case in _dense_cases(ex.rng):
+        T, S = case[:2]
+        kwargs = {} if case[4] is None else {"window": case[4]}
+        try:
+            value, peak, _ = measure(ex, ex.candidate, "classify_tiles", *case[:4], **kwargs)
+        except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
+            if failure.kind != "must_not":
+                raise
             ex.diagnose("dense_mask_built", f"{case.call} ran out of memory: a {T:,} x {S:,} mask alone "
                                             f"is {T * S / 2**20:,.0f} MiB; compare tile edges instead")
-        raise
-    peak = stats.peak_bytes
-    if peak is not None and peak >= T * S / DENSE_FRACTION:
-        ex.diagnose("dense_mask_built",
-                    f"{case.call} allocated up to {peak / 2**20:,.0f} MiB, of the order of the {T:,} x {S:,} "
-                    f"element mask ({T * S / 2**20:,.0f} MiB as bools) for a grid of only "
-                    f"{case.grid_shape[0]} x {case.grid_shape[1]} tiles: classify from the tile edges")
-        fail(f"{case.call} peaked at {peak:,} bytes; a classification from tile edges needs far less than "
-             f"T x S / {DENSE_FRACTION} = {T * S // DENSE_FRACTION:,} bytes", case=case.details(ex.seed))
+            raise failure
+        expect_array(value, call=case.call, shape=case.grid_shape, kind="iu", case=case.details(ex.seed))
+        if peak is not None and peak >= T * S / DENSE_FRACTION:
+            ex.diagnose("dense_mask_built",
+                        f"{case.call} allocated up to {peak / 2**20:,.0f} MiB, of the order of the {T:,} x {S:,} "
+                        f"element mask ({T * S / 2**20:,.0f} MiB as bools) for a grid of only "
+                        f"{case.grid_shape[0]} x {case.grid_shape[1]} tiles: classify from the tile edges")
+            fail(f"{case.call} peaked at {peak:,} bytes; a classification from tile edges needs far less than "
+                 f"T x S / {DENSE_FRACTION} = {T * S // DENSE_FRACTION:,} bytes", case=case.details(ex.seed),
+                 kind="must_not")
+
+
+def check_numpy_integer_arguments(ex):
+    """Sizes and window given as numpy integers (np.int64, np.int32) work like Python ints."""
+    cases = [Case(7, 45, 3, 8), Case(1, 97, 4, 10, window=9), Case(20, 61, 6, 5, window=4)]
+    for as_type in (np.int64, np.int32):
+        try:
+            _expect_cases(ex, cases, context=f" (sizes as {as_type.__name__})", as_type=as_type)
+        except CandidateRaised as exc:
+            if not exc.is_a("ValueError"):
+                raise  # any other exception on a valid input is a crash
+            fail(f"classify_tiles rejected {as_type.__name__} sizes ({exc.message[:120]}); the contract "
+                 "accepts numpy integers wherever an int is asked for", kind="hygiene")
 
 
 def _expect_rejected(ex, args, kwargs, why):
@@ -282,10 +266,8 @@ def check_rejects_invalid_sizes(ex):
 
 
 def check_rejects_non_integers(ex):
-    """Floats, strings and bools (True is not a size) raise ValueError."""
+    """Floats and strings as sizes or window raise ValueError."""
     for args, kwargs, why in [((3.0, 8, 4, 4), {}, "T is a float"), ((3, "8", 4, 4), {}, "S is a string"),
-                              ((3, 8, 2.5, 4), {}, "block_q is a float"), ((True, 8, 4, 4), {}, "T is a bool"),
-                              ((3, 8, 4, True), {}, "block_k is a bool"),
-                              ((3, 8, 4, 4), {"window": 2.5}, "window is a float"),
-                              ((3, 8, 4, 4), {"window": True}, "window is a bool")]:
+                              ((3, 8, 2.5, 4), {}, "block_q is a float"),
+                              ((3, 8, 4, 4), {"window": 2.5}, "window is a float")]:
         _expect_rejected(ex, args, kwargs, why)

@@ -5,6 +5,8 @@ S is in the hundreds of thousands; each states one classic mistake.
 """
 import numpy as np
 
+from grader.checking import Explanation, Variant, explain
+
 SKIP, PARTIAL, FULL = 0, 1, 2
 
 
@@ -96,7 +98,7 @@ def _w(window):
     return "no window" if window is None else f"window {window}"
 
 
-VARIANTS = [  # (diagnosis id, known-wrong classification or None when it does not apply, sentence)
+_TABLE = [  # (diagnosis id, known-wrong classification or None when it does not apply, sentence)
     ("top_left_alignment", _top_left,
      lambda T, S, bq, bk, w: f"top-left aligned: tiles are classified as if query row 0 sat at position 0; "
                              f"with T = {T} over S = {S:,} it sits at position {S - T:,} (the offset S - T), "
@@ -131,13 +133,10 @@ VARIANTS = [  # (diagnosis id, known-wrong classification or None when it does n
 ]
 
 
-def matches(grid: np.ndarray, T, S, block_q, block_k, window=None) -> dict:
-    """{diagnosis id: sentence} for every known mistake ``grid`` equals on this case."""
-    found = {}
-    for diagnosis_id, variant, sentence in VARIANTS:
-        wrong = variant(T, S, block_q, block_k, window)
-        if wrong is not None and diagnosis_id not in found and np.array_equal(grid, wrong) \
-                and not np.array_equal(wrong, right(T, S, block_q, block_k, window)):
-            found[diagnosis_id] = sentence(T, S, block_q, block_k, window)
-    return found
+VARIANTS = [Variant(i, lambda case, f=build: f(*case), lambda case, f=sentence: f(*case))
+            for i, build, sentence in _TABLE]  # a case is (T, S, block_q, block_k, window)
 
+
+def explain_grids(failures) -> Explanation:
+    """Which known mistakes explain every failing (case, submitted grid)."""
+    return explain(VARIANTS, failures, right=lambda case: right(*case))

@@ -1,9 +1,9 @@
 """Hidden checks for tree_mask. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, name_mistakes, odd_size
 from grader.hidden.decode_mask import oracle as decode_oracle
-from grader.sandbox import CandidateTimeout
+from grader.sandbox import CandidateRaised, CandidateTimeout
 
 from . import diagnosis, oracle
 
@@ -45,17 +45,9 @@ def deep_path(rng, T: int) -> list[int]:
     return parents
 
 
-def _not_power_of_two(n):
-    return n & (n - 1) != 0
-
-
 def random_cases(rng, count: int, max_t: int = 130) -> list[tuple[list[int], int]]:
     """(parents, P): the sizes 7, 13 and 37, then random sizes that are not powers of two."""
-    sizes = [7, 13, 37]
-    while len(sizes) < count:
-        T = int(rng.integers(3, max_t))
-        if _not_power_of_two(T):
-            sizes.append(T)
+    sizes = [7, 13, 37] + [odd_size(rng, 3, max_t) for _ in range(count - 3)]
     caches = [0, 45, 97] + [int(rng.integers(1, 300)) for _ in range(count - 3)]
     return [(random_tree(rng, T), P) for T, P in zip(sizes, caches)]
 
@@ -85,7 +77,7 @@ def _positions(ex, parents, P, as_given=None):
 def _mask(ex, parents, P, as_given=None):
     call, case = _call("tree_attention_mask", parents, P), _case(ex, parents, P)
     got = ex.candidate.tree_attention_mask(parents if as_given is None else as_given, P)
-    return expect_array(got, call=call, shape=(len(parents), P + len(parents)), kind="b", case=case)
+    return expect_array(got, call=call, shape=(len(parents), int(P) + len(parents)), kind="b", case=case)
 
 
 def _mask_picture(want, got, P, call):
@@ -93,33 +85,33 @@ def _mask_picture(want, got, P, call):
     if not np.array_equal(want[:, P:], got[:, P:]):
         return grid_picture(want[:, P:], got[:, P:],
                             f"{call}, draft corner: row i and column j are draft i and draft j")
-    return grid_picture(want, got, f"{call}: rows are drafts, columns the {P} cached keys then the drafts")
+    return grid_picture(want, got, f"{call}: rows are drafts, columns the {P} cached keys then the drafts",
+                        keep_corner=True)
 
 
 def _column(c, P):
     return f"cached key {c}" if c < P else f"draft {c - P} (column {c})"
 
 
-def _fail_mask(ex, parents, P, want, got, context=""):
+def _fail_mask(ex, failures, context=""):
+    (parents, P), want, got = failures[0]
     call = _call("tree_attention_mask", parents, P)
     row, col = (int(x) for x in np.argwhere(want != got)[0])
     message = (f"{call}{context} differs from the expected mask in {int((want != got).sum()):,} of "
                f"{want.size:,} cells (first at draft row {row}, {_column(col, P)}: expected "
-               f"{bool(want[row, col])})")
-    if found := diagnosis.diagnose("mask", got, parents, P):
-        ex.diagnose(*found)
-        message += f"; {found[1]}"
+               f"{bool(want[row, col])}; draft {row} sees {int(got[row].sum()):,} keys, expected "
+               f"{int(want[row].sum()):,})")
+    message += name_mistakes(ex, diagnosis.explain_answers("mask", [(c, g) for c, _, g in failures]))
     fail(message, case=_case(ex, parents, P), picture=_mask_picture(want, got, P, call))
 
 
-def _fail_positions(ex, parents, P, want, got, context=""):
+def _fail_positions(ex, failures, context=""):
+    (parents, P), want, got = failures[0]
     call = _call("tree_positions", parents, P)
     i = int(np.flatnonzero(want != got)[0])
     message = (f"{call}{context} gives {int((want != got).sum())} of {len(parents)} positions wrong "
                f"(first: draft {i} at {int(got[i]):,}, expected {int(want[i]):,})")
-    if found := diagnosis.diagnose("positions", got, parents, P):
-        ex.diagnose(*found)
-        message += f"; {found[1]}"
+    message += name_mistakes(ex, diagnosis.explain_answers("positions", [(c, g) for c, _, g in failures]))
     fail(message, case=_case(ex, parents, P))
 
 
@@ -130,7 +122,8 @@ ANSWERS = {  # what is compared: (candidate call, oracle, failure report)
 
 
 def _expect(ex, cases, kinds=("mask", "positions"), context="", given=None, want=None):
-    """Check each kind on every (parents, P); report the smallest failing case.
+    """Check each kind on every (parents, P); report the smallest failing case, and name a
+    mistake only when it explains every failing case.
 
     ``given`` sends the parents in another form than a list; ``want(kind, parents, P)``
     replaces the oracle (for an independent statement such as the decode mask of a chain).
@@ -140,12 +133,12 @@ def _expect(ex, cases, kinds=("mask", "positions"), context="", given=None, want
         failures = []
         for parents, P in cases:
             got = call(ex, parents, P, given)
-            expected = want(kind, parents, P) if want else right(parents, P)
+            expected = want(kind, parents, int(P)) if want else right(parents, int(P))
             if not np.array_equal(got, expected):
-                failures.append((len(parents), P, parents, expected, got))
+                failures.append(((parents, int(P)), expected, got))
         if failures:
-            _, P, parents, expected, got = min(failures, key=lambda f: f[:2])
-            report(ex, parents, P, expected, got, context)
+            failures.sort(key=lambda f: (len(f[0][0]), f[0][1]))
+            report(ex, failures, context)
 
 
 # -- checks -------------------------------------------------------------------------------------
@@ -164,7 +157,7 @@ def check_positions_are_int64(ex):
         got = _positions(ex, [-1, 0, 1, -1], 7, given)
         if got.dtype != np.int64:
             fail(f"tree_positions({given!r}, 7) returned {got.dtype} positions; expected int64",
-                 case={"parents": [-1, 0, 1, -1], "P": 7})
+                 case={"parents": [-1, 0, 1, -1], "P": 7}, kind="hygiene")
 
 
 def check_positions_random_trees(ex):
@@ -225,11 +218,9 @@ def check_tree_attention_matches_path_decoding(ex):
             message += "; a draft that sees no key gives NaN"
         for kind, answer in (("mask", mask), ("positions", positions)):
             if not np.array_equal(answer, ANSWERS[kind][1](parents, P)):
-                found = diagnosis.diagnose(kind, answer, parents, P)
-                message += f"; your {kind}: " + (found[1] if found else "not what the rule gives")
-                if found:
-                    ex.diagnose(*found)
-        fail(message, case=_case(ex, parents, P) | {"D": D})
+                told = name_mistakes(ex, diagnosis.explain_answers(kind, [((parents, P), answer)]))
+                message += f"; your {kind}: " + (told[2:] or "not what the rule gives")
+        fail(message, case=_case(ex, parents, P) | {"D": D}, kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 def check_parents_as_numpy_array(ex):
@@ -238,6 +229,29 @@ def check_parents_as_numpy_array(ex):
     for given, kind in [(np.array(parents, dtype=np.int64), "an int64 array"),
                         (np.array(parents, dtype=np.int32), "an int32 array"), (tuple(parents), "a tuple")]:
         _expect(ex, [(parents, P)], context=f" (parents given as {kind})", given=given)
+
+
+def check_long_cache(ex):
+    """Caches past 2^15 and 2^16 tokens (masks), and positions past 2^31 (P + depth in int64)."""
+    rng = ex.rng
+    trees = [random_tree(rng, 13), deep_path(rng, 40), chain(5)]
+    _expect(ex, [(trees[0], odd_size(rng, 2**15 + 1, 2**16)), (trees[1], odd_size(rng, 70_000, 100_000))],
+            context=" (a long cache)")
+    _expect(ex, [(t, 2**31 + odd_size(rng, 1, 1000)) for t in trees] + [(trees[1], 2**32 - 20)],
+            kinds=["positions"], context=" (positions past 2^31)")
+
+
+def check_numpy_integer_cache_length(ex):
+    """P given as a numpy integer (np.int64, np.int32), parents as a list of numpy ints."""
+    parents = random_tree(ex.rng, 11)
+    cases = [(parents, np.int64(45)), (parents, np.int32(7)), ([np.int64(p) for p in parents], np.int64(0))]
+    try:
+        _expect(ex, cases, context=" (numpy integers)")
+    except CandidateRaised as exc:
+        if not exc.is_a("ValueError"):
+            raise  # any other exception on a valid input is a crash
+        fail(f"a numpy integer P or parent was rejected ({exc.message[:120]}); the contract accepts numpy "
+             "integers wherever an int is asked for", kind="hygiene")
 
 
 def check_empty_tree(ex):

@@ -1,6 +1,8 @@
 """Known-wrong tree masks and positions, and the sentence that names the one a submission matches."""
 import numpy as np
 
+from grader.checking import Explanation, Variant, explain
+
 from . import oracle
 
 
@@ -116,14 +118,15 @@ POSITION_VARIANTS = [  # (diagnosis id, known-wrong positions of (parents, P), s
 ]
 
 
-VARIANTS = {"mask": MASK_VARIANTS, "positions": POSITION_VARIANTS}
+def _variants(table):
+    return [Variant(i, lambda case, f=build: f(*case), lambda case, f=say: f(*case)) for i, build, say in table]
 
 
-def diagnose(kind: str, got: np.ndarray, parents, P: int):
-    """(diagnosis id, sentence) for the known mistake a wrong ``kind`` ("mask" or "positions")
-    equals, or None. Call it only for an answer that differs from the oracle's."""
-    for diagnosis_id, variant, sentence in VARIANTS[kind]:
-        wrong = variant(parents, P)
-        if wrong.shape == got.shape and np.array_equal(got, wrong):
-            return diagnosis_id, sentence(parents, P)
-    return None
+VARIANTS = {"mask": _variants(MASK_VARIANTS), "positions": _variants(POSITION_VARIANTS)}  # a case is (parents, P)
+RIGHT = {"mask": lambda case: oracle.mask(*case), "positions": lambda case: oracle.positions(*case)}
+
+
+def explain_answers(kind: str, failures) -> Explanation:
+    """Which known mistakes explain every failing (case, submitted answer) of ``kind``
+    ("mask" or "positions")."""
+    return explain(VARIANTS[kind], failures, right=RIGHT[kind])

@@ -8,7 +8,7 @@ position embeddings so that positions change the answer.
 """
 import numpy as np
 
-from grader.hidden.decode_mask.oracle import attention  # masked softmax, one row at a time
+from .._oracles import attention  # masked softmax, one row at a time
 
 
 def path_to(parents, i: int) -> list[int]:

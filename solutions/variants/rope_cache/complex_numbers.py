@@ -4,6 +4,11 @@ import math
 
 import numpy as np
 
+# Right answers everywhere, but every step joins the cache's list of steps into one array: a copy
+# of the whole cache per step, which decode_step_memory sees (cache_copied_each_step, an
+# efficiency mistake that caps at hire). kvgrade verify accepts that diagnosis at this level.
+EXPECTED_LEVEL = "hire"
+
 
 def _check_dim(D):
     if D < 2 or D % 2:

@@ -4,6 +4,11 @@ import math
 
 import numpy as np
 
+# Right answers everywhere, but every step rebuilds the key and value arrays from the cache's list
+# of rows: a copy of the whole cache per step, which decode_step_memory sees (cache_copied_each_step, an
+# efficiency mistake that caps at hire). kvgrade verify accepts that diagnosis at this level.
+EXPECTED_LEVEL = "hire"
+
 
 def _turn(vec, p, base):
     """One head's vector [D] rotated at position p, pair by pair."""

@@ -1,0 +1,13 @@
+"""Known wrong: positions held in int16, so they wrap past 2^15 and the mask goes wrong there."""
+import numpy as np
+
+EXPECTED_DIAGNOSIS = ()  # nothing classic: the long-context check's verdict shows it
+EXPECTED_LEVEL = "weak"
+
+
+def decode_causal_mask(T, S):
+    if not 1 <= T <= S:
+        raise ValueError(f"need 1 <= T <= S, got T={T}, S={S}")
+    q_pos = np.arange(S - T, S).astype(np.int16)[:, None]
+    k_pos = np.arange(S).astype(np.int16)[None, :]
+    return k_pos <= q_pos

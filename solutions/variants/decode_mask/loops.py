@@ -1,0 +1,11 @@
+"""Correct, written as loops over rows; accepts numpy integer sizes."""
+import numpy as np
+
+
+def decode_causal_mask(T, S):
+    if not 1 <= T <= S:
+        raise ValueError(f"need 1 <= T <= S, got T={T}, S={S}")
+    mask = np.zeros((T, S), dtype=bool)
+    for row in range(T):
+        mask[row, : S - T + row + 1] = True
+    return mask

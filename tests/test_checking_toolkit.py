@@ -1,0 +1,96 @@
+"""The hidden checks' toolkit: one sampler, one diagnosis rule, pictures where the mistake is."""
+import numpy as np
+import pytest
+
+from grader.checking import CheckFailure, Variant, describe, explain, grid_picture, measure, odd_size
+from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised
+
+
+def test_odd_size_stays_in_its_half_open_range_and_avoids_powers_of_two():
+    rng = np.random.default_rng(0)
+    sizes = [odd_size(rng, 3, 40) for _ in range(300)]
+    assert min(sizes) >= 3 and max(sizes) <= 39
+    assert not any(n & (n - 1) == 0 for n in sizes)
+    assert odd_size(rng, 4, 5) == 4  # a range holding only a power of two gives it
+
+
+def _variants():
+    return [Variant("doubled", lambda c: 2 * c, lambda c: f"doubled {c}"),
+            Variant("negated", lambda c: -c, lambda c: f"negated {c}")]
+
+
+def test_a_mistake_is_named_only_when_it_explains_every_failing_case():
+    assert explain(_variants(), [(3, 6), (5, 10)]).named == [("doubled", "doubled 3")]
+    one_of_two = explain(_variants(), [(3, 6), (5, 11)])
+    assert one_of_two.named == [] and one_of_two.hint == "consistent with doubled in this case"
+    assert explain(_variants(), [(3, 7)]).named == [] and explain(_variants(), [(3, 7)]).hint == ""
+
+
+def test_two_mistakes_that_share_the_failing_cases_are_both_named():
+    found = explain(_variants(), [(3, 6), (5, -5)])
+    assert sorted(i for i, _ in found.named) == ["doubled", "negated"]
+
+
+def test_mistakes_that_agree_with_the_right_answer_or_with_each_other_are_not_named():
+    same = [Variant("a", lambda c: c + 1, str), Variant("b", lambda c: c + 1, str)]
+    assert explain(same, [(1, 2)]).named == [] and "a or b" in explain(same, [(1, 2)]).hint
+    assert explain(_variants(), [(0, 0)], right=lambda c: c).named == []  # 0 doubled is still 0
+
+
+def test_a_decode_mask_picture_shows_the_bottom_right_corner_where_it_differs():
+    T, S = 4, 4096
+    want = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]
+    top_left = np.tril(np.ones((T, S), bool))
+    picture = grid_picture(want, top_left, "mask", keep_corner=True)
+    assert picture["origin"] == [0, S - 48] and len(picture["expected"][0]) == 48
+    assert picture["expected"] != picture["submitted"]
+    assert grid_picture(want, top_left, "mask")["origin"] == [0, 0]  # without it: round the first cell
+
+
+def test_describe_names_what_came_back():
+    assert describe(np.zeros((2, 3))) == "a float64 array of shape (2, 3)"
+    assert describe(np.array([3, 1])) == "int64 array [3, 1]"
+    assert describe([1, 2]) == "a list of length 2"
+
+
+def test_an_unknown_failure_kind_is_refused():
+    with pytest.raises(ValueError):
+        CheckFailure("x", kind="bad")
+
+
+class _Target:
+    """A stand-in for a remote object: records which of measured / with_stats was used."""
+
+    def __init__(self, fault=None):
+        self.used, self.fault = [], fault
+
+    def _reply(self, how, name, *args):
+        self.used.append((how, name, args))
+        if self.fault:
+            raise self.fault
+        return sum(args), CallStats(peak_bytes=4096 if how == "measured" else None, warnings=["overflow"])
+
+    def measured(self, name, *args, **kwargs):
+        return self._reply("measured", name, *args)
+
+    def with_stats(self, name, *args, **kwargs):
+        return self._reply("with_stats", name, *args)
+
+
+def test_measure_takes_memory_from_measured_and_warnings_alone_from_with_stats():
+    target = _Target()
+    assert measure(None, target, "f", 1, 2) == (3, 4096, ["overflow"])
+    assert measure(None, target, "f", 1, memory=False) == (1, None, ["overflow"])
+    assert [how for how, *_ in target.used] == ["measured", "with_stats"]
+
+
+def test_running_out_of_memory_is_a_broken_must_not_only_when_memory_is_measured():
+    oom = CandidateRaised("f()", {"type": "MemoryError", "mro": ["MemoryError"], "message": "big"})
+    with pytest.raises(CheckFailure) as failure:
+        measure(None, _Target(oom), "f")
+    assert failure.value.kind == "must_not"
+    with pytest.raises(CheckFailure) as killed:
+        measure(None, _Target(CandidateCrashed("killed")), "f")
+    assert killed.value.kind == "must_not"
+    with pytest.raises(CandidateRaised):
+        measure(None, _Target(oom), "f", memory=False)
