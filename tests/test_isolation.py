@@ -8,6 +8,7 @@ process it starts dies with it. The plain "process" level is always tested too.
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +20,14 @@ from grader.sandbox import Limits, ModuleToLoad, Sandbox, isolation, launch
 
 KIT = catalog.KIT_ROOT
 HAS_BWRAP = launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
+
+
+def mount_points_for_python(folder: Path) -> set[str]:
+    """Names bubblewrap must create inside ``folder`` to bind the Python the child runs (a venv
+    inside the checkout, as the README's commands make): empty mount points, never kit files."""
+    pythons = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    folder = folder.resolve()
+    return {p.relative_to(folder).parts[0] for p in pythons if folder in p.parents}
 
 
 def needs_bwrap():
@@ -39,11 +48,11 @@ def can_read(path):
     except OSError:
         return False
 
-def can_list(path):
+def listing(path):
     try:
-        return len(os.listdir(path)) > 0
+        return sorted(os.listdir(path))
     except OSError:
-        return False
+        return []
 
 def can_write(path):
     try:
@@ -106,7 +115,8 @@ def test_with_bubblewrap_the_kit_is_out_of_sight(probe, tmp_path):
         assert secret.is_file()  # the grader sees it ...
         assert not module.can_read(str(secret)), f"the child read {secret}"  # ... the child does not
     for folder in (KIT, KIT / "solutions", KIT / "grader" / "hidden", KIT / "rubrics", Path("/work")):
-        assert not module.can_list(str(folder)), f"the child listed {folder}"
+        seen = set(module.listing(str(folder))) - mount_points_for_python(folder)
+        assert not seen, f"the child listed {folder}: {sorted(seen)[:5]}"
     (tmp_path / "other_candidate_file.txt").write_text("not copied into the sandbox")
     assert not module.can_read(str(tmp_path / "other_candidate_file.txt"))
     # the grader's memory: no other process is visible, the grader's pid least of all
