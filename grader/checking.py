@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -111,6 +111,11 @@ def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
         if n & (n - 1):
             return n
     return int(low)
+
+
+def odd_size_closed(rng: np.random.Generator, low: int, high: int) -> int:
+    """``odd_size`` over the closed range [low, high], for checks that state their sizes so."""
+    return odd_size(rng, low, high + 1)
 
 
 # -- evidence: memory and warnings -----------------------------------------------------------------
@@ -278,3 +283,32 @@ class ExerciseRun:
             return None
         path = self.module_path.parent / f"test_{self.exercise.id}.py"
         return path if path.is_file() and not path.is_symlink() else None
+
+
+@dataclass
+class Miss:
+    """One failing case: its size (to pick the smallest), what to say, and the mistakes that fit it
+    as (diagnosis id, sentence) pairs."""
+    size: int
+    message: str
+    case: dict
+    kind: str = "wrong"
+    found: list = field(default_factory=list)
+
+
+def settle(ex, misses: list):
+    """Fail with the smallest miss (``None`` entries are cases that passed); name a mistake only
+    when it explains every miss of the check, else say which one the smallest case fits."""
+    misses = [m for m in misses if m is not None]
+    if not misses:
+        return
+    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
+    smallest = min(misses, key=lambda m: m.size)
+    message = smallest.message
+    for diagnosis_id, sentence in smallest.found:
+        if diagnosis_id in shared:
+            ex.diagnose(diagnosis_id, sentence)
+            message += f"; {sentence}"
+    if smallest.found and not shared:
+        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
+    fail(message, case=smallest.case, kind=smallest.kind)

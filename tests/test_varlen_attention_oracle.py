@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.checking import odd_size_closed
 from grader.hidden.varlen_attention import checks, diagnosis, oracle
 
 
@@ -117,7 +118,7 @@ def test_padding_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
     wrong_cases = 0
     for seed in range(21):
         rng = np.random.default_rng(seed)
-        B, S = checks._odd(rng, 2, 7), checks._odd(rng, 6, 70)
+        B, S = odd_size_closed(rng, 2, 7), odd_size_closed(rng, 6, 70)
         T = int(rng.integers(1, S // 2))
         mask = checks.padded([min(p, S - T) for p in checks._pads(rng, B, S)], S)
         for answer, rule, variants, inputs in [

@@ -13,20 +13,13 @@ import math
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, summarize
+from grader.checking import expect_array, expect_raises, fail, odd_size_closed, summarize
 from grader.sandbox import CandidateRaised, Lent
 
 from . import diagnosis, oracle
 from .diagnosis import Failure, Layout
 
 
-def _odd(rng, low, high):
-    """An integer in [low, high] that is not a power of two (when the range allows it)."""
-    for _ in range(100):
-        n = int(rng.integers(low, high + 1))
-        if n & (n - 1):
-            return n
-    return int(low)
 
 
 def _tokens(T):
@@ -300,7 +293,7 @@ def _lens(rng, count, block_size, longest=60):
 
 def check_fresh_cache(ex):
     """A new cache: float64 pools [num_blocks, block_size, Hkv, D], every block free; a new sequence is empty."""
-    for sizes in [(1, 1, 1, 1), (5, 7, 3, 2), (_odd(ex.rng, 9, 40), 13, _odd(ex.rng, 1, 5), _odd(ex.rng, 3, 17))]:
+    for sizes in [(1, 1, 1, 1), (5, 7, 3, 2), (odd_size_closed(ex.rng, 9, 40), 13, odd_size_closed(ex.rng, 1, 5), odd_size_closed(ex.rng, 3, 17))]:
         run = Run(ex, *sizes)
         run.add(int(ex.rng.integers(0, 10**6)))
         run.add(0)
@@ -310,9 +303,9 @@ def check_single_sequence(ex):
     """One sequence appended in chunks (T = 1, T > 1, T = 0, float32, across block boundaries), read back after each."""
     rng = ex.rng
     for bs in (7, 13, 1):
-        run = Run(ex, _odd(rng, 40, 60), bs, _odd(rng, 1, 3), _odd(rng, 3, 9), group=3)
+        run = Run(ex, odd_size_closed(rng, 40, 60), bs, odd_size_closed(rng, 1, 3), odd_size_closed(rng, 3, 9), group=3)
         run.add(3)
-        for T in [1, bs - 1 if bs > 1 else 2, 0, 1, 2 * bs + 3, 1, _odd(rng, 2, 9)]:
+        for T in [1, bs - 1 if bs > 1 else 2, 0, 1, 2 * bs + 3, 1, odd_size_closed(rng, 2, 9)]:
             run.append(3, T)
             if T:
                 run.attend(3)
@@ -335,7 +328,7 @@ def check_interleaved_sequences(ex):
     rng = ex.rng
     for bs, Hkv, group in ((7, 3, 3), (13, 1, 5)):
         ids = [int(x) for x in rng.choice(np.arange(1, 500), size=5, replace=False)]
-        run = Run(ex, _odd(rng, 140, 200), bs, Hkv, _odd(rng, 3, 11), group)
+        run = Run(ex, odd_size_closed(rng, 140, 200), bs, Hkv, odd_size_closed(rng, 3, 11), group)
         for s in ids:
             run.add(s)
         _interleaved(run, ids, 4)
@@ -346,7 +339,7 @@ def check_free_and_reuse(ex):
     """Sequences freed in random order; new ones (reused ids too) get the freed blocks, leftovers and all."""
     rng = ex.rng
     for bs, Hkv, group in ((7, 3, 5), (13, 2, 3)):
-        run = Run(ex, _odd(rng, 60, 90), bs, Hkv, _odd(rng, 3, 9), group)
+        run = Run(ex, odd_size_closed(rng, 60, 90), bs, Hkv, odd_size_closed(rng, 3, 9), group)
         ids = list(range(6))
         for s in ids:
             run.add(s)
@@ -379,7 +372,7 @@ def check_forks_and_appends(ex):
     """Forks several deep (of empty and full-block sequences too), appends to parents and children in turns."""
     rng = ex.rng
     for bs, Hkv, group in ((7, 1, 3), (13, 3, 5)):
-        run = Run(ex, _odd(rng, 150, 200), bs, Hkv, _odd(rng, 3, 9), group)
+        run = Run(ex, odd_size_closed(rng, 150, 200), bs, Hkv, odd_size_closed(rng, 3, 9), group)
         run.add(1)
         run.append(1, int(rng.integers(bs + 1, 3 * bs)) | 1)
         family = [1] + _fork_tree(run, 1, 4)
@@ -403,7 +396,7 @@ def check_free_counts_after_fork_and_free(ex):
     """num_free_blocks after forks and frees in random order: a shared block returns only with its last holder."""
     rng = ex.rng
     for bs in (7, 13):
-        run = Run(ex, _odd(rng, 80, 120), bs, 2, _odd(rng, 3, 7))
+        run = Run(ex, odd_size_closed(rng, 80, 120), bs, 2, odd_size_closed(rng, 3, 7))
         run.add(5)
         run.append(5, 3 * bs + int(rng.integers(1, bs)))
         family = [5] + _fork_tree(run, 5, 3)
@@ -484,7 +477,7 @@ def check_out_of_blocks(ex):
 def check_long_sequence(ex):
     """A sequence past 2^16 tokens between a short one, appended in large chunks; read back and attended."""
     rng = ex.rng
-    bs, total = 13, 70_000 + _odd(rng, 3, 2000)
+    bs, total = 13, 70_000 + odd_size_closed(rng, 3, 2000)
     chunks = [1, 29_999, 3, 20_011]
     chunks.append(total - sum(chunks))
     run = Run(ex, math.ceil(total / bs) + 12, bs, 1, 3, group=3)
@@ -522,7 +515,7 @@ def check_attention_gqa_groups(ex):
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((7, 3, 3), (13, 1, 5), (7, 3, 5), (13, 5, 3), (7, 2, 1)):
         lens = _lens(rng, 3, bs)
-        cases.append((lens, bs, Hkv, group, _odd(rng, 3, 17), _lent_calls(rng, lens)))
+        cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 17), _lent_calls(rng, lens)))
     expect_lent_cases(ex, cases)
 
 
@@ -532,7 +525,7 @@ def check_attention_edges(ex):
     for bs, Hkv, group in ((7, 1, 3), (13, 3, 1), (1, 2, 3)):
         lens = [1, bs, 2 * bs, 2 * bs + 1, int(rng.integers(2, bs + 2))]
         calls = [(n, L) for n, L in enumerate(lens)] + [(n, 1) for n in range(len(lens))]
-        cases.append((lens, bs, Hkv, group, _odd(rng, 3, 9), calls))
+        cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 9), calls))
     expect_lent_cases(ex, cases)
 
 

@@ -9,15 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size
+from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size_closed
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
 
 
-def _odd(rng, low, high):
-    """checking.odd_size over the closed range [low, high], as these checks state their sizes."""
-    return odd_size(rng, low, high + 1)
 
 
 def chunk_sizes(rng, tokens, low, high, p_one=0.3):
@@ -84,7 +81,7 @@ def _append_stream(ex, C, D, sizes):
 
 def check_fresh_cache(ex):
     """A new cache is empty: len 0, every position -1, keys and values of shape [capacity, head_dim]."""
-    for C, D in [(1, 1), (7, 3), (45, 67), (_odd(ex.rng, 9, 200), _odd(ex.rng, 3, 100))]:
+    for C, D in [(1, 1), (7, 3), (45, 67), (odd_size_closed(ex.rng, 9, 200), odd_size_closed(ex.rng, 3, 100))]:
         cache = ex.candidate.call("RingKVCache", C, D)
         _expect_state(ex, cache, oracle.Ring(C, D), {"capacity": C, "head_dim": D}, "for a new cache")
 
@@ -93,16 +90,16 @@ def check_append_wraps_slots(ex):
     """append writes position p to slot p % capacity and records p, wrapping many times (T = 1 and T > 1)."""
     rng = ex.rng
     for _ in range(2):
-        C, D = _odd(rng, 5, 40), _odd(rng, 2, 24)
-        sizes = chunk_sizes(rng, _odd(rng, 6 * C, 8 * C), 2, C)[:25]
+        C, D = odd_size_closed(rng, 5, 40), odd_size_closed(rng, 2, 24)
+        sizes = chunk_sizes(rng, odd_size_closed(rng, 6 * C, 8 * C), 2, C)[:25]
         _append_stream(ex, C, D, sizes)
 
 
 def check_append_longer_than_capacity(ex):
     """A chunk longer than the whole ring leaves its last capacity tokens in their slots."""
     rng = ex.rng
-    for C in (1, 7, _odd(rng, 10, 30)):
-        D = _odd(rng, 2, 9)
+    for C in (1, 7, odd_size_closed(rng, 10, 30)):
+        D = odd_size_closed(rng, 2, 9)
         _append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1])
 
 
@@ -157,7 +154,7 @@ def check_window_mask_contiguous(ex):
     """T > 1 queries, the last T of S contiguous positions: each sees the last W keys, itself included."""
     rng, cases = ex.rng, []
     for _ in range(20):
-        S = _odd(rng, 3, 140)
+        S = odd_size_closed(rng, 3, 140)
         T, W = int(rng.integers(2, S + 1)), int(rng.integers(1, S + 1))
         cases.append((np.arange(S - T, S), np.arange(S), W))
     _expect_masks(ex, cases, "contiguous positions")
@@ -167,7 +164,7 @@ def check_window_mask_ring_positions(ex):
     """Ring-buffer positions: unsorted, with empty (-1) slots before the ring fills."""
     rng, cases = ex.rng, []
     for n in range(24):
-        C = _odd(rng, 3, 60)
+        C = odd_size_closed(rng, 3, 60)
         length = int(rng.integers(1, C)) if n % 3 == 0 else int(rng.integers(C + 1, 9 * C))
         W = int(rng.integers(1, C + 1))
         ring = _ring_positions(length, C)
@@ -188,7 +185,7 @@ def check_window_mask_boundaries(ex):
     """window = 1 sees only the query itself; a window longer than the sequence is plain causal."""
     rng, cases = ex.rng, []
     for _ in range(4):
-        C = _odd(rng, 5, 40)
+        C = odd_size_closed(rng, 5, 40)
         ring = _ring_positions(int(rng.integers(C + 1, 5 * C)), C)
         q = np.sort(ring)[-3:]
         cases += [(q, ring, 1), (q, ring, C), (np.arange(C - 3, C), np.arange(C), 10 * C)]
@@ -217,7 +214,7 @@ class Stream:
 
 
 def make_stream(rng, capacity, window, chunks) -> Stream:
-    D = _odd(rng, 3, 40)
+    D = odd_size_closed(rng, 3, 40)
     q, k, v = (rng.standard_normal((sum(chunks), D)) for _ in range(3))
     return Stream(capacity, window, chunks, q, k, v)
 
@@ -298,30 +295,30 @@ def expect_stream(ex, s: Stream, what: str, watch_state=False):
 def check_decode_stream(ex):
     """T = 1 decode over a few hundred tokens: every output matches full sliding-window attention."""
     rng = ex.rng
-    C = _odd(rng, 9, 29)
+    C = odd_size_closed(rng, 9, 29)
     W = int(rng.integers(2, C))
-    expect_stream(ex, make_stream(rng, C, W, [1] * _odd(rng, 170, 200)), "plain decode (T = 1)")
+    expect_stream(ex, make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")
 
 
 def check_chunked_stream(ex):
     """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
     rng = ex.rng
     for _ in range(3):
-        C = _odd(rng, 20, 70)
+        C = odd_size_closed(rng, 20, 70)
         W = int(rng.integers(2, C - 5))  # chunks up to C - W + 1 >= 7 tokens: fewer calls
-        chunks = chunk_sizes(rng, _odd(rng, 250, 400), 2, C - W + 1)
+        chunks = chunk_sizes(rng, odd_size_closed(rng, 250, 400), 2, C - W + 1)
         expect_stream(ex, make_stream(rng, C, W, chunks), "chunked steps")
 
 
 def check_chunk_overwrites_needed_slots(ex):
     """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
     rng = ex.rng
-    C = _odd(rng, 5, 24)
-    expect_stream(ex, make_stream(rng, C, C, chunk_sizes(rng, _odd(rng, 250, 330), 2, C, p_one=0.1)),
+    C = odd_size_closed(rng, 5, 24)
+    expect_stream(ex, make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1)),
                   "capacity = window, chunks of T > 1")
-    C = _odd(rng, 12, 40)
+    C = odd_size_closed(rng, 12, 40)
     W = int(rng.integers(C // 2, C))
-    expect_stream(ex, make_stream(rng, C, W, chunk_sizes(rng, _odd(rng, 250, 330), C - W + 2, C, p_one=0)),
+    expect_stream(ex, make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0)),
                   "chunks long enough to overwrite keys their own queries need")
 
 
@@ -330,10 +327,10 @@ def check_chunk_longer_than_capacity(ex):
     cache (its first queries still need keys from before it), and short chunks."""
     rng = ex.rng
     for _ in range(2):
-        C = _odd(rng, 5, 30)
+        C = odd_size_closed(rng, 5, 30)
         W = int(rng.integers(2, C + 1)) if C > 1 else 1
         chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
-                  + chunk_sizes(rng, _odd(rng, 3 * C, 5 * C), 2, C))
+                  + chunk_sizes(rng, odd_size_closed(rng, 3 * C, 5 * C), 2, C))
         expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
 
 
@@ -341,7 +338,7 @@ def check_before_the_ring_fills(ex):
     """The first tokens, before every slot is written: empty slots (-1) are never attended to."""
     rng = ex.rng
     for chunks in ([1] * 11, [3, 1, 5, 2], [7, 1, 1, 6, 1]):
-        C = _odd(rng, sum(chunks) + 2, 3 * sum(chunks))
+        C = odd_size_closed(rng, sum(chunks) + 2, 3 * sum(chunks))
         W = int(rng.integers(sum(chunks), C + 1))
         expect_stream(ex, make_stream(rng, C, W, chunks), "a cache that is not yet full")
 
@@ -350,24 +347,24 @@ def check_window_one(ex):
     """window = 1: each token attends to itself only, so its output is its own value."""
     rng = ex.rng
     expect_stream(ex, make_stream(rng, 1, 1, [1] * 23), "window 1 with capacity 1")
-    C = _odd(rng, 3, 20)
-    chunks = chunk_sizes(rng, _odd(rng, 150, 200), 2, C)
+    C = odd_size_closed(rng, 3, 20)
+    chunks = chunk_sizes(rng, odd_size_closed(rng, 150, 200), 2, C)
     expect_stream(ex, make_stream(rng, C, 1, chunks), "window 1, chunked")
 
 
 def check_window_equals_capacity(ex):
     """window = capacity, T = 1 decode: the oldest token in the ring is still visible."""
     rng = ex.rng
-    C = _odd(rng, 6, 25)
-    expect_stream(ex, make_stream(rng, C, C, [1] * _odd(rng, 90, 120)), "window = capacity, T = 1")
+    C = odd_size_closed(rng, 6, 25)
+    expect_stream(ex, make_stream(rng, C, C, [1] * odd_size_closed(rng, 90, 120)), "window = capacity, T = 1")
 
 
 def check_step_leaves_tokens_appended(ex):
     """After each step, len(cache), its positions and its keys/values hold every token so far."""
     rng = ex.rng
-    C = _odd(rng, 7, 30)
+    C = odd_size_closed(rng, 7, 30)
     W = int(rng.integers(1, C + 1))
-    chunks = chunk_sizes(rng, _odd(rng, 3 * C, 4 * C), 2, max(2, C // 3))[:40]
+    chunks = chunk_sizes(rng, odd_size_closed(rng, 3 * C, 4 * C), 2, max(2, C // 3))[:40]
     run_stream(ex, make_stream(rng, C, W, chunks), watch_state=True)
 
 
@@ -375,10 +372,10 @@ def check_long_positions(ex):
     """Positions past 2^16 and 2^31: a chunk of ~70K tokens through a small ring, and masks over
     positions in the billions."""
     rng = ex.rng
-    C = _odd(rng, 5, 30)
-    _append_stream(ex, C, 2, [_odd(rng, 2**16 + 1, 70_000), 1, C + 2])
+    C = odd_size_closed(rng, 5, 30)
+    _append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])
     cases = []
-    for base in (2**16 + _odd(rng, 1, 999), 2**31 + _odd(rng, 1, 999)):
+    for base in (2**16 + odd_size_closed(rng, 1, 999), 2**31 + odd_size_closed(rng, 1, 999)):
         ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along
         k = np.where(ring >= 0, ring + base, -1)
         cases.append((np.sort(k)[-3:], k, int(rng.integers(1, C + 1))))
@@ -388,7 +385,7 @@ def check_long_positions(ex):
 def check_numpy_integer_arguments(ex):
     """capacity, head_dim and window as numpy integers; positions given to window_mask as lists."""
     rng = ex.rng
-    C, D, W = np.int64(_odd(rng, 7, 20)), np.int32(_odd(rng, 3, 9)), 5
+    C, D, W = np.int64(odd_size_closed(rng, 7, 20)), np.int32(odd_size_closed(rng, 3, 9)), 5
     try:
         cache = ex.candidate.RingKVCache(C, D)
         ring = oracle.Ring(int(C), int(D))

@@ -7,51 +7,22 @@ and the cache's length, stored keys and values with the sequence's own tokens, e
 once at its position. A check tries all its scripts, reports the smallest failing one, and
 names a mistake only when replaying that mistake reproduces every failing script.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail
+from grader.checking import Miss, expect_array, expect_raises, fail, odd_size, settle
 
 from . import diagnosis, oracle
 from .diagnosis import Seen, Step
 
 
-@dataclass
-class Miss:
-    """One failing case: its size (to pick the smallest), what to say, and the mistakes that fit it."""
-    size: int
-    message: str
-    case: dict
-    kind: str = "wrong"
-    found: list = field(default_factory=list)
 
 
-def _settle(ex, misses: list):
-    """Fail with the smallest miss; name a mistake only when it explains every miss of the check."""
-    misses = [m for m in misses if m is not None]
-    if not misses:
-        return
-    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
-    smallest = min(misses, key=lambda m: m.size)
-    message = smallest.message
-    for diagnosis_id, sentence in smallest.found:
-        if diagnosis_id in shared:
-            ex.diagnose(diagnosis_id, sentence)
-            message += f"; {sentence}"
-    if smallest.found and not shared:
-        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
-    fail(message, case=smallest.case, kind=smallest.kind)
 
 
 # ---- shapes ------------------------------------------------------------------------------------
 
-def _odd(rng, lo, hi) -> int:
-    """An integer in [lo, hi) that is not a power of two."""
-    while True:
-        n = int(rng.integers(lo, hi))
-        if n & (n - 1):
-            return n
 
 
 def _head_dim(rng, lo=6, hi=40) -> int:
@@ -211,7 +182,7 @@ def run_script(ex, script: Script) -> Miss | None:
 
 
 def _expect_scripts(ex, scripts):
-    _settle(ex, [run_script(ex, s) for s in scripts])
+    settle(ex, [run_script(ex, s) for s in scripts])
 
 
 # ---- rope on its own ---------------------------------------------------------------------------
@@ -219,7 +190,7 @@ def _expect_scripts(ex, scripts):
 def _rope_cases(rng):
     """(x, positions as passed, base): D = 2, D not a power of two, odd heads, unsorted and large
     positions (past 2^16 and 10^5), a list of positions, numpy integer base, float32, T = 0."""
-    T = _odd(rng, 5, 40)
+    T = odd_size(rng, 5, 40)
     return [
         (_tokens(rng, 1, 1, 2), [1], 10000.0),
         (_tokens(rng, T, 3, 2), rng.permutation(T + 7)[:T], 10000.0),
@@ -251,18 +222,18 @@ def check_rope_values(ex):
                        f"expected {want[t, h, d]:.6g}")
             misses.append(Miss(x.size, message, case, "nan" if np.isnan(got).any() else "wrong",
                                diagnosis.explaining_rope(got, x, p, float(base), tol)))
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 def check_rope_relative_invariance(ex):
     """Shifting every position by the same amount leaves every query-key score unchanged."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng)
-    T = _odd(rng, 5, 30)
+    T = odd_size(rng, 5, 30)
     q, k = _tokens(rng, T, H, D), _tokens(rng, T, H, D)
     q_pos, k_pos = rng.integers(0, 500, T), rng.integers(0, 500, T)
     scores = {}
-    for shift in (0, 1, _odd(rng, 1000, 5000), 70_001):
+    for shift in (0, 1, odd_size(rng, 1000, 5000), 70_001):
         case = {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed}
         rq, rk = (expect_array(ex.candidate.rope(x, p), call=f"rope(x [{T}, {H}, {D}], positions shifted by {shift})",
                                shape=x.shape, kind="f", case=case).astype(np.float64)
@@ -303,9 +274,9 @@ def check_prefill_then_decode(ex):
     """A prefill, then one token at a time: every output and every stored key and value, after every step."""
     rng = ex.rng
     scripts = []
-    for prompt, base in [(_odd(rng, 20, 60), 10000.0), (1, 10000.0), (_odd(rng, 60, 120), 500000.0)]:
+    for prompt, base in [(odd_size(rng, 20, 60), 10000.0), (1, 10000.0), (odd_size(rng, 60, 120), 500000.0)]:
         H, D = _heads(rng), _head_dim(rng)
-        steps = plain_steps(rng, [prompt] + [1] * _odd(rng, 20, 40), H, D)
+        steps = plain_steps(rng, [prompt] + [1] * odd_size(rng, 20, 40), H, D)
         label = f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"
         scripts.append(Script(H, D, base, steps, label))
     _expect_scripts(ex, scripts)
@@ -314,7 +285,7 @@ def check_prefill_then_decode(ex):
 def check_one_token_at_a_time(ex):
     """From an empty cache, one token per step (D = 2 too, T = 0 first): outputs, keys and values after every step."""
     rng = ex.rng
-    scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * _odd(rng, 25, 50), H, D),
+    scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * odd_size(rng, 25, 50), H, D),
                       "an empty step, then one token per step", numpy_sizes=True)
                for H, D in [(_heads(rng), 2), (_heads(rng), _head_dim(rng))]]
     _expect_scripts(ex, scripts)
@@ -326,7 +297,7 @@ def check_random_chunks(ex):
     scripts = []
     for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, 10000.0)]:
         H, D = _heads(rng), _head_dim(rng)
-        chunks = chunk_sizes(rng, _odd(rng, 80, 160), 2, 17)
+        chunks = chunk_sizes(rng, odd_size(rng, 80, 160), 2, 17)
         chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
         script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})",
                         tol=diagnosis.FLOAT32_TOLERANCE if dtype == np.float32 else diagnosis.TOLERANCE)
@@ -338,9 +309,9 @@ def check_tree_after_prefill(ex):
     """Trees of drafts after a prefill (chain, several roots, bushy, empty): each draft's output, the cache kept."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng)
-    P = _odd(rng, 10, 40)
+    P = odd_size(rng, 10, 40)
     chain = list(range(-1, 5))
-    trees = [chain, random_tree(rng, _odd(rng, 5, 14)), random_tree(rng, 9, roots=3), [-1], [],
+    trees = [chain, random_tree(rng, odd_size(rng, 5, 14)), random_tree(rng, 9, roots=3), [-1], [],
              [-1, 0, 0, 1, 1, 2, 2, 3], [np.int64(p) for p in (-1, -1, 1, 2, 3, 4)]]
     steps = plain_steps(rng, [P], H, D)
     for n, parents in enumerate(trees):
@@ -425,7 +396,7 @@ def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
 def check_decode_step_memory(ex):
     """Steps over a long cache (T = 1, a short chunk, a tree) read the cached keys in place: no copy, no re-rotation."""
     rng = ex.rng
-    H, D, S = 1, 130, _odd(rng, 3500, 4200)
+    H, D, S = 1, 130, odd_size(rng, 3500, 4200)
     cache = ex.candidate.call("RopeKVCache", H, D)
     for T in chunk_sizes(rng, S, 400, 600, p_one=0):
         x = _tokens(rng, T, H, D)

@@ -4,11 +4,11 @@ Every value is compared with the oracle's dense attention over all keys at once;
 trusts the candidate's own splits. A check tries all its cases, reports the smallest failing
 one, and names a classic mistake only when that mistake explains every failing case.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, summarize
+from grader.checking import Miss, expect_array, expect_raises, fail, odd_size, settle, summarize
 
 from . import diagnosis, oracle
 from .diagnosis import Tol
@@ -16,31 +16,8 @@ from .diagnosis import Tol
 TOL = {np.dtype(np.float64): Tol(1e-8, 1e-9), np.dtype(np.float32): Tol(3e-4, 3e-5)}
 
 
-@dataclass
-class Miss:
-    """One failing case: its size (to pick the smallest), what to say, and the mistakes that fit it."""
-    size: int
-    message: str
-    case: dict
-    kind: str = "wrong"
-    found: list = field(default_factory=list)
 
 
-def _settle(ex, misses: list[Miss]):
-    """Fail with the smallest miss; name a mistake only when it explains every miss of the check."""
-    misses = [m for m in misses if m is not None]
-    if not misses:
-        return
-    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
-    smallest = min(misses, key=lambda m: m.size)
-    message = smallest.message
-    for diagnosis_id, sentence in smallest.found:
-        if diagnosis_id in shared:
-            ex.diagnose(diagnosis_id, sentence)
-            message += f"; {sentence}"
-    if smallest.found and not shared:
-        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
-    fail(message, case=smallest.case, kind=smallest.kind)
 
 
 # ---- calls, each validated for type and shape --------------------------------------------
@@ -105,12 +82,6 @@ def _compare(got, want, tol, call, case, size, found=(), row_name=lambda r: f"qu
     return Miss(size, message, case, "nan" if nan else "wrong", list(found))
 
 
-def _odd(rng, lo, hi) -> int:
-    """An integer in [lo, hi) that is not a power of two."""
-    while True:
-        n = int(rng.integers(lo, hi))
-        if n & (n - 1):
-            return n
 
 
 def _normal(rng, *shape, scale=1.0):
@@ -137,25 +108,25 @@ def _expect_attention(ex, q, k, v, mask, case) -> Miss | None:
 def check_attention_with_lse_values(ex):
     """attention_with_lse gives exact attention and the natural-log log-sum-exp, T = 1 and T > 1."""
     rng, misses = ex.rng, []
-    for T, dtype in [(1, np.float64), (_odd(rng, 3, 30), np.float64), (_odd(rng, 3, 30), np.float64),
-                     (_odd(rng, 3, 30), np.float32)]:
-        n, D = _odd(rng, 5, 200), _odd(rng, 3, 40)
+    for T, dtype in [(1, np.float64), (odd_size(rng, 3, 30), np.float64), (odd_size(rng, 3, 30), np.float64),
+                     (odd_size(rng, 3, 30), np.float32)]:
+        n, D = odd_size(rng, 5, 200), odd_size(rng, 3, 40)
         q, k, v = (_normal(rng, *s).astype(dtype) for s in [(T, D), (n, D), (n, D)])
         mask = _mask(rng, T, n, empty_rows=int(T > 1))
         mask[T - 1, rng.integers(0, n)] = True  # at least one row that sees a key
         misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "dtype": np.dtype(dtype).name,
                                                             "seed": ex.seed}))
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 def check_attention_with_lse_empty(ex):
     """Rows that see no key and chunks with no keys give o = 0 and lse = -inf, never NaN or +inf."""
     rng, misses = ex.rng, []
-    T, D = _odd(rng, 3, 20), _odd(rng, 3, 30)
+    T, D = odd_size(rng, 3, 20), odd_size(rng, 3, 30)
     for n, mask in [(0, np.zeros((T, 0), bool)), (37, np.zeros((T, 37), bool)), (41, _mask(rng, T, 41, T // 2))]:
         q, k, v = _normal(rng, T, D), _normal(rng, n, D), _normal(rng, n, D)
         misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "seed": ex.seed}))
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 # ---- merge_states --------------------------------------------------------------------------
@@ -201,40 +172,40 @@ def _expect_merge(ex, parts: Parts, order=None, label="") -> Miss | None:
 def check_merge_matches_all_keys(ex):
     """Merging N parts (N = 1 .. 13, some empty, some masked) equals attention over all their keys."""
     rng = ex.rng
-    misses = [_expect_merge(ex, _parts(rng, N, _odd(rng, 3, 25), _odd(rng, 20, 300), _odd(rng, 3, 40), ex.seed,
+    misses = [_expect_merge(ex, _parts(rng, N, odd_size(rng, 3, 25), odd_size(rng, 20, 300), odd_size(rng, 3, 40), ex.seed,
                                        scale=float(rng.choice([1.0, 4.0]))))
               for N in (1, 2, 3, 7, 13)]
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 def check_merge_in_any_order(ex):
     """The same parts in any order (reversed, shuffled, largest first or last) merge to the same answer."""
     rng = ex.rng
-    parts = _parts(rng, 7, _odd(rng, 5, 20), _odd(rng, 60, 300), _odd(rng, 3, 30), ex.seed, scale=3.0)
+    parts = _parts(rng, 7, odd_size(rng, 5, 20), odd_size(rng, 60, 300), odd_size(rng, 3, 30), ex.seed, scale=3.0)
     N = len(parts.lse)
     by_weight = np.argsort(parts.lse.max(axis=1))
     orders = [np.arange(N)[::-1], rng.permutation(N), rng.permutation(N), by_weight, by_weight[::-1]]
-    _settle(ex, [_expect_merge(ex, parts, order, f" with the parts in order {list(order)}") for order in orders])
+    settle(ex, [_expect_merge(ex, parts, order, f" with the parts in order {list(order)}") for order in orders])
 
 
 def check_merge_empty_parts(ex):
     """Parts with lse = -inf change nothing, whatever their o holds; all parts empty give o = 0, lse = -inf."""
     rng, misses = ex.rng, []
-    T, D = _odd(rng, 3, 20), _odd(rng, 3, 30)
+    T, D = odd_size(rng, 3, 20), odd_size(rng, 3, 30)
     for N in (1, 4):
         o = rng.choice([0.0, np.nan, 7.0], size=(N, T, D))
         nothing = Parts(o, np.full((N, T), -np.inf), (np.zeros((T, D)), np.full(T, -np.inf)),
                         {"N": N, "T": T, "D": D, "every_part_empty": True, "seed": ex.seed})
         misses.append(_expect_merge(ex, nothing))
-    misses.append(_expect_merge(ex, _parts(rng, 5, T, _odd(rng, 20, 120), D, ex.seed, garbage=True)))
-    _settle(ex, misses)
+    misses.append(_expect_merge(ex, _parts(rng, 5, T, odd_size(rng, 20, 120), D, ex.seed, garbage=True)))
+    settle(ex, misses)
 
 
 def _scaled_parts(rng, N, magnitude, seed) -> Parts:
     """Parts whose lse are about ``magnitude``: q scaled up (scores of both signs, the largest near
     +magnitude), or for a negative magnitude every score near it."""
     D = 9
-    parts = _parts(rng, N, _odd(rng, 3, 15), _odd(rng, 30, 150), D, seed, scale=abs(magnitude) / 3,
+    parts = _parts(rng, N, odd_size(rng, 3, 15), odd_size(rng, 30, 150), D, seed, scale=abs(magnitude) / 3,
                    negative=magnitude < 0)
     seen = parts.lse[np.isfinite(parts.lse)]
     parts.case["lse_range"] = [float(seen.min()), float(seen.max())]
@@ -244,7 +215,7 @@ def _scaled_parts(rng, N, magnitude, seed) -> Parts:
 def check_merge_large_lse(ex):
     """lse of magnitude 30 up to 1e4, positive and negative: no overflow, no underflow, no NaN."""
     rng = ex.rng
-    _settle(ex, [_expect_merge(ex, _scaled_parts(rng, N, magnitude, ex.seed))
+    settle(ex, [_expect_merge(ex, _scaled_parts(rng, N, magnitude, ex.seed))
                  for N, magnitude in [(3, 30.0), (5, 1e3), (7, 1e4), (4, -1e4 / 1.1)]])
 
 
@@ -253,7 +224,7 @@ def check_merge_large_lse(ex):
 def _range_pairs(rng):
     """(S, num_splits): 1, 2, 7, S - 1, S and more than S splits, S = 0, S not divisible, sizes past
     2^16, and numpy integers for both arguments."""
-    S1, S2 = _odd(rng, 10, 500), _odd(rng, 70_000, 140_000)
+    S1, S2 = odd_size(rng, 10, 500), odd_size(rng, 70_000, 140_000)
     return [(0, 1), (0, 5), (1, 1), (1, 3), (S1, 1), (S1, 2), (S1, 7), (7 * S1 + 3, 7), (S1, S1 - 1), (S1, S1),
             (S1, S1 + 6), (S2, 37), (S2, 1000), (np.int64(S2), np.int64(7)), (S1, np.int32(3))]
 
@@ -280,7 +251,7 @@ def check_split_ranges_rule(ex):
         got = [(int(a), int(b)) for a, b in got]
         if got != want:
             misses.append(_ranges_miss(call, got, want, case, diagnosis.explaining_ranges(got, int(S), int(n))))
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 # ---- split_kv_attention ------------------------------------------------------------------------
@@ -348,30 +319,30 @@ def _every_split_count(ex, kv: KV) -> list:
 def check_split_kv_contiguous(ex):
     """Decode over a contiguous cache: 1, 2, 7, S - 1, S and more than S splits equal attention over all keys."""
     rng = ex.rng
-    D = _odd(rng, 3, 24)
-    caches = [_decode(rng, 1, _odd(rng, 40, 300), D), _decode(rng, _odd(rng, 3, 12), _odd(rng, 40, 300), D),
+    D = odd_size(rng, 3, 24)
+    caches = [_decode(rng, 1, odd_size(rng, 40, 300), D), _decode(rng, odd_size(rng, 3, 12), odd_size(rng, 40, 300), D),
               _decode(rng, 1, 1, D), _decode(rng, 11, 11, D)]  # one key; prefill, T = S
-    _settle(ex, [miss for kv in caches for miss in _every_split_count(ex, kv)])
+    settle(ex, [miss for kv in caches for miss in _every_split_count(ex, kv)])
 
 
 def check_split_kv_ring_positions(ex):
     """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0) equal attention over all keys."""
     rng, misses = ex.rng, []
     for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0)]:
-        kv = _ring(rng, T, capacity, written, _odd(rng, 3, 20), holes)
+        kv = _ring(rng, T, capacity, written, odd_size(rng, 3, 20), holes)
         if written == 0:
             kv.q_pos = np.array([0, 3, 5, 9][:T])  # nothing stored yet: every query sees nothing
         misses += _every_split_count(ex, kv) if capacity else [_expect_split_kv(ex, kv, n) for n in (1, 3)]
-    _settle(ex, misses)
+    settle(ex, misses)
 
 
 def check_split_kv_long_context(ex):
     """Contexts of 70K-140K keys (positions past 2^16), contiguous and wrapped, with 37 and 1,000 splits."""
     rng = ex.rng
-    S = _odd(rng, 70_000, 90_000)
+    S = odd_size(rng, 70_000, 90_000)
     contiguous = _decode(rng, 3, S, 5)
-    wrapped = _ring(rng, 4, S, S + _odd(rng, 30_000, 50_000), 5, 100)
-    _settle(ex, [_expect_split_kv(ex, contiguous, np.int64(37)), _expect_split_kv(ex, wrapped, 1000, as_lists=True)])
+    wrapped = _ring(rng, 4, S, S + odd_size(rng, 30_000, 50_000), 5, 100)
+    settle(ex, [_expect_split_kv(ex, contiguous, np.int64(37)), _expect_split_kv(ex, wrapped, 1000, as_lists=True)])
 
 
 # ---- shared_prefix_attention --------------------------------------------------------------------
@@ -395,12 +366,12 @@ def _expect_shared_prefix(ex, B, T, L, P, D) -> Miss | None:
 def check_shared_prefix_values(ex):
     """Cascade attention (B = 1 .. 5, T = 1 .. L, P = 0, P > L) equals each sequence's own full attention."""
     rng = ex.rng
-    D = _odd(rng, 3, 20)
-    L = _odd(rng, 5, 14)
-    shapes = [(1, 1, L, 0), (5, _odd(rng, 2, L), L, _odd(rng, 3, 40)), (3, L, L, _odd(rng, 3, 40)),
-              (4, 3, L, 0), (2, _odd(rng, 2, L), L, L + _odd(rng, 5, 30)), (1, L, L, 2 * L + 1),
-              (2, 3, 6, _odd(rng, 33_000, 40_000))]
-    _settle(ex, [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes])
+    D = odd_size(rng, 3, 20)
+    L = odd_size(rng, 5, 14)
+    shapes = [(1, 1, L, 0), (5, odd_size(rng, 2, L), L, odd_size(rng, 3, 40)), (3, L, L, odd_size(rng, 3, 40)),
+              (4, 3, L, 0), (2, odd_size(rng, 2, L), L, L + odd_size(rng, 5, 30)), (1, L, L, 2 * L + 1),
+              (2, 3, 6, odd_size(rng, 33_000, 40_000))]
+    settle(ex, [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes])
 
 
 # ---- efficiency: one split at a time -------------------------------------------------------------
@@ -413,7 +384,7 @@ def _peak_bytes(ex, fn: str, *args) -> int | None:
 def check_split_kv_memory_per_split(ex):
     """With many splits, a call never holds a T x S score matrix: the splits are attended one by one."""
     rng = ex.rng
-    T, S, D, n = 48, _odd(rng, 150_000, 160_000), 8, 60
+    T, S, D, n = 48, odd_size(rng, 150_000, 160_000), 8, 60
     for kv in (_decode(rng, T, S, D), _ring(rng, T, S, S + 20_011, D, 500)):
         peak = _peak_bytes(ex, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, np.int64(n))
         dense = T * S * 8  # one float64 score matrix over all keys

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture
+from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size_closed
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -22,13 +22,6 @@ FORMS = ("list", "int64", "int32", "numpy scalars")
 # -- drawing batches ----------------------------------------------------------------------------
 
 
-def _odd(rng, low, high):
-    """An integer in [low, high] that is not a power of two (when the range allows it)."""
-    for _ in range(100):
-        n = int(rng.integers(low, high + 1))
-        if n & (n - 1):
-            return n
-    return int(low)
 
 
 def counts(rng, kinds, max_k=40):
@@ -36,7 +29,7 @@ def counts(rng, kinds, max_k=40):
     "idle" n_q = 0 (its keys still packed)."""
     n_q, n_k = [], []
     for kind in kinds:
-        k = _odd(rng, 3, max_k)
+        k = odd_size_closed(rng, 3, max_k)
         q = {"prefill": k, "decode": 1, "chunk": int(rng.integers(2, k)), "idle": 0}[kind]
         n_q.append(q)
         n_k.append(k)
@@ -157,7 +150,7 @@ def check_mask_dtype_and_shape(ex):
 def check_mask_single_sequence(ex):
     """One sequence: prefill, a decode step, a chunk, and a sequence with no queries."""
     rng = ex.rng
-    k = _odd(rng, 20, 90)
+    k = odd_size_closed(rng, 20, 90)
     cases = [([k], [k]), ([1], [k]), ([int(rng.integers(2, k))], [k]), ([0], [k]), ([1], [1])]
     expect_masks(ex, [Packed(q, kk, FORMS[n % 4]) for n, (q, kk) in enumerate(cases)], "one sequence")
 
@@ -194,7 +187,7 @@ def check_mask_long_next_to_short(ex):
     """A sequence of more than 2**16 keys decoding next to short ones."""
     rng = ex.rng
     n_q, n_k = counts(rng, ["chunk", "decode", "prefill"], max_k=30)
-    long_q = _odd(rng, 2, 9)
+    long_q = odd_size_closed(rng, 2, 9)
     batches = [Packed([long_q] + n_q, [LONG] + n_k, "int32"), Packed(n_q + [1], n_k + [LONG], "numpy scalars")]
     expect_masks(ex, batches, "a long sequence beside short ones")
 
@@ -226,7 +219,7 @@ def expect_attention(ex, batches, what):
     """Each batch's output must equal per-sequence causal attention; report the smallest failure."""
     rng, failures = ex.rng, []
     for batch in batches:
-        D = _odd(rng, 3, 24)
+        D = odd_size_closed(rng, 3, 24)
         q, k, v = _qkv(rng, batch, D)
         got, want = _attention(ex, batch, q, k, v), oracle.varlen_attention(q, k, v, *batch.inputs)
         if (_row_errors(got, want) > diagnosis.TOLERANCE).any():
@@ -256,7 +249,7 @@ def expect_attention(ex, batches, what):
 def check_attention_single_sequence(ex):
     """One sequence alone: prefill, a decode step and a chunk equal causal attention."""
     rng = ex.rng
-    k = _odd(rng, 20, 90)
+    k = odd_size_closed(rng, 20, 90)
     cases = [([k], [k]), ([1], [k]), ([int(rng.integers(2, k))], [k])]
     expect_attention(ex, [Packed(q, kk, FORMS[n]) for n, (q, kk) in enumerate(cases)], "one sequence")
 
@@ -293,7 +286,7 @@ def check_attention_float32_inputs(ex):
     rng = ex.rng
     for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4)):
         batch = Packed(*_busy(n_q, n_k), FORMS[n % 4])
-        q, k, v = (x.astype(np.float32) for x in _qkv(rng, batch, _odd(rng, 3, 24)))
+        q, k, v = (x.astype(np.float32) for x in _qkv(rng, batch, odd_size_closed(rng, 3, 24)))
         got = _attention(ex, batch, q, k, v)
         want = oracle.varlen_attention(*(x.astype(np.float64) for x in (q, k, v)), *batch.inputs)
         error = _row_errors(got, want)
@@ -308,7 +301,7 @@ def check_attention_long_next_to_short(ex):
     """A sequence of more than 2**16 keys decoding next to short ones."""
     rng = ex.rng
     n_q, n_k = counts(rng, ["chunk", "decode", "prefill"], max_k=30)
-    batches = [Packed([_odd(rng, 2, 7)] + n_q, [LONG] + n_k, "int32"),
+    batches = [Packed([odd_size_closed(rng, 2, 7)] + n_q, [LONG] + n_k, "int32"),
                Packed(n_q + [1], n_k + [LONG], "numpy scalars")]
     expect_attention(ex, batches, "a long sequence beside short ones")
 
@@ -327,7 +320,7 @@ def check_no_batch_sized_memory(ex):
              "chunks and decode steps": ["chunk", "chunk", "decode"],
              "mixed, with idle sequences": ["prefill", "chunk", "decode", "idle"]}
     for what, kinds in paths.items():
-        B = _odd(rng, 45, 60)
+        B = odd_size_closed(rng, 45, 60)
         n_q, n_k = counts(rng, [kinds[n % len(kinds)] for n in range(B)], max_k=300)
         n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
         batch = Packed(n_q, n_k, "int64")
@@ -430,7 +423,7 @@ def check_positions_random_padding(ex):
     """Rows padded by different amounts, rows without padding, a row of padding only; bool and 0/1 masks."""
     rng, masks = ex.rng, []
     for n in range(8):
-        B, L = _odd(rng, 3, 9), _odd(rng, 5, 60)
+        B, L = odd_size_closed(rng, 3, 9), odd_size_closed(rng, 5, 60)
         pads = _pads(rng, B, L)
         pads[(pads.index(0) + 1) % B] = L  # a row of padding only (an empty suffix)
         masks.append(padded(pads, L, as_int=n % 2 == 1))
@@ -440,7 +433,7 @@ def check_positions_random_padding(ex):
 def check_positions_without_padding(ex):
     """No padding at all: positions 0 .. L - 1 on every row."""
     rng = ex.rng
-    expect_positions(ex, [padded([0] * 3, _odd(rng, 5, 40)), padded([0], 1, as_int=True)], "no padding")
+    expect_positions(ex, [padded([0] * 3, odd_size_closed(rng, 5, 40)), padded([0], 1, as_int=True)], "no padding")
 
 
 def check_positions_long_rows(ex):
@@ -479,7 +472,7 @@ def check_decode_mask_random_padding(ex):
     """Rows padded by different amounts and rows without padding, T = 1 and T > 1, bool and 0/1 masks."""
     rng, cases = ex.rng, []
     for n in range(10):
-        B, S = _odd(rng, 2, 7), _odd(rng, 6, 70)
+        B, S = odd_size_closed(rng, 2, 7), odd_size_closed(rng, 6, 70)
         T = 1 if n % 3 == 0 else int(rng.integers(2, S // 2))
         pads = [min(p, S - T) for p in _pads(rng, B, S)]
         cases.append((padded(pads, S, as_int=n % 2 == 1), np.int64(T) if n % 4 == 1 else T))
@@ -489,7 +482,7 @@ def check_decode_mask_random_padding(ex):
 def check_decode_mask_without_padding(ex):
     """No padding: T = S is a prefill triangle, T < S the bottom rows of it."""
     rng = ex.rng
-    S = _odd(rng, 5, 30)
+    S = odd_size_closed(rng, 5, 30)
     cases = [(padded([0, 0], S), S), (padded([0, 0, 0], S, as_int=True), int(rng.integers(2, S))),
              (padded([0], 1), 1)]
     expect_decode_masks(ex, cases, "no padding")
