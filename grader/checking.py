@@ -17,6 +17,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 """
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -111,6 +112,20 @@ def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
         if n & (n - 1):
             return n
     return int(low)
+
+
+@contextlib.contextmanager
+def other_argument_types(rejected: str, case: dict | None = None):
+    """Around calls passing numpy integers (or lists where the contract allows them): a clear
+    ValueError rejecting them is a hygiene slip, stated as ``rejected``; any other exception
+    on these valid inputs propagates and counts as a crash."""
+    try:
+        yield
+    except CandidateRaised as exc:
+        if not exc.is_a("ValueError"):
+            raise
+        fail(f"{rejected} ({exc.message[:120]}); the contract accepts numpy integers wherever an int is "
+             "asked for, and lists wherever an index array is", case, kind="hygiene")
 
 
 def odd_size_closed(rng: np.random.Generator, low: int, high: int) -> int:
