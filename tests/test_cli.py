@@ -60,7 +60,7 @@ def test_summary_feedback_hides_hidden_inputs(top_left_example):
     (["grade", "pyproject.toml"], "is not a folder"),
     (["grade", "solutions", "-e", "nope"], "unknown exercise 'nope'"),
     (["grade", "solutions", "--seed", "-1"], "non-negative"),
-    (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read notes file"),
+    (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read it"),
     (["show", "nope"], "unknown exercise"),
     (["grade", "solutions", "--json", "no/such/folder/result.json"], "cannot write no/such/folder/result.json"),
     (["grade", "solutions", "--html", "/dev/null/report.html"], "cannot write /dev/null/report.html"),

@@ -380,14 +380,14 @@ def _bad_inputs(tmp_path):
         locked = tmp_path / "locked.toml"
         locked.write_text("[decode_mask]\n")
         locked.chmod(0)
-        cases.append((["grade", SOLUTIONS, "--notes", str(locked)], "cannot read notes file"))
+        cases.append((["grade", SOLUTIONS, "--notes", str(locked)], "cannot read it"))
     return cases + [
         (["grade", str(tmp_path / "missing")], "does not exist"),
         (["grade", str(binary)], "is not a folder"),
         (["grade", str(empty)], "is empty"),
         (["grade", SOLUTIONS, "-e", "no_such_exercise"], "unknown exercise 'no_such_exercise'"),
-        (["grade", SOLUTIONS, "--notes", str(tmp_path / "missing.toml")], "cannot read notes file"),
-        (["grade", SOLUTIONS, "--notes", str(folder_notes)], "cannot read notes file"),
+        (["grade", SOLUTIONS, "--notes", str(tmp_path / "missing.toml")], "cannot read it"),
+        (["grade", SOLUTIONS, "--notes", str(folder_notes)], "cannot read it"),
         (["grade", SOLUTIONS, "--notes", str(binary)], "not UTF-8 text"),
     ]
 
