@@ -14,8 +14,9 @@ A TOML file such as::
 """
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from .rubric import read_toml
 
 
 class NotesError(Exception):
@@ -29,14 +30,9 @@ class Notes:
     @classmethod
     def load(cls, path: str | Path) -> "Notes":
         try:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        except OSError as exc:
-            raise NotesError(f"cannot read notes file {path}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise NotesError(f"notes file {path} is not valid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:  # a binary file: not text, let alone TOML
-            raise NotesError(f"cannot read notes file {path}: it is not UTF-8 text ({exc.reason})") from None
+            data = read_toml(path)
+        except ValueError as exc:
+            raise NotesError(f"notes file {path}: {exc}") from None
         for key, section in data.items():
             if not isinstance(section, dict):
                 raise NotesError(f"notes file {path}: [{key}] should be a table for one exercise")

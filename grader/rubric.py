@@ -98,15 +98,26 @@ class Rubric:
 
 # ---------------------------------------------------------------------------- loading
 
+def read_toml(path: str | Path) -> dict:
+    """The TOML file at ``path`` as a dict; a ``ValueError`` says in a few words why it cannot be
+    (unreadable, not UTF-8 text, not valid TOML). Rubrics and interviewer notes both read so."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:  # a binary file: not text, let alone TOML
+        raise ValueError(f"it is not UTF-8 text ({exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+
+
 def load(path: Path) -> Rubric:
     """Read and validate ``path``; a ``RubricError`` says which field is wrong."""
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise RubricError(f"cannot read it: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RubricError(f"not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except ValueError as exc:
+        raise RubricError(str(exc)) from None
     return parse(data)
 
 

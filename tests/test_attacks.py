@@ -103,6 +103,7 @@ def test_a_module_that_is_a_fifo_is_refused_without_hanging(tmp_path):
     assert_refused(result.exercise("decode_mask"), "not a regular file")
 
 
+@pytest.mark.slow
 def test_links_elsewhere_are_skipped_listed_and_never_followed(tmp_path):
     reference_with_tests(tmp_path)
     (tmp_path / ".venv").symlink_to(KIT)
@@ -131,6 +132,7 @@ def zip_folder(folder, archive, prefix=""):
     return archive
 
 
+@pytest.mark.slow
 def test_a_returned_bundle_zip_is_graded_through_its_top_folder(tmp_path):
     work = reference_with_tests(tmp_path / "work" / "decode_mask")
     archive = zip_folder(work.parent, tmp_path / "candX.zip", prefix="bundle/")
@@ -141,6 +143,7 @@ def test_a_returned_bundle_zip_is_graded_through_its_top_folder(tmp_path):
     assert result.exercise("decode_mask").level == "strong_hire"
 
 
+@pytest.mark.slow
 def test_a_folder_holding_one_top_folder_is_looked_through(tmp_path):
     reference_with_tests(tmp_path / "candX" / "bundle" / "decode_mask")
     (tmp_path / "candX" / ".DS_Store").write_text("junk")
@@ -201,6 +204,7 @@ def test_an_unpacked_zip_is_removed_after_grading(tmp_path):
 # -- python -m grader inside a submission folder -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_python_m_grader_in_a_submission_folder_does_not_import_its_modules(tmp_path):
     reference_with_tests(tmp_path)
     marker = tmp_path / "imported"
@@ -312,6 +316,7 @@ def test_global_generators_are_seeded_from_the_grading_seed(bounds):
     assert first == (random.Random(7).random(), float(np.random.RandomState(7).rand()))
 
 
+@pytest.mark.slow
 def test_an_unseeded_random_submission_gets_the_same_verdict_twice(tmp_path):
     (tmp_path / "decode_mask.py").write_text(
         "import numpy as np\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
@@ -333,6 +338,7 @@ def test_no_pycache_is_written(bounds):
     assert not any("__pycache__" in name for name in bounds().module.listing())
 
 
+@pytest.mark.slow
 def test_memory_of_forks_is_bounded_together(bounds):
     cgroups_or_skip()
     box = bounds(memory_bytes=1 << 30)
@@ -396,6 +402,7 @@ print("last line before the crash")
 '''
 
 
+@pytest.mark.slow
 def test_a_child_swapping_its_report_files_reads_nothing_back(tmp_path):
     reference = str(SOLUTIONS / "decode_mask.py")
     (tmp_path / "decode_mask.py").write_text("import os\n" + SWAPPER.format(reference=reference)
@@ -437,6 +444,7 @@ def test_the_isolation_report_names_each_bound():
         assert report["root"] == "read-only" and report["warning"] is None
 
 
+@pytest.mark.slow
 def test_debug_prints_past_the_output_cap_keep_a_correct_verdict(tmp_path):
     """About 20 MB of prints per call: dropped past 8 MiB, never a failed write (issue 13.2)."""
     reference_with_tests(tmp_path)
@@ -462,6 +470,7 @@ def test_a_hard_link_to_the_kit_is_refused(tmp_path):
     assert "def check_" not in text
 
 
+@pytest.mark.slow
 def test_a_big_helper_is_left_out_but_a_big_module_is_refused(tmp_path):
     folder = reference_with_tests(tmp_path / "decode_mask")
     (folder / "data.py").write_bytes(b"#" * (2 << 20))
@@ -470,6 +479,7 @@ def test_a_big_helper_is_left_out_but_a_big_module_is_refused(tmp_path):
     assert_refused(grade(tmp_path)[0].exercise("decode_mask"), "KiB")
 
 
+@pytest.mark.slow
 def test_the_cli_grades_a_zip_and_refuses_a_folder_without_modules(tmp_path):
     from click.testing import CliRunner
 

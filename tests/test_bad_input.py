@@ -69,6 +69,7 @@ def test_a_one_check_rerun_prints_the_check_not_a_level():
     assert "overall" not in out.output and "strong hire" not in out.output
 
 
+@pytest.mark.slow
 def test_show_checks_lists_the_checks_the_grader_runs():
     listed = invoke("show", "decode_mask", "--checks")
     assert listed.exit_code == 0
@@ -87,6 +88,7 @@ def test_two_outputs_on_stdout_are_refused(tmp_path):
         assert_usage_error(invoke("grade", SOLUTIONS, "-e", "decode_mask", *pair), "only one output can go to stdout")
 
 
+@pytest.mark.slow
 def test_every_output_path_follows_one_rule_its_folder_must_exist(tmp_path, monkeypatch):
     """Nothing creates a missing parent folder: grade, report, batch, start and bundle refuse it alike."""
     monkeypatch.chdir(tmp_path)

@@ -111,6 +111,7 @@ def test_the_files_digest_sees_content_names_and_links_but_never_follows_them(tm
     assert len({before, changed, linked, files_digest(tmp_path / "a")}) == 4
 
 
+@pytest.mark.slow
 def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
     """Batch's rule meets the submission rule: a folder without modules stands for what it holds,
     a subfolder or a .zip per candidate; a returned bundle (modules one folder down) is one."""

@@ -66,6 +66,7 @@ def test_batch_names_are_unique_and_stable(tmp_path):
     assert levels == ["strong_hire", "weak", "weak"]  # no report overwrote another
 
 
+@pytest.mark.slow
 def test_grading_other_peoples_code_refuses_the_process_level(tmp_path, monkeypatch):
     monkeypatch.setenv("KVGRADE_ISOLATION", "process")
     monkeypatch.chdir(tmp_path)
@@ -79,6 +80,7 @@ def test_grading_other_peoples_code_refuses_the_process_level(tmp_path, monkeypa
     assert "strong hire" in trusted.output
 
 
+@pytest.mark.slow
 def test_grading_one_folder_unisolated_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("KVGRADE_ISOLATION", "process")
     page = tmp_path / "r.html"

@@ -3,6 +3,7 @@ import ast
 import importlib
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -51,25 +52,46 @@ def test_rubric_knows_every_diagnosis_and_check(ex):
         assert f'"{diagnosis_id}"' in hidden_sources, f"{ex.id}: no hidden check draws {diagnosis_id}"
 
 
-@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_public_tests_pass_on_the_reference(ex, tmp_path):
-    for other in EXERCISES:  # beside it, as the grader places a submission's other modules
-        if other.id != ex.id and other.reference_path.is_file():
-            (tmp_path / other.reference_path.name).write_text(other.reference_path.read_text())
-    for f in ex.folder.glob("*.py"):
-        if f != ex.stub_path:
-            (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / f"{ex.id}.py").write_text(ex.reference_path.read_text())
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                          cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-2000:]
+@pytest.fixture(scope="module")
+def public_test_reports(tmp_path_factory):
+    """Every exercise's public tests, run once in one pytest process over one folder holding every
+    reference (as the grader places a submission's modules side by side): {test file: junit testcases}."""
+    folder = tmp_path_factory.mktemp("public")
+    for ex in EXERCISES:
+        for f in ex.folder.glob("*.py"):
+            if f != ex.stub_path:
+                (folder / f.name).write_text(f.read_text())
+        (folder / f"{ex.id}.py").write_text(ex.reference_path.read_text())
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", "junit.xml",
+                    str(folder)], cwd=folder, capture_output=True, text=True, timeout=300)
+    cases = ET.parse(folder / "junit.xml").getroot().iter("testcase")
+    by_file: dict = {}
+    for case in cases:
+        by_file.setdefault(case.get("classname", "").split(".")[0], []).append(case)
+    return by_file
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
-def test_the_stub_is_not_attempted(ex, tmp_path):
-    (tmp_path / f"{ex.id}.py").write_text(ex.stub_path.read_text())
-    result = engine.grade(tmp_path).exercise(ex.id)  # self-study: not attempted is not counted
+def test_public_tests_pass_on_the_reference(ex, public_test_reports):
+    cases = public_test_reports.get(f"test_{ex.id}_public", [])
+    assert cases, f"no public test of {ex.id} ran"
+    broken = [c.get("name") for c in cases if c.find("failure") is not None or c.find("error") is not None]
+    assert not broken, broken
+
+
+@pytest.fixture(scope="module")
+def stubs_graded(tmp_path_factory):
+    """Every stub in one folder, graded once (self-study: not attempted is not counted)."""
+    folder = tmp_path_factory.mktemp("stubs")
+    for ex in EXERCISES:
+        (folder / f"{ex.id}.py").write_text(ex.stub_path.read_text())
+    return engine.grade(folder)
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+def test_the_stub_is_not_attempted(ex, stubs_graded):
+    result = stubs_graded.exercise(ex.id)
     assert result.status == "not_attempted" and result.level is None and not result.counted, result
 
 

@@ -30,6 +30,7 @@ def test_list_and_show():
     assert shown.exit_code == 0 and "decode_causal_mask(T: int, S: int)" in shown.output
 
 
+@pytest.mark.slow
 def test_grade_solutions_json_to_stdout():
     out = run("grade", "solutions", "-e", "decode_mask", "--json", "-")
     assert out.exit_code == 0
@@ -40,12 +41,14 @@ def test_grade_solutions_json_to_stdout():
     assert data["overall"]["level"] == "strong_hire"
 
 
+@pytest.mark.slow
 def test_grade_prints_a_summary_with_the_diagnosis(top_left_example):
     out = run("grade", str(top_left_example), "-e", "decode_mask", "--seed", "5")
     assert out.exit_code == 0  # grading worked; the level is not the exit status
     assert "top_left_alignment" in out.output and "weak" in out.output and "seed 5" in out.output
 
 
+@pytest.mark.slow
 def test_summary_feedback_hides_hidden_inputs(top_left_example):
     out = run("grade", str(top_left_example), "-e", "decode_mask", "--feedback", "summary")
     assert "random_shapes" in out.output
@@ -57,7 +60,7 @@ def test_summary_feedback_hides_hidden_inputs(top_left_example):
     (["grade", "pyproject.toml"], "is not a folder"),
     (["grade", "solutions", "-e", "nope"], "unknown exercise 'nope'"),
     (["grade", "solutions", "--seed", "-1"], "non-negative"),
-    (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read notes file"),
+    (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read it"),
     (["show", "nope"], "unknown exercise"),
     (["grade", "solutions", "--json", "no/such/folder/result.json"], "cannot write no/such/folder/result.json"),
     (["grade", "solutions", "--html", "/dev/null/report.html"], "cannot write /dev/null/report.html"),

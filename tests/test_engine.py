@@ -15,6 +15,7 @@ from .conftest import EXAMPLES
 FAST = Limits(call_seconds=2)
 
 
+@pytest.mark.slow
 def test_the_reference_folder_reaches_strong_hire():
     result = engine.grade("solutions", ["decode_mask"], seed=3)
     ex = result.exercise("decode_mask")
@@ -32,6 +33,7 @@ def test_top_left_with_weak_tests_is_weak_and_named(top_left_example):
     assert "own_tests_pass_on_reference" not in failing
 
 
+@pytest.mark.slow
 def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
     start = time.monotonic()
     ex = engine.grade(EXAMPLES / "hangs", ["decode_mask"], limits=FAST).exercise("decode_mask")
@@ -91,6 +93,7 @@ def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):
     assert strip(a) != strip(c)
 
 
+@pytest.mark.slow
 def test_observed_criteria_count_once_the_interviewer_records_them(tmp_path):
     notes = tmp_path / "notes.toml"
     notes.write_text('[decode_mask]\nnotes = "hesitant"\n[decode_mask.observed]\n'
@@ -99,6 +102,7 @@ def test_observed_criteria_count_once_the_interviewer_records_them(tmp_path):
     assert ex.level == "hire" and ex.notes == "hesitant"
 
 
+@pytest.mark.slow
 def test_the_result_round_trips_through_json(top_left_example):
     result = engine.grade(top_left_example, ["decode_mask"])
     again = Result.from_dict(json.loads(json.dumps(result.to_dict())))

@@ -160,6 +160,7 @@ CATALOGUE = [
 
 @pytest.mark.parametrize("name,source,own_tests,status,level,check,pattern", CATALOGUE,
                          ids=[c[0] for c in CATALOGUE])
+@pytest.mark.slow
 def test_fault(grade, name, source, own_tests, status, level, check, pattern):
     ex, result = grade(source, own_tests)
     assert (ex.status, ex.level) == (status, level)
@@ -167,6 +168,7 @@ def test_fault(grade, name, source, own_tests, status, level, check, pattern):
     assert re.search(pattern, text), text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop", ["while True:\n    pass", "time.sleep(3600)"], ids=["busy", "sleep"])
 def test_a_hang_is_bounded_in_time(grade, loop):
     """Two timeouts open the breaker: the rest of the exercise fails at once, not 1 s per call."""
@@ -180,6 +182,7 @@ def test_a_hang_is_bounded_in_time(grade, loop):
     assert result.wall < 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["segfault", "os_exit_after_fake_result", "memory_bomb"])
 def test_fatal_faults_at_the_plain_process_level(grade, name):
     """The same faults, with OS isolation switched off: the limits and the restart still hold."""
@@ -189,6 +192,7 @@ def test_fatal_faults_at_the_plain_process_level(grade, name):
     assert (ex.status, ex.level) == (status, level) and re.search(pattern, message(ex, check))
 
 
+@pytest.mark.slow
 def test_a_crash_restarts_the_child_for_the_next_check(grade):
     source = REFERENCE.replace('        raise ValueError(f"need integers 1 <= T <= S, got T={T}, S={S}")',
                                '        import ctypes; ctypes.string_at(0)')
@@ -205,6 +209,7 @@ def test_output_floods_are_capped_and_change_nothing(grade):
     assert unharmed(ex)
 
 
+@pytest.mark.slow
 def test_forked_children_do_not_outlive_the_run(grade):
     token = f"kvgrade-forked-{os.getpid()}"
     # forks on its first 16 calls only: each sleeper holds a slot of the child's process limit
@@ -219,6 +224,7 @@ if decode_causal_mask.calls <= 16 and os.fork() == 0:
     assert _wait_gone(token) == []  # ... and none of them is left
 
 
+@pytest.mark.slow
 def test_a_monkeypatched_numpy_and_pytest_fool_only_their_own_process(grade):
     source = '''
 import numpy as np, pytest, sys, traceback
@@ -234,6 +240,7 @@ traceback.print_exc = lambda *a, **k: None
     assert "differs from the expected mask" in message(ex, "random_shapes")
 
 
+@pytest.mark.slow
 def test_walking_gc_and_the_callers_frames_finds_no_answer(grade):
     source = '''
 import gc, sys
@@ -373,14 +380,14 @@ def _bad_inputs(tmp_path):
         locked = tmp_path / "locked.toml"
         locked.write_text("[decode_mask]\n")
         locked.chmod(0)
-        cases.append((["grade", SOLUTIONS, "--notes", str(locked)], "cannot read notes file"))
+        cases.append((["grade", SOLUTIONS, "--notes", str(locked)], "cannot read it"))
     return cases + [
         (["grade", str(tmp_path / "missing")], "does not exist"),
         (["grade", str(binary)], "is not a folder"),
         (["grade", str(empty)], "is empty"),
         (["grade", SOLUTIONS, "-e", "no_such_exercise"], "unknown exercise 'no_such_exercise'"),
-        (["grade", SOLUTIONS, "--notes", str(tmp_path / "missing.toml")], "cannot read notes file"),
-        (["grade", SOLUTIONS, "--notes", str(folder_notes)], "cannot read notes file"),
+        (["grade", SOLUTIONS, "--notes", str(tmp_path / "missing.toml")], "cannot read it"),
+        (["grade", SOLUTIONS, "--notes", str(folder_notes)], "cannot read it"),
         (["grade", SOLUTIONS, "--notes", str(binary)], "not UTF-8 text"),
     ]
 

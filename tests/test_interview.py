@@ -65,6 +65,7 @@ def test_hint_count_in_notes_means_the_first_n_hints(tmp_path):
     assert loaded.hints("decode_mask") == (0, 1) and loaded.hints("tree_mask") == (0, 2)
 
 
+@pytest.mark.slow
 def test_only_recorded_hints_cost_a_level_and_the_candidates_log_never_does(tmp_path):
     ws = tmp_path / "ws"
     run("start", ws, "-e", "decode_mask")
@@ -200,6 +201,7 @@ def session(tmp_path_factory):
     return {"ws": ws, "first": first, "hint": hint, "last": last, **out}
 
 
+@pytest.mark.slow
 def test_the_session_log_holds_both_runs_with_the_hint_between(session):
     wrong, right = timeline.attempts(session["ws"])
     assert wrong["passed"] < wrong["total"] and "top_left_alignment" in wrong["diagnoses"] and wrong["hints"] == 0

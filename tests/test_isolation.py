@@ -180,6 +180,7 @@ def reference(submission):
                        for name in ("decode_mask.py", "test_decode_mask.py")})
 
 
+@pytest.mark.slow
 def test_the_plain_path_can_be_forced_and_is_reported(submission):
     root = reference(submission)
     result = engine.grade(root, ["decode_mask"], limits=Limits(isolation="process"))

@@ -210,6 +210,7 @@ def ring_variant(old: str, new: str) -> str:
 SET = ["decode_mask", "tile_classification", "tree_mask"]
 
 
+@pytest.mark.slow
 def test_one_of_three_done_with_e_is_weak_and_ranks_below_three_attempted(tmp_path):
     only_one = folder(tmp_path / "only_one", decode_mask=reference("decode_mask"), **OWN_TESTS)
     sloppy_tree = SOLUTIONS / "mutants" / "tree_mask" / "no_validation.py"  # right, accepts bad parents
@@ -236,6 +237,7 @@ def test_without_e_an_exercise_not_attempted_is_listed_and_not_counted(tmp_path)
     assert [e.id for e in result.counted] == ["decode_mask"]
 
 
+@pytest.mark.slow
 def test_a_syntax_error_beside_a_correct_exercise_is_weak_overall(tmp_path):
     root = folder(tmp_path / "s", decode_mask=reference("decode_mask"), **OWN_TESTS,
                   tree_mask="def tree_positions(:\n")
@@ -245,6 +247,7 @@ def test_a_syntax_error_beside_a_correct_exercise_is_weak_overall(tmp_path):
     assert result.score == 0.5  # the broken exercise counts, with nothing passed
 
 
+@pytest.mark.slow
 def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_with_one_no(tmp_path):
     observed = [c.id for c in catalog.get("decode_mask").rubric.criteria if c.observed]
     plain = engine.grade(SOLUTIONS, ["decode_mask"])
@@ -273,6 +276,7 @@ def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_wit
     ("a corrupted cache", "kept = slice(max(0, len(k) - self.capacity), len(k))",
      "kept = slice(0, min(len(k), self.capacity))"),
 ])
+@pytest.mark.slow
 def test_nan_rows_or_a_corrupted_cache_after_a_chunk_longer_than_the_ring_are_weak(tmp_path, what, old, new):
     root = folder(tmp_path / "s", ring_buffer_window=ring_variant(old, new))
     ex = engine.grade(root, ["ring_buffer_window"]).exercise("ring_buffer_window")
@@ -280,6 +284,7 @@ def test_nan_rows_or_a_corrupted_cache_after_a_chunk_longer_than_the_ring_are_we
     assert "for hire missed" in ex.reason
 
 
+@pytest.mark.slow
 def test_a_reply_that_breaks_the_grader_is_the_candidates_fault(tmp_path):
     lying_len = RING.read_text() + (
         "\nimport builtins\n_real_len = builtins.len\n"
@@ -293,6 +298,7 @@ def test_a_reply_that_breaks_the_grader_is_the_candidates_fault(tmp_path):
 
 # ---------------------------------------------------------------------------- every format says it
 
+@pytest.mark.slow
 def test_every_format_shows_provisional_and_why(top_left_example):
     result = engine.grade(top_left_example, ["decode_mask"])
     ex = result.exercise("decode_mask")

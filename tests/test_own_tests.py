@@ -121,12 +121,14 @@ def test_decode_mask_scores_only_behaviour_visible_mistakes():
     assert "accepts_invalid_sizes" not in own_tests.variants(DECODE_MASK)  # validation only
 
 
+@pytest.mark.slow
 def test_the_reference_tests_score_high(submission):
     ex = _grade(submission, REFERENCE_TESTS, OWN_CHECKS)
     assert all(c.passed for c in ex.checks), [c.message for c in ex.checks]
     assert ex.own_tests["score"] >= 0.8 and ex.own_tests["set_aside"] == []
 
 
+@pytest.mark.slow
 def test_a_contract_silent_test_is_set_aside_and_the_suite_keeps_its_credit(submission):
     ex = _grade(submission, REFERENCE_TESTS + CONTRACT_SILENT)
     assert ex.level == "strong_hire", [(c.id, c.message) for c in ex.checks if not c.passed]
@@ -134,6 +136,7 @@ def test_a_contract_silent_test_is_set_aside_and_the_suite_keeps_its_credit(subm
     assert ex.own_tests["score"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_suite_reading_markers_or_source_catches_nothing(submission):
     ex = _grade(submission, SNOOPING, OWN_CHECKS)
     assert ex.own_tests["caught"] == []
@@ -146,6 +149,7 @@ def test_a_suite_reading_markers_or_source_catches_nothing(submission):
     assert "OWN-TESTS-OUTPUT" not in json.dumps(asdict(ex))
 
 
+@pytest.mark.slow
 def test_a_suite_catching_only_top_left_is_hire_and_misses_the_score(submission):
     ex = _grade(submission, TOP_LEFT_ONLY)
     assert ex.level == "hire" and "t1_only_tests" not in {d.id for d in ex.diagnoses}
@@ -160,6 +164,7 @@ def _result(ex):
     return Result(seed=5, submission="candidate", exercises=[ex])
 
 
+@pytest.mark.slow
 def test_summary_feedback_shows_nothing_of_the_tests_run(submission):
     ex = _grade(submission, SNOOPING, OWN_CHECKS)
     detail = _result(ex)
@@ -172,6 +177,7 @@ def test_summary_feedback_shows_nothing_of_the_tests_run(submission):
         assert "own tests: caught" not in text.lower()
 
 
+@pytest.mark.slow
 def test_a_suite_failing_everywhere_has_nothing_left(submission):
     ex = _grade(submission, "def test_nothing_holds():\n    assert False\n", OWN_CHECKS)
     check = _checks(ex)["own_tests_pass_on_reference"]
@@ -179,6 +185,7 @@ def test_a_suite_failing_everywhere_has_nothing_left(submission):
     assert "disagree with the contract: test_nothing_holds" in check.message
 
 
+@pytest.mark.slow
 def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     folder = next(m.path for m in DECODE_MASK.mutants if m.expected_diagnosis == "t1_only_tests")
     ex = _grade(submission, (folder / "test_decode_mask.py").read_text(), OWN_CHECKS)
@@ -186,6 +193,7 @@ def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     assert "top_left_alignment" in ex.own_tests["missed"]
 
 
+@pytest.mark.slow
 def test_under_bubblewrap_the_tests_cannot_read_the_implementation(submission):
     from tests.test_isolation import needs_bwrap
     needs_bwrap()
@@ -206,6 +214,7 @@ def test_a_garbled_frame_ends_the_service_not_the_run(tmp_path):
     assert run.outcome == "ran" and run.failed == {"test_after_it"}
 
 
+@pytest.mark.slow
 def test_any_exercise_can_be_tested_through_the_black_box():
     """gpt2_decode's public tests use a class, a kit helper's classmethod, len and ValueError."""
     gpt2_decode = catalog.get("gpt2_decode")

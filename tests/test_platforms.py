@@ -94,6 +94,7 @@ def run_autograder(runner: Path, **env) -> subprocess.CompletedProcess:
                           env=_env(AUTOGRADER_ROOT=str(runner.parent), KVGRADE_PYTHON=sys.executable, **env))
 
 
+@pytest.mark.slow
 def test_the_zip_holds_the_scripts_the_pinned_kit_and_the_chosen_set(autograder_zip):
     with zipfile.ZipFile(autograder_zip) as zf:
         names = set(zf.namelist())
@@ -109,6 +110,7 @@ def test_the_zip_holds_the_scripts_the_pinned_kit_and_the_chosen_set(autograder_
 
 @pytest.mark.skipif(isolation_level() != "bwrap", reason="the autograder refuses to grade without isolation; "
                     "this machine has neither bubblewrap nor a working uid level")
+@pytest.mark.slow
 @pytest.mark.parametrize("zipped", [False, True], ids=["folder", "zip"])
 def test_run_autograder_grades_a_submission_into_valid_results(autograder_zip, tmp_path, zipped):
     """Here the uid level is missing (this Python lives under a private /root), so the run
@@ -134,6 +136,7 @@ def test_run_autograder_grades_a_submission_into_valid_results(autograder_zip, t
     assert "Seed 11." in results["output"] and "level" not in results["output"].lower()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(isolation_level() != "bwrap", reason="the autograder refuses to grade without isolation")
 def test_a_submission_without_modules_scores_zero_with_the_reason(autograder_zip, tmp_path):
     runner = mimic_autograder_root(autograder_zip, tmp_path / "autograder")
@@ -155,6 +158,7 @@ def test_without_the_uid_level_the_autograder_refuses_instead_of_running_unprote
     assert "Traceback" not in ran.stderr and not (runner.parent / "results" / "results.json").exists()
 
 
+@pytest.mark.slow
 def test_autograder_refuses_an_out_that_is_not_a_zip(tmp_path):
     refused = kvgrade("autograder", str(tmp_path / "autograder.tar"))
     assert refused.returncode == 2 and "must end in .zip" in refused.stderr and "Traceback" not in refused.stderr
@@ -175,6 +179,7 @@ def workflow_steps(starter: Path) -> list[dict]:
     return job["steps"]
 
 
+@pytest.mark.slow
 def test_the_workflow_parses_and_names_only_allowed_actions(starter):
     steps = workflow_steps(starter)
     used = [s["uses"] for s in steps if "uses" in s]
@@ -200,6 +205,7 @@ def run_workflow_command(starter: Path, tmp_path: Path) -> subprocess.CompletedP
                           env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_workflow_command_passes_a_correct_workspace(starter, tmp_path):
     for name in ("decode_mask.py", "test_decode_mask.py"):
         shutil.copyfile(SOLUTIONS / name, starter / "decode_mask" / name)
@@ -208,6 +214,7 @@ def test_the_workflow_command_passes_a_correct_workspace(starter, tmp_path):
     assert "seed 9" in ran.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong", ["top_left", "stub"])
 def test_the_workflow_command_fails_a_wrong_workspace(starter, tmp_path, wrong):
     if wrong == "top_left":

@@ -76,6 +76,7 @@ def test_values_come_back_as_data(sandbox):
     assert value[3]["a"] == np.float32(2.5) and isinstance(value[3]["a"], np.float32)
 
 
+@pytest.mark.slow
 def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
     start = time.monotonic()
     with pytest.raises(CandidateTimeout, match="did not finish within 2 s"):
@@ -107,6 +108,7 @@ def test_output_past_the_cap_is_dropped_and_the_writes_never_fail(sandbox):
     assert sandbox.output_note == "output truncated after 8 MiB"
 
 
+@pytest.mark.slow
 def test_memory_is_limited_just_over_the_limit(tmp_path):
     path = tmp_path / "faulty.py"
     path.write_text(FAULTS)
@@ -160,6 +162,7 @@ def test_kit_helpers_are_importable_in_the_child(tmp_path):
         box.close()
 
 
+@pytest.mark.slow
 def test_faults_open_the_breaker(tmp_path):
     path = tmp_path / "faulty.py"
     path.write_text(FAULTS)
@@ -337,6 +340,7 @@ def test_a_patched_len_in_the_child_is_the_candidates_fault(forger):
         len(cache)
 
 
+@pytest.mark.slow
 def test_a_child_that_stops_reading_cannot_block_the_grader(forger):
     assert forger.module.stop_reading() == 1
     start = time.monotonic()

@@ -270,6 +270,7 @@ def test_the_bundle_readme_says_how_to_submit_and_that_every_exercise_counts(tmp
     assert "counts as weak" not in (tmp_path / "w" / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_gradescope_points_add_up_exactly(tmp_path):
     """tree_mask has 12 checks: 10 points do not split evenly, yet every total is whole."""
     out = tmp_path / "g.json"
@@ -283,6 +284,7 @@ def test_gradescope_points_add_up_exactly(tmp_path):
     assert math.fsum(t["score"] for t in data["tests"]) == data["score"]
 
 
+@pytest.mark.slow
 def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
     student, detailed = tmp_path / "s.json", tmp_path / "d.json"
     run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", student)
@@ -293,6 +295,7 @@ def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
     assert json.loads(text)["score"] == json.loads(detailed.read_text())["score"] == 3.08
 
 
+@pytest.mark.slow
 def test_summary_feedback_hides_levels_unless_shown(graded):
     hidden = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
     data = json.loads(run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
@@ -304,6 +307,7 @@ def test_summary_feedback_hides_levels_unless_shown(graded):
     assert not any(leaks(secret, hidden + shown) for secret in HIDDEN_INPUTS)
 
 
+@pytest.mark.slow
 def test_progress_dots_end_before_the_summary(tmp_path):
     """On a terminal, the dots of the checks get their own line; the header starts a new one."""
     leader, follower = pty.openpty()

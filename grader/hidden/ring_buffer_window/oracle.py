@@ -4,6 +4,8 @@ Window W means W keys: a query at position p sees the keys at positions p - W + 
 """
 import numpy as np
 
+from .._oracles import attention as masked_attention  # noqa: F401  (shared; a row that sees nothing is NaN)
+
 
 def window_mask(q_positions, k_positions, window: int) -> np.ndarray:
     """Query i may see key j when key j holds a token at most window - 1 positions before it."""
@@ -29,16 +31,6 @@ def sliding_window_attention(q, k, v, window: int) -> np.ndarray:
     return out
 
 
-def masked_attention(q, keys, values, mask) -> np.ndarray:
-    """Attention of each row over the keys its mask row allows; a row that sees nothing is NaN."""
-    out = np.full((q.shape[0], values.shape[1]), np.nan)
-    for i in range(q.shape[0]):
-        seen = np.flatnonzero(mask[i])
-        if seen.size:
-            out[i] = _softmax_average(q[i], keys[seen], values[seen])
-    return out
-
-
 class Ring:
     """What a ring-buffer cache must hold, written one token at a time into slot p % capacity."""
 
@@ -54,4 +46,3 @@ class Ring:
             slot = self.length % self.capacity
             self.keys[slot], self.values[slot], self.positions[slot] = k[row], v[row], self.length
             self.length += 1
-

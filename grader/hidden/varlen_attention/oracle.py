@@ -5,6 +5,8 @@ packed layout except to find a sequence's own rows.
 """
 import numpy as np
 
+from .._oracles import attention as masked_attention  # noqa: F401  (shared; a row that sees nothing is NaN)
+
 
 def sequences(cu_q, cu_k):
     """For each sequence: (its query rows, its key rows, the absolute position of each query)."""
@@ -40,16 +42,6 @@ def varlen_attention(q, k, v, cu_q, cu_k) -> np.ndarray:
     for q_rows, k_rows, q_positions in sequences(cu_q, cu_k):
         for row, q_position in zip(q_rows, q_positions):
             seen = list(k_rows)[: q_position + 1]
-            out[row] = attend(q[row:row + 1], k[seen], v[seen])[0]
-    return out
-
-
-def masked_attention(q, k, v, mask) -> np.ndarray:
-    """Attention with an explicit [total_q, total_k] mask; a row that sees nothing gives NaN."""
-    out = np.full((q.shape[0], v.shape[1]), np.nan)
-    for row in range(q.shape[0]):
-        seen = np.flatnonzero(mask[row])
-        if seen.size:
             out[row] = attend(q[row:row + 1], k[seen], v[seen])[0]
     return out
 
