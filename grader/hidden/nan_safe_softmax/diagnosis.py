@@ -307,27 +307,32 @@ def merged_without_rescale(case: AttentionCase):
     return o / np.where(l > 0, l, 1.0)[:, None]
 
 
-def _only_in_rows(case, may, out_ok, lse_ok):
-    """A test of answers wrong only in rows ``may`` (at least one), where the output row and
-    the lse pass ``out_ok(out_rows, rows)`` and ``lse_ok(lse_values)``."""
+def _only_in_rows(case, may, row_fits):
+    """A test of answers wrong in at least one row, only in rows ``may``, and in each such row as
+    ``row_fits(out_row, lse, out_right, lse_right)`` says."""
     def fits(got: AttentionAnswer) -> bool:
         out_off = row_is_off(got.out, case.want, case.atol)
         lse_off = lse_is_off(got.lse, case.right.lse, case)
         off = out_off | lse_off
         if not off.any() or (off & ~may).any():
             return False
-        rows_out, rows_lse = np.flatnonzero(out_off), np.flatnonzero(lse_off)
-        return bool(out_ok(got.out[rows_out], rows_out) and lse_ok(got.lse[rows_lse]))
+        return all(row_fits(got.out[i], got.lse[i], not out_off[i], not lse_off[i]) for i in np.flatnonzero(off))
     return fits
 
 
 def _nan_rows(case):
-    """Rows that saw nothing come back NaN (in the output, in m + log(l), or both). After merging
-    chunk states that were each right, any row may: the tree decides which empty sides meet."""
+    """Rows come back NaN: the output row, or m + log(l) with an output row that is right or zero
+    (a finalize that divides only where l > 0 hides a NaN l). Without merging only rows that saw
+    nothing may; after merging chunk states that were each right, any row may: the tree decides
+    which empty sides meet."""
     may = np.ones(case.q.shape[0], bool) if case.merged else ~case.mask.any(axis=1)
     if not may.any():
         return None
-    return _only_in_rows(case, may, lambda rows, _: np.isnan(rows).all(), lambda lse: np.isnan(lse).all())
+
+    def row_fits(out, lse, out_right, lse_right):
+        out_nan, lse_nan = bool(np.isnan(out).all()), bool(np.isnan(lse))
+        return (out_nan or (lse_nan and (out_right or not out.any()))) and (lse_nan or lse_right)
+    return _only_in_rows(case, may, row_fits)
 
 
 def _uniform_rows(case):
@@ -335,9 +340,10 @@ def _uniform_rows(case):
     if not case.empty.size or not case.k.shape[0]:
         return None
     mean = case.v.astype(np.float64).mean(axis=0)
-    return _only_in_rows(case, ~case.mask.any(axis=1),
-                         lambda rows, _: np.all(np.abs(rows - mean) <= case.atol),
-                         lambda lse: np.isfinite(lse).all())
+
+    def row_fits(out, lse, out_right, lse_right):
+        return (out_right or bool(np.all(np.abs(out - mean) <= case.atol))) and (lse_right or bool(np.isfinite(lse)))
+    return _only_in_rows(case, ~case.mask.any(axis=1), row_fits)
 
 
 def _output_equal_to(make, applies=lambda case: True):
