@@ -257,10 +257,11 @@ class AttentionAnswer:
 
 
 def lse_is_off(got, want, case) -> np.ndarray:
-    """Per row: m + log(l) differs from the log-sum-exp of the row's scaled scores."""
+    """Per row: m + log(l) differs from the log-sum-exp of the row's scaled scores (a row that saw
+    nothing must be -inf exactly: a relative tolerance of -inf would let any value pass)."""
     with np.errstate(invalid="ignore"):
-        ok = (got == want) | (np.abs(got - want) <= case.atol + case.rtol * np.abs(want))
-    return ~ok
+        close = np.isfinite(want) & (np.abs(got - want) <= case.atol + case.rtol * np.abs(want))
+    return ~((got == want) | close)
 
 
 def attention_nan_rows(case: AttentionCase):
