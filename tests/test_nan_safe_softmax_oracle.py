@@ -166,9 +166,17 @@ def test_each_attention_variant_is_named_and_the_right_answer_is_not():
     want_out, want_lse = attention_rule(case.q, case.k, case.v, case.mask)
     assert named(diagnosis.explain_attention([(case, answer(case, want_out, want_lse))])) == []
     for variant, expected in [(diagnosis.attention_nan_rows, "nan_on_fully_masked_row"),
-                              (diagnosis.attention_uniform_rows, "finite_mask_sentinel"),
-                              (diagnosis.attention_without_scale, "missing_scale")]:
+                              (diagnosis.attention_uniform_rows, "finite_mask_sentinel")]:
         assert named(diagnosis.explain_attention([(case, answer(case, variant(case)))])) == [expected]
+    unscaled_out, unscaled_lse = diagnosis.attention_without_scale(case)
+    assert named(diagnosis.explain_attention([(case, answer(case, unscaled_out, unscaled_lse))])) == ["missing_scale"]
+    # a row that sees one key has the right output without the scale: only its lse tells
+    single = attention_case()
+    single.mask[:] = False
+    single.mask[:, 4] = True
+    _, single_lse = diagnosis.attention_without_scale(single)
+    assert named(diagnosis.explain_attention([(single, answer(single, single.want, single_lse))])) \
+        == ["missing_scale"]
     merged = attention_case(cuts=[0, 5, 5, 17, 23])
     unscaled = diagnosis.merged_without_rescale(merged)
     assert named(diagnosis.explain_attention([(merged, answer(merged, unscaled))])) == ["no_rescale_on_merge"]

@@ -278,9 +278,15 @@ def attention_uniform_rows(case: AttentionCase):
 
 
 def attention_without_scale(case: AttentionCase):
+    """(output, lse) of attention on q k^T without the 1/sqrt(D) scale."""
     D = case.q.shape[1]
-    out, _ = oracle.attention(case.q.astype(np.float64) * math.sqrt(D), case.k, case.v, case.mask)
-    return out
+    return oracle.attention(case.q.astype(np.float64) * math.sqrt(D), case.k, case.v, case.mask)
+
+
+def _unscaled(case):
+    """The output and m + log(l) both come from unscaled scores (a one-key row shows it only in the lse)."""
+    out, lse = attention_without_scale(case)
+    return lambda got: same_answer(got.out, out, case.atol) and not lse_is_off(got.lse, lse, case).any()
 
 
 def attention_without_max(case: AttentionCase):
@@ -347,7 +353,7 @@ def _uniform_rows(case):
     return _only_in_rows(case, ~case.mask.any(axis=1), row_fits)
 
 
-def _output_equal_to(make, applies=lambda case: True):
+def _output_equal_to(make, applies):
     def build(case):
         if not applies(case):
             return None
@@ -386,7 +392,7 @@ def _sentinel_sentence(case):
 
 def _scale_sentence(case):
     D = case.q.shape[1]
-    return (f"with D = {D}, your output equals attention on q k^T without the 1/sqrt(D) = "
+    return (f"with D = {D}, your output and m + log(l) equal attention on q k^T without the 1/sqrt(D) = "
             f"{1 / math.sqrt(D):.4g} scale")
 
 
@@ -407,7 +413,7 @@ def _overflow_sentence(case):
 ATTENTION_VARIANTS = [
     Variant("nan_on_fully_masked_row", _nan_rows, _nan_sentence),
     Variant("finite_mask_sentinel", _uniform_rows, _sentinel_sentence),
-    Variant("missing_scale", _output_equal_to(attention_without_scale), _scale_sentence),
+    Variant("missing_scale", _unscaled, _scale_sentence),
     Variant("no_rescale_on_merge", _output_equal_to(merged_without_rescale, lambda case: case.merged),
             _rescale_sentence),
     Variant("overflow_without_max", _output_broken_like(attention_without_max, lambda case: not case.merged),
