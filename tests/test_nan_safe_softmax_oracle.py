@@ -203,3 +203,20 @@ def test_nan_after_merging_may_hit_a_row_that_saw_keys_and_hide_behind_a_zero_ou
     assert named(diagnosis.explain_attention([(merged, answer(merged, out, lse))])) == ["nan_on_fully_masked_row"]
     one_chunk = attention_case()  # without merging, a row that saw keys is not the empty-row mistake
     assert named(diagnosis.explain_attention([(one_chunk, answer(one_chunk, out, lse))])) == []
+
+
+def test_a_passing_case_rules_out_a_mistake_that_would_have_broken_it():
+    # Overflow on one case, but another case whose scores all sit far below zero came back right:
+    # exp of the raw scores would have underflowed there, so the raw-exp mistake is ruled out.
+    big = softmax_case(scale=3e3, dtype=np.float32, seed=7)
+    big.mask[2, 0] = True
+    low = diagnosis.SoftmaxCase((np.random.default_rng(8).uniform(0, 3, (4, 7)) - 1e4).astype(np.float32),
+                                np.ones((4, 7), bool), "masked_softmax(...)", {})
+    assert not np.array_equal(diagnosis.softmax_without_max(low), low.want)  # it would have underflowed
+    failing = [(big, diagnosis.softmax_without_max(big))]
+    assert named(diagnosis.explain_softmax(failing)) == ["overflow_without_max"]
+    explanation = diagnosis.explain_softmax(failing, passes=[(low, low.want)])
+    assert named(explanation) == [] and explanation.hint == ""
+    # a passing case where the mistake changes nothing (every row sees one key) rules nothing out
+    one = diagnosis.SoftmaxCase(np.array([[5.0, 7.0]]), np.array([[False, True]]), "masked_softmax(...)", {})
+    assert named(diagnosis.explain_softmax(failing, passes=[(one, one.want)])) == ["overflow_without_max"]

@@ -119,24 +119,26 @@ def _attention_case(ex, dtype, T=(5, 40), n=(3, 90), D=(3, 40), empty=0.0, share
 
 # ---- masked_softmax -----------------------------------------------------------------------
 
-def _softmax_miss(ex, scores, mask, details, label=""):
-    """(case, answer) when masked_softmax is off on this input, else None."""
+def _softmax_judged(ex, scores, mask, details, label=""):
+    """(case, answer) of masked_softmax on this input, right or wrong: both are evidence."""
     reply = _softmax(ex, scores, mask, details)
-    case = diagnosis.SoftmaxCase(scores, mask, reply.call + label, details)
-    return None if _first_off(reply.value, case.want, case.atol) is None else (case, reply.value)
+    return diagnosis.SoftmaxCase(scores, mask, reply.call + label, details), reply.value
 
 
-def _settle_softmax(ex, failures):
-    """Fail on the smallest failing case; name a mistake only when it explains every one."""
-    failures = sorted((f for f in failures if f is not None), key=lambda f: f[0].size)
+def _settle_softmax(ex, judged):
+    """Fail on the smallest failing case; name a mistake only when it explains every failing one
+    and no passing one rules it out."""
+    failures = sorted(((c, a) for c, a in judged if _first_off(a, c.want, c.atol) is not None),
+                      key=lambda f: f[0].size)
     if not failures:
         return
+    passes = [(c, a) for c, a in judged if _first_off(a, c.want, c.atol) is None]
     case, got = failures[0]
     index, value, expected = _first_off(got, case.want, case.atol)
     allowed = int(case.mask[index[:-1]].sum())
     message = (f"{case.call}: entry {list(index)} is {_versus(value, expected)} "
                f"(that row allows {allowed} of {case.scores.shape[-1]} entries)" + _also(failures))
-    message += name_mistakes(ex, diagnosis.explain_softmax(failures))
+    message += name_mistakes(ex, diagnosis.explain_softmax(failures, passes))
     fail(message, case=case.details, kind=_nan_kind([got for _, got in failures], [c.want for c, _ in failures]))
 
 
@@ -184,15 +186,15 @@ def check_softmax_random_rows(ex):
     rng = ex.rng
     shapes = [(1, 1), (3, 1)] + [(odd_size(rng, 2, 60), odd_size(rng, 3, 140)) for _ in range(4)]
     shapes += [(odd_size(rng, 2, 6), odd_size(rng, 2, 12), odd_size(rng, 3, 50)) for _ in range(2)]
-    failures = []
+    judged = []
     for shape in shapes:
         for dtype in (F32, F64):
             scores = (rng.standard_normal(shape) * rng.choice([0.1, 1.0, 8.0])).astype(dtype)
             rows = int(np.prod(shape[:-1]))
             mask = _mask(rng, rows, shape[-1], share=rng.uniform(0.1, 0.9)).reshape(shape)
-            failures.append(_softmax_miss(ex, scores, mask, {"shape": list(shape), "dtype": str(dtype),
+            judged.append(_softmax_judged(ex, scores, mask, {"shape": list(shape), "dtype": str(dtype),
                                                              "seed": ex.seed}))
-    _settle_softmax(ex, failures)
+    _settle_softmax(ex, judged)
 
 
 def _softmax_with_empty_rows(rng, dtype):
@@ -204,17 +206,17 @@ def _softmax_with_empty_rows(rng, dtype):
 
 def check_softmax_fully_masked_rows(ex):
     """Rows with nothing allowed give zeros (never NaN); the other rows are unaffected."""
-    rng, failures = ex.rng, []
+    rng, judged = ex.rng, []
     for dtype in (F32, F64):
         scores, mask = _softmax_with_empty_rows(rng, dtype)
-        failures.append(_softmax_miss(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
+        judged.append(_softmax_judged(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
                                                          "seed": ex.seed}))
     scores = rng.standard_normal((2, 3, 11)).astype(F32)
     mask = rng.random((2, 3, 11)) < 0.5
     mask[1] = False  # a whole batch entry masked: padding
-    failures.append(_softmax_miss(ex, scores, mask, {"shape": [2, 3, 11], "dtype": "float32", "seed": ex.seed},
+    judged.append(_softmax_judged(ex, scores, mask, {"shape": [2, 3, 11], "dtype": "float32", "seed": ex.seed},
                                   label=" (batch 1 fully masked)"))
-    _settle_softmax(ex, failures)
+    _settle_softmax(ex, judged)
 
 
 def _large_logit_scores(rng, dtype):
@@ -233,50 +235,53 @@ def _large_logit_scores(rng, dtype):
 
 def check_softmax_large_logits(ex):
     """Scores of +-1e4 and far beyond, in float32 and float64, give the right probabilities."""
-    failures = []
+    judged = []
     for dtype in (F32, F64):
         scores, mask = _large_logit_scores(ex.rng, dtype)
-        failures.append(_softmax_miss(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
+        judged.append(_softmax_judged(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
                                                          "seed": ex.seed}))
-    _settle_softmax(ex, failures)
+    _settle_softmax(ex, judged)
 
 
 def check_softmax_masked_entries_ignored(ex):
     """Whatever a masked entry holds (NaN, +inf, -inf, huge) has no effect on the result."""
-    rng, failures = ex.rng, []
+    rng, judged = ex.rng, []
     for dtype in (F32, F64):
         T, S = odd_size(rng, 5, 30), odd_size(rng, 5, 60)
         scores = rng.standard_normal((T, S)).astype(dtype)
         mask = _mask(rng, T, S, share=0.6, empty=[T - 1])
         held = np.array([np.nan, np.inf, -np.inf, np.finfo(dtype).max / 4, -np.finfo(dtype).max / 4], dtype)
         scores[~mask] = rng.choice(held, int((~mask).sum()))
-        failures.append(_softmax_miss(ex, scores, mask, {"shape": [T, S], "dtype": str(dtype), "seed": ex.seed},
+        judged.append(_softmax_judged(ex, scores, mask, {"shape": [T, S], "dtype": str(dtype), "seed": ex.seed},
                                       label=" (masked entries hold NaN, inf and huge values)"))
-    _settle_softmax(ex, failures)
+    _settle_softmax(ex, judged)
 
 
 # ---- partial_attention / merge_partials / finalize --------------------------------------
 
-def _meaning_misses(ex, state, q, k, v, mask, details, what, cuts=None, states=None) -> list:
-    """[(case, answer)] where the state does not mean attention of q over (k, v, mask): finalize's
-    output and m + log(l); [] when it does.
+def _judged_states(ex, state, q, k, v, mask, details, what, cuts=None, states=None) -> list:
+    """[(case, answer)]: what the state means (finalize's output and m + log(l)) against attention
+    of q over (k, v, mask), right or wrong: both are evidence.
 
-    For a state merged from chunks (``cuts``, their ``states`` in key order), a wrong answer is
-    first traced to the chunk states, so that the merge is blamed only when each chunk is right."""
+    For a wrong state merged from chunks (``cuts``, their ``states`` in key order), the chunk
+    states are judged instead when one of them is wrong, so that the merge is blamed only when
+    each chunk is right."""
     case = diagnosis.AttentionCase(q, k, v, mask, what, details)
     out = _finalize(ex, state, details, call=f"finalize({what})")
     answer = diagnosis.AttentionAnswer(out.value, oracle.state_lse(state[0], state[1]), state[0], state[1])
-    if _first_off(answer.out, case.want, case.atol) is None and not diagnosis.lse_is_off(
-            answer.lse, case.right.lse, case).any():
-        return []
-    if states is not None:
-        chunks = [miss for (a, b), chunk in zip(zip(cuts, cuts[1:]), states)
-                  for miss in _meaning_misses(ex, chunk, q, k[a:b], v[a:b], mask[:, a:b],
-                                              details | {"chunk": [a, b]}, f"the state of chunk [{a}, {b})")]
-        if chunks:
+    if states is not None and _state_is_off(case, answer):
+        chunks = [judged for (a, b), chunk in zip(zip(cuts, cuts[1:]), states)
+                  for judged in _judged_states(ex, chunk, q, k[a:b], v[a:b], mask[:, a:b],
+                                               details | {"chunk": [a, b]}, f"the state of chunk [{a}, {b})")]
+        if any(_state_is_off(c, a) for c, a in chunks):
             return chunks
         case.cuts = cuts
     return [(case, answer)]
+
+
+def _state_is_off(case, answer) -> bool:
+    return (_first_off(answer.out, case.want, case.atol) is not None
+            or bool(diagnosis.lse_is_off(answer.lse, case.right.lse, case).any()))
 
 
 def _attention_message(case, got) -> str:
@@ -292,14 +297,16 @@ def _attention_message(case, got) -> str:
             f"l = {_g(float(got.l[row]))})")
 
 
-def _settle_attention(ex, failures):
-    """Fail on the smallest failing case; name a mistake only when it explains every one."""
-    failures = sorted(failures, key=lambda f: f[0].size)
+def _settle_attention(ex, judged):
+    """Fail on the smallest failing case; name a mistake only when it explains every failing one
+    and no passing one rules it out."""
+    failures = sorted(((c, a) for c, a in judged if _state_is_off(c, a)), key=lambda f: f[0].size)
     if not failures:
         return
+    passes = [(c, a) for c, a in judged if not _state_is_off(c, a)]
     case, got = failures[0]
     message = _attention_message(case, got) + _also(failures)
-    message += name_mistakes(ex, diagnosis.explain_attention(failures))
+    message += name_mistakes(ex, diagnosis.explain_attention(failures, passes))
     fail(message, case=case.details, kind=_nan_kind([a for _, a in failures for a in (a.out, a.lse)],
                                                     [w for c, _ in failures for w in (c.want, c.right.lse)]))
 
@@ -321,34 +328,34 @@ def check_state_dtype_and_shape(ex):
 
 def check_one_chunk_attention(ex):
     """One chunk: finalize(partial_attention(...)) is masked attention with scale 1/sqrt(D), m + log(l) its LSE."""
-    failures = []
+    judged = []
     for _ in range(4):
         for dtype in (F32, F64):
             q, k, v, mask, case = _attention_case(ex, dtype, T=(2, 50), n=(3, 130), D=(3, 70),
                                                   share=ex.rng.uniform(0.2, 1.0))
             state = _partial(ex, q, k, v, mask, case)
-            failures += _meaning_misses(ex, state.value, q, k, v, mask, case, state.call)
-    _settle_attention(ex, failures)
+            judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call)
+    _settle_attention(ex, judged)
 
 
 def check_fully_masked_rows_attention(ex):
     """Query rows that may see no key of the chunk: output zeros, m + log(l) = -inf, no NaN."""
-    failures = []
+    judged = []
     for dtype in (F32, F64):
         q, k, v, mask, case = _attention_case(ex, dtype, empty=1 / 3)
         state = _partial(ex, q, k, v, mask, case)
-        failures += _meaning_misses(ex, state.value, q, k, v, mask, case, state.call)
+        judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call)
     q, k, v = _qkv(ex.rng, 6, 45, 9, F32)
     mask = np.zeros((6, 45), bool)  # a tile that no query may see
     case = {"T": 6, "n": 45, "D": 9, "dtype": "float32", "seed": ex.seed}
     state = _partial(ex, q, k, v, mask, case)
-    failures += _meaning_misses(ex, state.value, q, k, v, mask, case, state.call + " with mask all False")
-    _settle_attention(ex, failures)
+    judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call + " with mask all False")
+    _settle_attention(ex, judged)
 
 
 def check_empty_chunk(ex):
     """A chunk of n = 0 keys is a state that saw nothing, and merging it changes nothing."""
-    failures = []
+    judged = []
     for dtype in (F32, F64):
         q, k, v, mask, case = _attention_case(ex, dtype, T=(3, 30), n=(3, 60), D=(3, 30))
         n, case = k.shape[0], case | {"n": 0}
@@ -362,18 +369,18 @@ def check_empty_chunk(ex):
             fail(f"partial_attention(q {_text(q)}, k {_text(k[:0])}, v {_text(v[:0])}, mask {_text(mask[:, :0])}) "
                  f"raised {exc.type_name}: {exc.message}; an empty chunk must give the empty state", case,
                  kind="crash")
-        failures += _meaning_misses(ex, empty.value, q, k[:0], v[:0], mask[:, :0], case, empty.call)
+        judged += _judged_states(ex, empty.value, q, k[:0], v[:0], mask[:, :0], case, empty.call)
         full = _partial(ex, q, k, v, mask, case | {"n": n})
         for a, b in [(empty.value, full.value), (full.value, empty.value)]:
             merged = _merge(ex, a, b, case | {"n": n})
-            failures += _meaning_misses(ex, merged.value, q, k, v, mask, case | {"n": n},
+            judged += _judged_states(ex, merged.value, q, k, v, mask, case | {"n": n},
                                         "merge_partials of an empty chunk's state and a chunk's state")
-    _settle_attention(ex, failures)
+    _settle_attention(ex, judged)
 
 
 def check_empty_state_is_identity(ex):
     """Merging with the empty state (m = -inf, l = 0, o = 0), on either side, changes nothing."""
-    failures = []
+    judged = []
     for dtype in (F32, F64):
         q, k, v, mask, case = _attention_case(ex, dtype, empty=1 / 4)
         (T, D), n = q.shape, k.shape[0]
@@ -382,11 +389,11 @@ def check_empty_state_is_identity(ex):
         for a, b, what in [(nothing, state, "merge_partials(empty, state)"),
                            (state, nothing, "merge_partials(state, empty)")]:
             merged = _merge(ex, a, b, case, call=what)
-            failures += _meaning_misses(ex, merged.value, q, k, v, mask, case, what)
+            judged += _judged_states(ex, merged.value, q, k, v, mask, case, what)
         both = _merge(ex, nothing, nothing, case, call="merge_partials(empty, empty)")
         none = np.zeros((T, n), bool)
-        failures += _meaning_misses(ex, both.value, q, k, v, none, case, both.call)
-    _settle_attention(ex, failures)
+        judged += _judged_states(ex, both.value, q, k, v, none, case, both.call)
+    _settle_attention(ex, judged)
 
 
 def _split(rng, n, pieces, gaps=True):
@@ -440,7 +447,7 @@ def _chunked_case(ex, rng, dtype, scale=1.0, qkv=None, gaps=True):
 
 def check_chunks_merged_in_any_order(ex):
     """Keys in random chunks (some empty, some fully masked) merged in any order and tree shape equal one pass."""
-    rng, failures = ex.rng, []
+    rng, judged = ex.rng, []
     for trial, shape in enumerate(["left", "right", "random", "random"]):
         dtype = (F32, F64)[trial % 2]
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, scale=float(rng.choice([1.0, 3.0])))
@@ -451,9 +458,9 @@ def check_chunks_merged_in_any_order(ex):
         if shape == "random":
             rng.shuffle(states)
         merged = _merge_tree(ex, states, rng, case, shape)
-        failures += _meaning_misses(ex, merged, q, k, v, mask, case,
+        judged += _judged_states(ex, merged, q, k, v, mask, case,
                                     f"the {len(cuts) - 1} chunk states merged ({shape} tree)", cuts=cuts, states=chunks)
-    _settle_attention(ex, failures)
+    _settle_attention(ex, judged)
 
 
 def _exact_large_qkv(dtype, c):
@@ -466,19 +473,30 @@ def _exact_large_qkv(dtype, c):
     return make
 
 
+def _equal_huge_scores(q, k, mask) -> int:
+    """Make every key the first seeing row allows the same key, far above 0 for that row (exact
+    small-integer products still): only subtracting the max keeps exp finite on equal huge scores,
+    so that row tells the max apart from a mean or any other shift. Returns the row."""
+    row = int(np.flatnonzero(mask.any(axis=1))[0])
+    k[mask[row]] = np.where(q[row] >= 0, 40, -40).astype(k.dtype)
+    return row
+
+
 def check_large_logits_attention(ex):
     """Scaled scores around +-1e4 and far beyond, float32 and float64, in one chunk and merged."""
-    rng, failures = ex.rng, []
+    rng, judged = ex.rng, []
     for dtype, c in [(F32, 8.0), (F32, 2.0 ** 20), (F64, 2.0 ** 40)]:
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, qkv=_exact_large_qkv(dtype, c))
-        case = {"T": q.shape[0], "n": k.shape[0], "D": 16, "dtype": str(dtype), "q_multiple": c, "seed": ex.seed}
+        row = _equal_huge_scores(q, k, mask)
+        case = {"T": q.shape[0], "n": k.shape[0], "D": 16, "dtype": str(dtype), "q_multiple": c,
+                "equal_scores_row": row, "seed": ex.seed}
         state = _partial(ex, q, k, v, mask, case)
-        failures += _meaning_misses(ex, state.value, q, k, v, mask, case, state.call)
+        judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call)
         states = _chunk_states(ex, q, k, v, mask, cuts, case)
         merged = _merge_tree(ex, states, rng, case, "random")
-        failures += _meaning_misses(ex, merged, q, k, v, mask, case | {"cuts": cuts},
+        judged += _judged_states(ex, merged, q, k, v, mask, case | {"cuts": cuts},
                                     f"the {len(cuts) - 1} chunk states merged", cuts=cuts, states=states)
-    _settle_attention(ex, failures)
+    _settle_attention(ex, judged)
 
 
 

@@ -58,11 +58,11 @@ def same_answer(got: np.ndarray, variant: np.ndarray, atol: float) -> bool:
 
 
 def breaks_like(got, variant, want, atol: float) -> bool:
-    """``got`` and ``variant`` go wrong on exactly the same (non-empty) set of rows, and in the
-    same way there: non-finite in the same entries (an answer off a little everywhere is not
-    one that overflows)."""
+    """``got`` and ``variant`` go wrong on exactly the same set of rows (none, where the variant is
+    right), and in the same way there: non-finite in the same entries (an answer off a little
+    everywhere is not one that overflows)."""
     bad = broken_rows(got, want, atol)
-    if bad.size == 0 or not np.array_equal(bad, broken_rows(variant, want, atol)):
+    if not np.array_equal(bad, broken_rows(variant, want, atol)):
         return False
     got_rows, variant_rows = (_rows(np.asarray(x, dtype=np.float64))[bad] for x in (got, variant))
     return bool(np.array_equal(np.isfinite(got_rows), np.isfinite(variant_rows)))
@@ -197,9 +197,24 @@ def _fits(got, test, case) -> bool:
     return test(got)
 
 
-def explain_softmax(failures) -> Explanation:
-    """Which known mistakes explain every failing (SoftmaxCase, submitted probabilities)."""
-    return explain(SOFTMAX_VARIANTS, failures, right=lambda case: case.want, same=_fits)
+# Mistakes that fix every value computed (not only some rows): a case the submission got right
+# where such a mistake gives a wrong answer is evidence against it, as much as a failing case it
+# does not fit. A missing guard (NaN rows, a finite fill, an additive mask) may be local.
+WHOLE_COMPUTATION = frozenset({"overflow_without_max", "missing_scale", "no_rescale_on_merge"})
+
+
+def _not_contradicted(variants, passes) -> list:
+    """The variants that no passing (case, answer) rules out."""
+    def contradicted(variant):
+        tests = ((variant.build(case), answer) for case, answer in passes)
+        return variant.id in WHOLE_COMPUTATION and any(test is not None and not test(answer) for test, answer in tests)
+    return [v for v in variants if not contradicted(v)]
+
+
+def explain_softmax(failures, passes=()) -> Explanation:
+    """Which known mistakes explain every failing (SoftmaxCase, submitted probabilities), and are
+    not ruled out by a passing one."""
+    return explain(_not_contradicted(SOFTMAX_VARIANTS, passes), failures, right=lambda case: case.want, same=_fits)
 
 
 # ---- attention states -----------------------------------------------------------------------
@@ -421,6 +436,8 @@ ATTENTION_VARIANTS = [
 ]
 
 
-def explain_attention(failures) -> Explanation:
-    """Which known mistakes explain every failing (AttentionCase, AttentionAnswer)."""
-    return explain(ATTENTION_VARIANTS, failures, right=lambda case: case.right, same=_fits)
+def explain_attention(failures, passes=()) -> Explanation:
+    """Which known mistakes explain every failing (AttentionCase, AttentionAnswer), and are not
+    ruled out by a passing one."""
+    return explain(_not_contradicted(ATTENTION_VARIANTS, passes), failures, right=lambda case: case.right,
+                   same=_fits)
