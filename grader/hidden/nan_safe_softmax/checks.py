@@ -125,38 +125,32 @@ def _softmax_judged(ex, scores, mask, details, label=""):
     return diagnosis.SoftmaxCase(scores, mask, reply.call + label, details), reply.value
 
 
-def _settle_softmax(ex, judged):
-    """Fail on the smallest failing case; name a mistake only when it explains every failing one
-    and no passing one rules it out."""
-    failures = sorted(((c, a) for c, a in judged if _first_off(a, c.want, c.atol) is not None),
-                      key=lambda f: f[0].size)
+def _softmax_message(case, got) -> str:
+    index, value, expected = _first_off(got, case.want, case.atol)
+    return (f"{case.call}: entry {list(index)} is {_versus(value, expected)} "
+            f"(that row allows {int(case.mask[index[:-1]].sum())} of {case.scores.shape[-1]} entries)")
+
+
+def _settle(ex, judged, explain, message):
+    """Fail on the smallest failing (case, answer) of ``judged``, told by ``message``; name a mistake
+    only when it explains every failing case and no passing case rules it out. NaN where a
+    number was due, in any failing case, is its own kind."""
+    failures = sorted(((c, a) for c, a in judged if c.is_off(a)), key=lambda f: f[0].size)
     if not failures:
         return
-    passes = [(c, a) for c, a in judged if _first_off(a, c.want, c.atol) is None]
+    passes = [(c, a) for c, a in judged if not c.is_off(a)]
     case, got = failures[0]
-    index, value, expected = _first_off(got, case.want, case.atol)
-    allowed = int(case.mask[index[:-1]].sum())
-    message = (f"{case.call}: entry {list(index)} is {_versus(value, expected)} "
-               f"(that row allows {allowed} of {case.scores.shape[-1]} entries)" + _also(failures))
-    message += name_mistakes(ex, diagnosis.explain_softmax(failures, passes))
-    fail(message, case=case.details, kind=_nan_kind([got for _, got in failures], [c.want for c, _ in failures]))
+    text = message(case, got) + _also(failures) + name_mistakes(ex, explain(failures, passes))
+    fail(text, case=case.details, kind="nan" if any(c.has_nan(a) for c, a in failures) else "wrong")
 
 
 def _also(failures) -> str:
     return f" ({len(failures) - 1} more failing case{'s' if len(failures) > 2 else ''})" if len(failures) > 1 else ""
 
 
-def _nan_kind(answers, wants) -> str:
-    """"nan" when some answer holds NaN where a number was due, else "wrong"."""
-    for got, want in zip(answers, wants):
-        with np.errstate(invalid="ignore"):
-            if (np.isnan(np.asarray(got, dtype=np.float64)) & ~np.isnan(want)).any():
-                return "nan"
-    return "wrong"
-
-
 def _dtype_miss(reply, want, case, size):
-    """A Miss when ``reply`` holds an array whose dtype is not ``want``; float32 promoted to float64 fits upcasts_float32."""
+    """A Miss when ``reply`` holds an array whose dtype is not ``want`` (None otherwise); float32
+    promoted to float64 fits upcasts_float32."""
     arrays = reply.value if isinstance(reply.value, (tuple, list)) else [reply.value]
     got = [a.dtype for a in arrays]
     if all(d == want for d in got):
@@ -194,7 +188,7 @@ def check_softmax_random_rows(ex):
             mask = _mask(rng, rows, shape[-1], share=rng.uniform(0.1, 0.9)).reshape(shape)
             judged.append(_softmax_judged(ex, scores, mask, {"shape": list(shape), "dtype": str(dtype),
                                                              "seed": ex.seed}))
-    _settle_softmax(ex, judged)
+    _settle(ex, judged, diagnosis.explain_softmax, _softmax_message)
 
 
 def _softmax_with_empty_rows(rng, dtype):
@@ -216,7 +210,7 @@ def check_softmax_fully_masked_rows(ex):
     mask[1] = False  # a whole batch entry masked: padding
     judged.append(_softmax_judged(ex, scores, mask, {"shape": [2, 3, 11], "dtype": "float32", "seed": ex.seed},
                                   label=" (batch 1 fully masked)"))
-    _settle_softmax(ex, judged)
+    _settle(ex, judged, diagnosis.explain_softmax, _softmax_message)
 
 
 def _large_logit_scores(rng, dtype):
@@ -240,7 +234,7 @@ def check_softmax_large_logits(ex):
         scores, mask = _large_logit_scores(ex.rng, dtype)
         judged.append(_softmax_judged(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
                                                          "seed": ex.seed}))
-    _settle_softmax(ex, judged)
+    _settle(ex, judged, diagnosis.explain_softmax, _softmax_message)
 
 
 def check_softmax_masked_entries_ignored(ex):
@@ -254,7 +248,7 @@ def check_softmax_masked_entries_ignored(ex):
         scores[~mask] = rng.choice(held, int((~mask).sum()))
         judged.append(_softmax_judged(ex, scores, mask, {"shape": [T, S], "dtype": str(dtype), "seed": ex.seed},
                                       label=" (masked entries hold NaN, inf and huge values)"))
-    _settle_softmax(ex, judged)
+    _settle(ex, judged, diagnosis.explain_softmax, _softmax_message)
 
 
 # ---- partial_attention / merge_partials / finalize --------------------------------------
@@ -269,19 +263,14 @@ def _judged_states(ex, state, q, k, v, mask, details, what, cuts=None, states=No
     case = diagnosis.AttentionCase(q, k, v, mask, what, details)
     out = _finalize(ex, state, details, call=f"finalize({what})")
     answer = diagnosis.AttentionAnswer(out.value, oracle.state_lse(state[0], state[1]), state[0], state[1])
-    if states is not None and _state_is_off(case, answer):
+    if states is not None and case.is_off(answer):
         chunks = [judged for (a, b), chunk in zip(zip(cuts, cuts[1:]), states)
                   for judged in _judged_states(ex, chunk, q, k[a:b], v[a:b], mask[:, a:b],
                                                details | {"chunk": [a, b]}, f"the state of chunk [{a}, {b})")]
-        if any(_state_is_off(c, a) for c, a in chunks):
+        if any(c.is_off(a) for c, a in chunks):
             return chunks
         case.cuts = cuts
     return [(case, answer)]
-
-
-def _state_is_off(case, answer) -> bool:
-    return (_first_off(answer.out, case.want, case.atol) is not None
-            or bool(diagnosis.lse_is_off(answer.lse, case.right.lse, case).any()))
 
 
 def _attention_message(case, got) -> str:
@@ -295,20 +284,6 @@ def _attention_message(case, got) -> str:
     return (f"{case.what}: m + log(l) of row {row} is {_g(float(got.lse[row]))}, expected the log-sum-exp of its "
             f"scaled scores {_g(float(case.right.lse[row]))} (m = {_g(float(got.m[row]))}, "
             f"l = {_g(float(got.l[row]))})")
-
-
-def _settle_attention(ex, judged):
-    """Fail on the smallest failing case; name a mistake only when it explains every failing one
-    and no passing one rules it out."""
-    failures = sorted(((c, a) for c, a in judged if _state_is_off(c, a)), key=lambda f: f[0].size)
-    if not failures:
-        return
-    passes = [(c, a) for c, a in judged if not _state_is_off(c, a)]
-    case, got = failures[0]
-    message = _attention_message(case, got) + _also(failures)
-    message += name_mistakes(ex, diagnosis.explain_attention(failures, passes))
-    fail(message, case=case.details, kind=_nan_kind([a for _, a in failures for a in (a.out, a.lse)],
-                                                    [w for c, _ in failures for w in (c.want, c.right.lse)]))
 
 
 def check_state_dtype_and_shape(ex):
@@ -335,7 +310,7 @@ def check_one_chunk_attention(ex):
                                                   share=ex.rng.uniform(0.2, 1.0))
             state = _partial(ex, q, k, v, mask, case)
             judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call)
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 def check_fully_masked_rows_attention(ex):
@@ -350,7 +325,7 @@ def check_fully_masked_rows_attention(ex):
     case = {"T": 6, "n": 45, "D": 9, "dtype": "float32", "seed": ex.seed}
     state = _partial(ex, q, k, v, mask, case)
     judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call + " with mask all False")
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 def check_empty_chunk(ex):
@@ -375,7 +350,7 @@ def check_empty_chunk(ex):
             merged = _merge(ex, a, b, case | {"n": n})
             judged += _judged_states(ex, merged.value, q, k, v, mask, case | {"n": n},
                                         "merge_partials of an empty chunk's state and a chunk's state")
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 def check_empty_state_is_identity(ex):
@@ -393,7 +368,7 @@ def check_empty_state_is_identity(ex):
         both = _merge(ex, nothing, nothing, case, call="merge_partials(empty, empty)")
         none = np.zeros((T, n), bool)
         judged += _judged_states(ex, both.value, q, k, v, none, case, both.call)
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 def _split(rng, n, pieces, gaps=True):
@@ -460,7 +435,7 @@ def check_chunks_merged_in_any_order(ex):
         merged = _merge_tree(ex, states, rng, case, shape)
         judged += _judged_states(ex, merged, q, k, v, mask, case,
                                     f"the {len(cuts) - 1} chunk states merged ({shape} tree)", cuts=cuts, states=chunks)
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 def _exact_large_qkv(dtype, c):
@@ -474,9 +449,9 @@ def _exact_large_qkv(dtype, c):
 
 
 def _equal_huge_scores(q, k, mask) -> int:
-    """Make every key the first seeing row allows the same key, far above 0 for that row (exact
-    small-integer products still): only subtracting the max keeps exp finite on equal huge scores,
-    so that row tells the max apart from a mean or any other shift. Returns the row."""
+    """Make the keys one row may see a single key, far above 0 for that row (products of small
+    integers, still exact): on equal huge scores only subtracting the max keeps exp finite, so
+    that row tells the max apart from a mean or any other shift. Returns the row."""
     row = int(np.flatnonzero(mask.any(axis=1))[0])
     k[mask[row]] = np.where(q[row] >= 0, 40, -40).astype(k.dtype)
     return row
@@ -496,7 +471,7 @@ def check_large_logits_attention(ex):
         merged = _merge_tree(ex, states, rng, case, "random")
         judged += _judged_states(ex, merged, q, k, v, mask, case | {"cuts": cuts},
                                     f"the {len(cuts) - 1} chunk states merged", cuts=cuts, states=states)
-    _settle_attention(ex, judged)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
 

@@ -95,6 +95,13 @@ class SoftmaxCase:
     def want(self) -> np.ndarray:
         return oracle.masked_softmax(self.scores, self.mask)
 
+    def is_off(self, got) -> bool:
+        return bool(row_is_off(got, self.want, self.atol).any())
+
+    def has_nan(self, got) -> bool:
+        """NaN where a number was due."""
+        return bool((np.isnan(np.asarray(got, dtype=np.float64)) & ~np.isnan(self.want)).any())
+
     @cached_property
     def empty(self) -> np.ndarray:
         """Flat indices of the rows (last axis) with nothing allowed."""
@@ -255,6 +262,13 @@ class AttentionCase:
     @property
     def want(self) -> np.ndarray:
         return self.right.out
+
+    def is_off(self, got: "AttentionAnswer") -> bool:
+        return bool(row_is_off(got.out, self.want, self.atol).any() or lse_is_off(got.lse, self.right.lse, self).any())
+
+    def has_nan(self, got: "AttentionAnswer") -> bool:
+        """NaN where a number was due (the oracle never gives one)."""
+        return bool(np.isnan(np.asarray(got.out, dtype=np.float64)).any() or np.isnan(got.lse).any())
 
     @cached_property
     def empty(self) -> np.ndarray:
