@@ -4,6 +4,9 @@ Value checks judge values only; the two ``quiet_*`` checks judge the numpy warni
 during the same kinds of calls (the contract promises none), so a submission whose values are
 right but that computes NaN and patches it afterwards is told apart from one that returns NaN.
 States are judged by what they mean: ``finalize``'s output and the log-sum-exp m + log(l).
+Every check tries all its cases and reports the smallest failing one; a mistake is named only
+when it explains every failing case (or it and one other do) and no passing case rules it out
+(``diagnosis.explain_*``, or ``settle`` for dtypes and warnings).
 """
 from dataclasses import dataclass
 
