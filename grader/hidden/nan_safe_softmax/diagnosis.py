@@ -5,7 +5,8 @@ came back (the softmax array; an :class:`AttentionAnswer`: finalize's output and
 m + log(l)). A variant's ``build(case)`` gives a test of an answer: does it look like that
 mistake's answer on this case? Exact within the tolerance where the mistake fixes every value;
 "broken in the same rows, the same way" where it only fixes which rows overflow. ``explain``
-names a mistake only when it fits every failing case of a check (or it and one other do).
+names a mistake only when it fits every failing case of a check (or it and one other do); a
+mistake of the whole computation is also ruled out by a passing case it would have broken.
 """
 import math
 from dataclasses import dataclass, field
@@ -18,12 +19,12 @@ from grader.checking import Explanation, Variant, explain
 from . import oracle
 
 
-def atol(dtype) -> float:
+def tolerance(dtype) -> float:
     """Output tolerance: float32 rounding over a few hundred terms and merges, or float64's."""
     return 2e-5 if np.dtype(dtype) == np.float32 else 1e-10
 
 
-def rtol(dtype) -> float:
+def relative_tolerance(dtype) -> float:
     return 1e-5 if np.dtype(dtype) == np.float32 else 1e-11
 
 
@@ -85,7 +86,7 @@ class SoftmaxCase:
 
     @property
     def atol(self) -> float:
-        return atol(self.scores.dtype)
+        return tolerance(self.scores.dtype)
 
     @property
     def size(self) -> int:
@@ -240,11 +241,11 @@ class AttentionCase:
 
     @property
     def atol(self) -> float:
-        return atol(self.q.dtype)
+        return tolerance(self.q.dtype)
 
     @property
     def rtol(self) -> float:
-        return rtol(self.q.dtype)
+        return relative_tolerance(self.q.dtype)
 
     @property
     def size(self) -> int:
