@@ -105,54 +105,118 @@ def test_large_logit_inputs_have_exact_scores(dtype, c):
     assert np.abs(oracle.scaled_scores(q, k)).max() > 1e3
 
 
-def softmax_case():
-    rng = np.random.default_rng(5)
-    scores = rng.standard_normal((6, 9)) * 3
+def softmax_case(scale=3.0, dtype=np.float64, seed=5):
+    rng = np.random.default_rng(seed)
+    scores = (rng.standard_normal((6, 9)) * scale).astype(dtype)
     mask = rng.random((6, 9)) < 0.5
     mask[np.arange(6), np.arange(6)] = True
     mask[2] = False
-    return scores, mask
+    return diagnosis.SoftmaxCase(scores, mask, "masked_softmax(...)", {})
+
+
+def named(explanation):
+    return [diagnosis_id for diagnosis_id, _ in explanation.named]
 
 
 def test_each_softmax_variant_is_named_and_the_right_answer_is_not():
-    scores, mask = softmax_case()
-    assert diagnosis.diagnose_softmax(oracle.masked_softmax(scores, mask), scores, mask, 1e-10) is None
-    assert diagnosis.diagnose_softmax(softmax_rule(scores, mask), scores, mask, 1e-10) is None
-    assert diagnosis.diagnose_softmax(diagnosis.softmax_nan_rows(scores, mask), scores, mask, 1e-10)[0] \
-        == "nan_on_fully_masked_row"
-    assert diagnosis.diagnose_softmax(diagnosis.softmax_uniform_rows(scores, mask), scores, mask, 1e-10)[0] \
-        == "finite_mask_sentinel"
-    big = np.where(mask, scores * 1e3, 0.0).astype(np.float32)
-    assert diagnosis.diagnose_softmax(diagnosis.softmax_without_max(big, mask), big, mask, 2e-5)[0] \
-        == "overflow_without_max"
-    odd = scores.copy()
-    odd[0][~mask[0]] = np.nan
-    assert diagnosis.diagnose_softmax(diagnosis.softmax_additive_bias(odd, mask), odd, mask, 1e-10)[0] \
-        == "additive_mask_bias"
+    case = softmax_case()
+    assert named(diagnosis.explain_softmax([(case, softmax_rule(case.scores, case.mask))])) == []
+    assert named(diagnosis.explain_softmax([(case, diagnosis.softmax_nan_rows(case))])) == ["nan_on_fully_masked_row"]
+    assert named(diagnosis.explain_softmax([(case, diagnosis.softmax_uniform_rows(case))])) == ["finite_mask_sentinel"]
+    big = softmax_case(scale=3e3, dtype=np.float32)
+    big.mask[2, 0] = True  # every row allows something: only the overflow is on trial
+    assert named(diagnosis.explain_softmax([(big, diagnosis.softmax_without_max(big))])) == ["overflow_without_max"]
+    odd = softmax_case()
+    odd.scores[0][~odd.mask[0]] = np.nan
+    assert named(diagnosis.explain_softmax([(odd, diagnosis.softmax_additive_bias(odd))])) == ["additive_mask_bias"]
 
 
-def attention_case(dtype=np.float64, scale=1.0):
+def test_a_softmax_mistake_is_named_only_when_it_explains_every_failing_case():
+    nan_case, other = softmax_case(), softmax_case(seed=6)
+    shifted = other.want * (1 - 1e-6)  # off a little everywhere: no known mistake
+    explanation = diagnosis.explain_softmax([(nan_case, diagnosis.softmax_nan_rows(nan_case)), (other, shifted)])
+    assert named(explanation) == []
+    assert explanation.hint == "consistent with nan on fully masked row in this case"
+
+
+def test_two_softmax_mistakes_each_explaining_some_cases_are_both_named():
+    nan_case, big = softmax_case(), softmax_case(scale=3e3, dtype=np.float32, seed=7)
+    big.mask[2, 0] = True
+    explanation = diagnosis.explain_softmax([(nan_case, diagnosis.softmax_nan_rows(nan_case)),
+                                             (big, diagnosis.softmax_without_max(big))])
+    assert sorted(named(explanation)) == ["nan_on_fully_masked_row", "overflow_without_max"]
+
+
+def attention_case(dtype=np.float64, scale=1.0, cuts=None):
     rng = np.random.default_rng(9)
     T, n, D = 7, 23, 5
     q, k, v = (rng.standard_normal(s).astype(dtype) for s in [(T, D), (n, D), (n, D)])
     mask = rng.random((T, n)) < 0.6
     mask[3] = False
-    return (q * scale).astype(dtype), k, v, mask
+    return diagnosis.AttentionCase((q * scale).astype(dtype), k, v, mask, "state", {}, cuts)
+
+
+def answer(case, out, lse=None):
+    lse = case.right.lse if lse is None else lse
+    return diagnosis.AttentionAnswer(out, lse, lse, np.where(np.isinf(lse), 0.0, 1.0))
 
 
 def test_each_attention_variant_is_named_and_the_right_answer_is_not():
-    q, k, v, mask = attention_case()
-    right, _ = oracle.attention(q, k, v, mask)
-    assert diagnosis.diagnose_attention(right, q, k, v, mask, 1e-10) is None
-    assert diagnosis.diagnose_attention(right, q, k, v, mask, 1e-10, cuts=[0, 5, 5, 17, 23]) is None
+    case = attention_case()
+    want_out, want_lse = attention_rule(case.q, case.k, case.v, case.mask)
+    assert named(diagnosis.explain_attention([(case, answer(case, want_out, want_lse))])) == []
     for variant, expected in [(diagnosis.attention_nan_rows, "nan_on_fully_masked_row"),
-                              (diagnosis.attention_uniform_rows, "finite_mask_sentinel"),
-                              (diagnosis.attention_without_scale, "missing_scale")]:
-        assert diagnosis.diagnose_attention(variant(q, k, v, mask), q, k, v, mask, 1e-10)[0] == expected
-    cuts = [0, 5, 5, 17, 23]
-    unscaled = diagnosis.merged_without_rescale(q, k, v, mask, cuts)
-    assert diagnosis.diagnose_attention(unscaled, q, k, v, mask, 1e-10, cuts=cuts)[0] == "no_rescale_on_merge"
-    q, k, v, mask = attention_case(np.float32, scale=300.0)
-    mask[3] = True
-    broken = diagnosis.attention_without_max(q, k, v, mask)
-    assert diagnosis.diagnose_attention(broken, q, k, v, mask, 2e-5)[0] == "overflow_without_max"
+                              (diagnosis.attention_uniform_rows, "finite_mask_sentinel")]:
+        assert named(diagnosis.explain_attention([(case, answer(case, variant(case)))])) == [expected]
+    unscaled_out, unscaled_lse = diagnosis.attention_without_scale(case)
+    assert named(diagnosis.explain_attention([(case, answer(case, unscaled_out, unscaled_lse))])) == ["missing_scale"]
+    # a row that sees one key has the right output without the scale: only its lse tells
+    single = attention_case()
+    single.mask[:] = False
+    single.mask[:, 4] = True
+    _, single_lse = diagnosis.attention_without_scale(single)
+    assert named(diagnosis.explain_attention([(single, answer(single, single.want, single_lse))])) \
+        == ["missing_scale"]
+    merged = attention_case(cuts=[0, 5, 5, 17, 23])
+    unscaled = diagnosis.merged_without_rescale(merged)
+    assert named(diagnosis.explain_attention([(merged, answer(merged, unscaled))])) == ["no_rescale_on_merge"]
+    big = attention_case(np.float32, scale=300.0)
+    big.mask[3] = True
+    assert named(diagnosis.explain_attention([(big, answer(big, diagnosis.attention_without_max(big)))])) \
+        == ["overflow_without_max"]
+
+
+def test_state_diagnoses_read_m_plus_log_l():
+    case = attention_case()
+    nan_lse, finite_lse = case.right.lse.copy(), case.right.lse.copy()
+    nan_lse[3], finite_lse[3] = np.nan, -1e30 + math.log(23)
+    assert named(diagnosis.explain_attention([(case, answer(case, case.want, nan_lse))])) \
+        == ["nan_on_fully_masked_row"]
+    assert named(diagnosis.explain_attention([(case, answer(case, case.want, finite_lse))])) \
+        == ["finite_mask_sentinel"]
+
+
+def test_nan_after_merging_may_hit_a_row_that_saw_keys_and_hide_behind_a_zero_output():
+    merged = attention_case(cuts=[0, 5, 5, 17, 23])
+    out, lse = merged.want.copy(), merged.right.lse.copy()
+    out[0], lse[0] = 0.0, np.nan  # finalize divided only where l > 0, and l was NaN
+    assert named(diagnosis.explain_attention([(merged, answer(merged, out, lse))])) == ["nan_on_fully_masked_row"]
+    one_chunk = attention_case()  # without merging, a row that saw keys is not the empty-row mistake
+    assert named(diagnosis.explain_attention([(one_chunk, answer(one_chunk, out, lse))])) == []
+
+
+def test_a_passing_case_rules_out_a_mistake_that_would_have_broken_it():
+    # Overflow on one case, but another case whose scores all sit far below zero came back right:
+    # exp of the raw scores would have underflowed there, so the raw-exp mistake is ruled out.
+    big = softmax_case(scale=3e3, dtype=np.float32, seed=7)
+    big.mask[2, 0] = True
+    low = diagnosis.SoftmaxCase((np.random.default_rng(8).uniform(0, 3, (4, 7)) - 1e4).astype(np.float32),
+                                np.ones((4, 7), bool), "masked_softmax(...)", {})
+    assert not np.array_equal(diagnosis.softmax_without_max(low), low.want)  # it would have underflowed
+    failing = [(big, diagnosis.softmax_without_max(big))]
+    assert named(diagnosis.explain_softmax(failing)) == ["overflow_without_max"]
+    explanation = diagnosis.explain_softmax(failing, passes=[(low, low.want)])
+    assert named(explanation) == [] and explanation.hint == ""
+    # a passing case where the mistake changes nothing (every row sees one key) rules nothing out
+    one = diagnosis.SoftmaxCase(np.array([[5.0, 7.0]]), np.array([[False, True]]), "masked_softmax(...)", {})
+    assert named(diagnosis.explain_softmax(failing, passes=[(one, one.want)])) == ["overflow_without_max"]
