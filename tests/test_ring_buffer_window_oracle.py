@@ -101,7 +101,7 @@ def _split(out, chunks):
 def test_right_stream_is_the_oracle_and_draws_no_diagnosis():
     C, W, chunks = 9, 9, [5, 1, 7, 1, 1, 9, 3] * 6
     q, k, v = _stream(0, C, W, chunks)
-    right = diagnosis.Variant((), diagnosis.RIGHT)
+    right = diagnosis.Combination((), diagnosis.RIGHT)
     out, example = diagnosis.replay([right], C, W, q, k, v, chunks)[right]
     np.testing.assert_allclose(out, oracle.sliding_window_attention(q, k, v, W), atol=1e-12)
     assert example is None

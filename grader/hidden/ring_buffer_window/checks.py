@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size_closed, other_argument_types
+from grader.checking import (Explanation, expect_array, expect_raises, fail, grid_picture, name_mistakes,
+                             odd_size_closed, other_argument_types)
 
 from . import diagnosis, oracle
 
@@ -127,10 +128,7 @@ def _expect_masks(ex, cases, what):
     message = (f"window_mask over {what} (window {W}) differs from the rule in {int((got != want).sum())} "
                f"of {got.size} cells; first: query at position {q_pos[row]}, key at position "
                f"{k_pos[col]} (column {col}): expected {bool(want[row, col])}")
-    for diagnosis_id, sentence in found:
-        ex.diagnose(diagnosis_id, sentence)
-    if found:
-        message += f"; {found[0][1]}"
+    message += name_mistakes(ex, Explanation(found))
     fail(message, case, grid_picture(want, got, f"window_mask, window {W}: rows are queries "
                                                 f"(positions {_short(q_pos)}), columns keys "
                                                 f"(positions {_short(k_pos)})"))
@@ -263,9 +261,18 @@ def _stream_picture(example: diagnosis.Example, s: Stream):
                                     "outputs are consistent with")
 
 
-def expect_stream(ex, s: Stream, what: str, watch_state=False):
+@dataclass
+class StreamMiss:
+    """A stream that went wrong: what to say about its first wrong step, and what to replay."""
+    stream: Stream
+    outputs: list  # the submission's outputs, chunk by chunk, as far as they were run
+    message: str
+    broken: bool  # some outputs are NaN or infinite
+
+
+def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
     want = oracle.sliding_window_attention(s.q, s.k, s.v, s.window)
-    outputs = run_stream(ex, s, watch_state, want)
+    outputs = run_stream(ex, s, want=want)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
         error = _differs(got, want[start:start + T])
@@ -277,18 +284,34 @@ def expect_stream(ex, s: Stream, what: str, watch_state=False):
                        f"(chunk {n + 1}, T = {T}) returned outputs that differ "
                        f"from sliding-window attention over the whole sequence by up to {error.max():.3g} "
                        f"(first at position {p})")
-            broken = not np.isfinite(got).all()
-            if broken:
-                message += "; some rows are NaN or infinite"
-            done = s.chunks[:len(outputs)]
-            found, example = diagnosis.diagnose_stream(outputs, s.capacity, s.window, s.q, s.k, s.v, done)
-            for diagnosis_id, sentence in found:
-                ex.diagnose(diagnosis_id, sentence)
-            if found:
-                message += f"; {found[0][1]}"
-            fail(message, s.case(ex.seed), _stream_picture(example, s) if example else None,
-                 kind="nan" if broken else "wrong")
+            broken = not all(np.isfinite(out).all() for out in outputs)
+            return StreamMiss(s, outputs, message + ("; some rows are NaN or infinite" if broken else ""), broken)
         start += T
+    return None
+
+
+def expect_streams(ex, streams):
+    """Run every (stream, what it tries); fail with the smallest stream that went wrong, naming a
+    mistake only when one combination of at most two explains every wrong stream."""
+    misses = [m for m in (_stream_miss(ex, s, what) for s, what in streams) if m is not None]
+    if not misses:
+        return
+    misses.sort(key=lambda m: len(m.stream.q))  # the smallest first: it is the one quoted
+    found, example = diagnosis.diagnose_streams(
+        [(m.outputs, m.stream.capacity, m.stream.window, m.stream.q, m.stream.k, m.stream.v,
+          m.stream.chunks[:len(m.outputs)]) for m in misses])
+    smallest = misses[0]
+    message = smallest.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
+    message += name_mistakes(ex, Explanation(found, _hint(ex, smallest) if not found and len(misses) > 1 else ""))
+    fail(message, smallest.stream.case(ex.seed), _stream_picture(example, smallest.stream) if example else None,
+         kind="nan" if any(m.broken for m in misses) else "wrong")
+
+
+def _hint(ex, miss: StreamMiss) -> str:
+    """What the smallest stream alone looks like, when no mistake explains every stream."""
+    s = miss.stream
+    alone, _ = diagnosis.diagnose_stream(miss.outputs, s.capacity, s.window, s.q, s.k, s.v, s.chunks[:len(miss.outputs)])
+    return f"consistent with {' and '.join(i for i, _ in alone).replace('_', ' ')} in this case" if alone else ""
 
 
 def check_decode_stream(ex):
@@ -296,66 +319,69 @@ def check_decode_stream(ex):
     rng = ex.rng
     C = odd_size_closed(rng, 9, 29)
     W = int(rng.integers(2, C))
-    expect_stream(ex, make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")
+    expect_streams(ex, [(make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")])
 
 
 def check_chunked_stream(ex):
     """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for _ in range(3):
         C = odd_size_closed(rng, 20, 70)
         W = int(rng.integers(2, C - 5))  # chunks up to C - W + 1 >= 7 tokens: fewer calls
         chunks = chunk_sizes(rng, odd_size_closed(rng, 250, 400), 2, C - W + 1)
-        expect_stream(ex, make_stream(rng, C, W, chunks), "chunked steps")
+        streams.append((make_stream(rng, C, W, chunks), "chunked steps"))
+    expect_streams(ex, streams)
 
 
 def check_chunk_overwrites_needed_slots(ex):
     """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 24)
-    expect_stream(ex, make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1)),
-                  "capacity = window, chunks of T > 1")
+    equal = make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1))
     C = odd_size_closed(rng, 12, 40)
     W = int(rng.integers(C // 2, C))
-    expect_stream(ex, make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0)),
-                  "chunks long enough to overwrite keys their own queries need")
+    long = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0))
+    expect_streams(ex, [(equal, "capacity = window, chunks of T > 1"),
+                        (long, "chunks long enough to overwrite keys their own queries need")])
 
 
 def check_chunk_longer_than_capacity(ex):
     """A prompt longer than the whole cache in one chunk, then decode, another chunk longer than the
     cache (its first queries still need keys from before it), and short chunks."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for _ in range(2):
         C = odd_size_closed(rng, 5, 30)
         W = int(rng.integers(2, C + 1)) if C > 1 else 1
         chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
                   + chunk_sizes(rng, odd_size_closed(rng, 3 * C, 5 * C), 2, C))
-        expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
+        streams.append((make_stream(rng, C, W, chunks), "a first chunk longer than the cache"))
+    expect_streams(ex, streams)
 
 
 def check_before_the_ring_fills(ex):
     """The first tokens, before every slot is written: empty slots (-1) are never attended to."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for chunks in ([1] * 11, [3, 1, 5, 2], [7, 1, 1, 6, 1]):
         C = odd_size_closed(rng, sum(chunks) + 2, 3 * sum(chunks))
         W = int(rng.integers(sum(chunks), C + 1))
-        expect_stream(ex, make_stream(rng, C, W, chunks), "a cache that is not yet full")
+        streams.append((make_stream(rng, C, W, chunks), "a cache that is not yet full"))
+    expect_streams(ex, streams)
 
 
 def check_window_one(ex):
     """window = 1: each token attends to itself only, so its output is its own value."""
     rng = ex.rng
-    expect_stream(ex, make_stream(rng, 1, 1, [1] * 23), "window 1 with capacity 1")
+    alone = make_stream(rng, 1, 1, [1] * 23)
     C = odd_size_closed(rng, 3, 20)
-    chunks = chunk_sizes(rng, odd_size_closed(rng, 150, 200), 2, C)
-    expect_stream(ex, make_stream(rng, C, 1, chunks), "window 1, chunked")
+    chunked = make_stream(rng, C, 1, chunk_sizes(rng, odd_size_closed(rng, 150, 200), 2, C))
+    expect_streams(ex, [(alone, "window 1 with capacity 1"), (chunked, "window 1, chunked")])
 
 
 def check_window_equals_capacity(ex):
     """window = capacity, T = 1 decode: the oldest token in the ring is still visible."""
     rng = ex.rng
     C = odd_size_closed(rng, 6, 25)
-    expect_stream(ex, make_stream(rng, C, C, [1] * odd_size_closed(rng, 90, 120)), "window = capacity, T = 1")
+    expect_streams(ex, [(make_stream(rng, C, C, [1] * odd_size_closed(rng, 90, 120)), "window = capacity, T = 1")])
 
 
 def check_step_leaves_tokens_appended(ex):
