@@ -296,14 +296,14 @@ def expect_streams(ex, streams):
     misses = [m for m in (_stream_miss(ex, s, what) for s, what in streams) if m is not None]
     if not misses:
         return
-    misses.sort(key=lambda m: len(m.stream.q))  # the smallest first: it is the one quoted
-    found, example = diagnosis.diagnose_streams(
+    misses.sort(key=lambda m: len(m.stream.q))  # the smallest first: it is the one quoted, unless
+    found, example, quoted = diagnosis.diagnose_streams(  # a pair shows both its mistakes in a later one
         [(m.outputs, m.stream.capacity, m.stream.window, m.stream.q, m.stream.k, m.stream.v,
           m.stream.chunks[:len(m.outputs)]) for m in misses])
-    smallest = misses[0]
-    message = smallest.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
-    message += name_mistakes(ex, Explanation(found, _hint(ex, smallest) if not found and len(misses) > 1 else ""))
-    fail(message, smallest.stream.case(ex.seed), _stream_picture(example, smallest.stream) if example else None,
+    shown = misses[quoted]
+    message = shown.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
+    message += name_mistakes(ex, Explanation(found, _hint(ex, shown) if not found and len(misses) > 1 else ""))
+    fail(message, shown.stream.case(ex.seed), _stream_picture(example, shown.stream) if example else None,
          kind="nan" if any(m.broken for m in misses) else "wrong")
 
 

@@ -317,28 +317,32 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
 
 
 def diagnose_streams(streams):
-    """([(id, sentence)], Example) of the fewest-mistake combination whose outputs equal the
-    submission's in EVERY failing stream; ([], None) when none does or the fewest-mistake ones
-    name different mistakes (as W - 1 and late queries do when T = 1).
+    """([(id, sentence)], Example, index of the stream quoted) of the fewest-mistake combination
+    whose outputs equal the submission's in EVERY failing stream; ([], None, 0) when none does or
+    the fewest-mistake ones name different mistakes (as W - 1 and late queries do when T = 1).
 
     ``streams``: (submitted outputs chunk by chunk, capacity, window, q, k, v, chunks) of each
-    failing stream, the one to quote first: the sentences and the Example come from it.
+    failing stream, the one to quote first. A pair is quoted from the first stream where
+    neither of its atoms alone fits, so each sentence quotes a query its own mistake changed.
     """
     if not streams:
-        return [], None
-    survivors, quoted = step_variants(), None
+        return [], None, 0
+    survivors, fitting = step_variants(), []  # fitting: per stream, {combination: its Example}
     for submitted, capacity, window, q, k, v, chunks in streams:
         alive = replay(survivors, capacity, window, q, k, v, chunks, submitted)
         # a combination that keeps to the rule all along cannot explain a stream that went wrong
-        here = {var: example for var, (_, example) in alive.items() if example is not None}
-        survivors = [var for var in survivors if var in here]
-        quoted = here if quoted is None else quoted
+        fitting.append({var: example for var, (_, example) in alive.items() if example is not None})
+        survivors = [var for var in survivors if var in fitting[-1]]
         if not survivors:
-            return [], None
-    chosen = _unambiguous([(var, quoted[var]) for var in survivors])
-    return (sentences(*chosen), chosen[1]) if chosen else ([], None)
+            return [], None, 0
+    chosen = _unambiguous([(var, fitting[0][var]) for var in survivors])
+    if not chosen:
+        return [], None, 0
+    alone = [var for var in step_variants() if len(var.atoms) == 1 and var.atoms[0] in chosen[0].atoms]
+    quoted = next((n for n, here in enumerate(fitting) if not any(a in here for a in alone if a != chosen[0])), 0)
+    return sentences(chosen[0], fitting[quoted][chosen[0]]), fitting[quoted][chosen[0]], quoted
 
 
 def diagnose_stream(submitted_chunks, capacity, window, q, k, v, chunks):
-    """``diagnose_streams`` of one stream."""
-    return diagnose_streams([(submitted_chunks, capacity, window, q, k, v, chunks)])
+    """``diagnose_streams`` of one stream: ([(id, sentence)], Example)."""
+    return diagnose_streams([(submitted_chunks, capacity, window, q, k, v, chunks)])[:2]
