@@ -3,14 +3,17 @@
 Streams: a whole sequence q, k, v [N, D] is fed to a fresh cache in chunks; every output is
 compared with sliding-window attention over the whole sequence (the oracle). The cache state
 and ``window_mask`` are also checked on their own, so a submission wrong in one part only is
-failed (and diagnosed) in that part only.
+failed (and diagnosed) in that part only. A check tries all its cases (masks, streams, caches
+appended to) before it fails, reports the smallest failing one, and names a mistake only when it
+explains every failing case: masks and streams through ``diagnosis``, cache states through
+``checking.settle``.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Explanation, expect_array, expect_raises, fail, grid_picture, name_mistakes,
-                             odd_size_closed, other_argument_types)
+from grader.checking import (Explanation, Miss, expect_array, expect_raises, fail, grid_picture, name_mistakes,
+                             odd_size_closed, other_argument_types, settle)
 
 from . import diagnosis, oracle
 
@@ -30,34 +33,36 @@ def chunk_sizes(rng, tokens, low, high, p_one=0.3):
 # -- the cache ------------------------------------------------------------------------------
 
 
-def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
-    """The candidate's cache holds what the ring oracle holds (filled slots only, for keys/values)."""
+def _state_miss(cache, ring: oracle.Ring, case, after: str) -> Miss | None:
+    """How the candidate's cache differs from the ring oracle (filled slots only, for keys/values),
+    or None when it holds the same; cache.positions that are the slot indices fit slot_index_positions."""
     C, D = ring.keys.shape
+    size = ring.length + C  # the smallest ring, fewest tokens: the case to report
     length = len(cache)
     if length != ring.length:
-        fail(f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)", case,
-             kind="corrupt")
+        return Miss(size, f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)",
+                    case, kind="corrupt")
     positions = expect_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
     if not np.array_equal(positions, ring.positions):
         slot = int(np.flatnonzero(positions != ring.positions)[0])
-        message = (f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
-                   f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})")
-        as_slots = np.where(ring.positions >= 0, np.arange(C), -1)
-        if ring.length > C and np.array_equal(positions, as_slots):
-            sentence = (f"the cache records slot indices, not positions: after {ring.length} tokens in "
-                        f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")
-            ex.diagnose("slot_index_positions", sentence)
-            message += f"; {sentence}"
-        fail(message, case, kind="corrupt")
+        found = []
+        if ring.length > C and np.array_equal(positions, np.where(ring.positions >= 0, np.arange(C), -1)):
+            found.append(("slot_index_positions",
+                          f"the cache records slot indices, not positions: after {ring.length} tokens in "
+                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}"))
+        return Miss(size, f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
+                          f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})",
+                    case, kind="corrupt", found=found)
     filled = ring.positions >= 0
     for name, want in (("keys", ring.keys), ("values", ring.values)):
         got = expect_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
         bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=diagnosis.TOLERANCE).all(axis=1) & filled)
         if bad.size:
             slot = int(bad[0])
-            fail(f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
-                 f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ", case,
-                 kind="corrupt")
+            return Miss(size, f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
+                              f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ",
+                        case, kind="corrupt")
+    return None
 
 
 def _short(a) -> str:
@@ -65,7 +70,8 @@ def _short(a) -> str:
     return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} slots)"
 
 
-def _append_stream(ex, C, D, sizes):
+def _append_stream(ex, C, D, sizes) -> Miss | None:
+    """Append chunks of the given sizes to a fresh cache; the first state that differs, if any."""
     rng = ex.rng
     cache = ex.candidate.call("RingKVCache", C, D)
     ring = oracle.Ring(C, D)
@@ -76,31 +82,36 @@ def _append_stream(ex, C, D, sizes):
         ring.append(k, v)
         done += T
         case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
-        _expect_state(ex, cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+        miss = _state_miss(cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+        if miss:
+            return miss
+    return None
 
 
 def check_fresh_cache(ex):
     """A new cache is empty: len 0, every position -1, keys and values of shape [capacity, head_dim]."""
-    for C, D in [(1, 1), (7, 3), (45, 67), (odd_size_closed(ex.rng, 9, 200), odd_size_closed(ex.rng, 3, 100))]:
-        cache = ex.candidate.call("RingKVCache", C, D)
-        _expect_state(ex, cache, oracle.Ring(C, D), {"capacity": C, "head_dim": D}, "for a new cache")
+    sizes = [(1, 1), (7, 3), (45, 67), (odd_size_closed(ex.rng, 9, 200), odd_size_closed(ex.rng, 3, 100))]
+    settle(ex, [_state_miss(ex.candidate.call("RingKVCache", C, D), oracle.Ring(C, D),
+                            {"capacity": C, "head_dim": D}, "for a new cache") for C, D in sizes])
 
 
 def check_append_wraps_slots(ex):
     """append writes position p to slot p % capacity and records p, wrapping many times (T = 1 and T > 1)."""
-    rng = ex.rng
+    rng, misses = ex.rng, []
     for _ in range(2):
         C, D = odd_size_closed(rng, 5, 40), odd_size_closed(rng, 2, 24)
         sizes = chunk_sizes(rng, odd_size_closed(rng, 6 * C, 8 * C), 2, C)[:25]
-        _append_stream(ex, C, D, sizes)
+        misses.append(_append_stream(ex, C, D, sizes))
+    settle(ex, misses)
 
 
 def check_append_longer_than_capacity(ex):
     """A chunk longer than the whole ring leaves its last capacity tokens in their slots."""
-    rng = ex.rng
+    rng, misses = ex.rng, []
     for C in (1, 7, odd_size_closed(rng, 10, 30)):
         D = odd_size_closed(rng, 2, 9)
-        _append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1])
+        misses.append(_append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1]))
+    settle(ex, misses)
 
 
 # -- window_mask ------------------------------------------------------------------------------
@@ -241,7 +252,7 @@ def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
         if ring is not None:
             ring.append(s.k[part], s.v[part])
             after = f"after the step for positions {start}..{start + T - 1}"
-            _expect_state(ex, cache, ring, s.case(ex.seed), after)
+            settle(ex, [_state_miss(cache, ring, s.case(ex.seed), after)])  # a broken cache stops the stream
         first_failure = stop == len(s.chunks)
         if want is not None and first_failure and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
             stop = n + 1 + after_failure
@@ -398,7 +409,7 @@ def check_long_positions(ex):
     positions in the billions."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 30)
-    _append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])
+    settle(ex, [_append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])])
     cases = []
     for base in (2**16 + odd_size_closed(rng, 1, 999), 2**31 + odd_size_closed(rng, 1, 999)):
         ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along
