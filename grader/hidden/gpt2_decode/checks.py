@@ -2,7 +2,9 @@
 
 The model is built twice from the kit's gpt2.py with the same seed: in the candidate's
 process (what decode_step runs on) and here (its parameters feed the oracle). Logits are
-compared with the whole-sequence oracle, row by row, up to oracle.tolerance.
+compared with the whole-sequence oracle, row by row, up to oracle.tolerance. A check feeds
+every run it tries before it fails, reports the smallest run that went wrong, and names a
+mistake only when it explains every wrong step of every run (``diagnosis.explain_steps``).
 """
 import importlib.util
 import sys
@@ -135,6 +137,7 @@ def _expect_runs(ex, attempts, note=""):
 
 
 def _expect_run(run: Run, got: np.ndarray, what: str):
+    """``_expect_runs`` of a check that tries one run."""
     _expect_runs(run.ex, [(run, got, what)])
 
 

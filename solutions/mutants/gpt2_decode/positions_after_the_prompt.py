@@ -1,14 +1,15 @@
-"""Known wrong, unlike any classic mistake: positions wrap at a hard-coded 40 (a block size
-remembered from another model) instead of running up to n_ctx, so from position 40 on the
-position embeddings repeat. A step that starts exactly at 40 looks like position_reset, no
-other step looks like any known mistake: no diagnosis may be named."""
+"""Known wrong, unlike any classic mistake: after the first call (the prompt), positions are
+counted from the end of the prompt, not from the start of the sequence: the step right after
+the prompt embeds from 0, exactly as position_reset would, and every later step from
+len(cache) - prompt length, which no known mistake does. Every check that fails sees both
+kinds of wrong step, so no diagnosis may be named: the reset fits some wrong steps, not all."""
 import numbers
 
 import numpy as np
 
 from gpt2 import GPT2, GPT2Config, gelu, layer_norm, softmax
 
-EXPECTED_DIAGNOSIS = ()
+EXPECTED_DIAGNOSIS = ()  # see the docstring: no known mistake explains every wrong step
 EXPECTED_LEVEL = "weak"
 
 
@@ -21,6 +22,7 @@ class KVCache:
         self.k, self.v = np.zeros(shape), np.zeros(shape)
         self.n_ctx = config.n_ctx
         self.length = 0  # positions 0 .. length - 1 are cached
+        self.prompt_length = 0  # tokens of the first call
 
     def __len__(self) -> int:
         return self.length
@@ -45,7 +47,8 @@ def decode_step(model: GPT2, cache: KVCache, token_ids) -> np.ndarray:
     if P + T > cfg.n_ctx:
         raise ValueError(f"{P} cached + {T} new tokens exceed n_ctx = {cfg.n_ctx}")
     S, nh, hs = P + T, cfg.n_head, cfg.n_embd // cfg.n_head
-    q_pos = (P + np.arange(T)) % 40  # wraps: the bug  [T]
+    offset = cache.prompt_length if P else 0  # the bug: later steps count from the end of the prompt
+    q_pos = P - offset + np.arange(T)  # [T]
     visible = np.arange(S)[None, :] <= (P + np.arange(T))[:, None]  # [T, S]
 
     x = p["wte.weight"][ids] + p["wpe.weight"][q_pos]  # [T, C]
@@ -64,5 +67,6 @@ def decode_step(model: GPT2, cache: KVCache, token_ids) -> np.ndarray:
         x = x + gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"]) @ p[h + "mlp.c_proj.weight"] \
             + p[h + "mlp.c_proj.bias"]
     cache.length = S
+    cache.prompt_length = cache.prompt_length or T
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
     return x @ p["wte.weight"].T  # [T, vocab]
