@@ -170,4 +170,24 @@ def explain_steps(failures) -> Explanation:
     ids = list(dict.fromkeys(i for i, _ in named))
     if len(ids) > 2:
         return Explanation([], "consistent with " + " and ".join(i.replace("_", " ") for i in ids))
-    return Explanation([next(n for n in named if n[0] == i) for i in ids], found.hint)
+    if named:
+        return Explanation([next(n for n in named if n[0] == i) for i in ids])
+    if found.hint.endswith("in this case"):  # one step fits something: say which, and how many
+        return Explanation([], _partial_fit(failures))
+    return Explanation([], found.hint)  # several mistakes fit every step alike: "consistent with X or Y"
+
+
+def _partial_fit(failures) -> str:
+    """The first mistake that fits some wrong steps (none fits them all): where, and how many."""
+    for variant in VARIANTS:
+        fitting = [step for step, got in failures if _fits(variant, step, got)]
+        if fitting:
+            return (f"the step with {tokens(fitting[0].P)} cached and {fitting[0].T} new is consistent with "
+                    f"{variant.id.replace('_', ' ')}, but only {len(fitting)} of {len(failures)} wrong steps "
+                    "are, and no known mistake explains them all")
+    return ""
+
+
+def _fits(variant, step, got) -> bool:
+    wrong = variant.build(step)
+    return wrong is not None and _same(got, wrong, step) and not _same(step.right, wrong, step)
