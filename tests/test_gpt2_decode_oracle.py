@@ -166,7 +166,7 @@ def test_a_mistake_that_fits_some_steps_only_is_not_named(run):
     _, wrong, found = judged(params, ids, run_logits(params, ids, rules))
     assert len(wrong) == len(CHUNKS) - 1 and not found.named
     assert found.hint.startswith("the step with 6 tokens cached and 1 new is consistent with position reset, "
-                                 f"but only 1 of {len(wrong)} wrong steps")
+                                 f"which fits only 1 of the {len(wrong)} wrong steps")
 
 
 def test_c_attn_counts_the_rows_it_projects(gpt2):

@@ -183,8 +183,8 @@ def _partial_fit(failures) -> str:
         fitting = [step for step, got in failures if _fits(variant, step, got)]
         if fitting:
             return (f"the step with {tokens(fitting[0].P)} cached and {fitting[0].T} new is consistent with "
-                    f"{variant.id.replace('_', ' ')}, but only {len(fitting)} of {len(failures)} wrong steps "
-                    "are, and no known mistake explains them all")
+                    f"{variant.id.replace('_', ' ')}, which fits only {len(fitting)} of the {len(failures)} wrong "
+                    "steps; no known mistake explains them all")
     return ""
 
 
