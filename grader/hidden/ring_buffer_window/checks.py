@@ -313,12 +313,12 @@ def expect_streams(ex, streams):
           m.stream.chunks[:len(m.outputs)]) for m in misses])
     shown = misses[quoted]
     message = shown.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
-    message += name_mistakes(ex, Explanation(found, _hint(ex, shown) if not found and len(misses) > 1 else ""))
+    message += name_mistakes(ex, Explanation(found, _hint(shown) if not found and len(misses) > 1 else ""))
     fail(message, shown.stream.case(ex.seed), _stream_picture(example, shown.stream) if example else None,
          kind="nan" if any(m.broken for m in misses) else "wrong")
 
 
-def _hint(ex, miss: StreamMiss) -> str:
+def _hint(miss: StreamMiss) -> str:
     """What the smallest stream alone looks like, when no mistake explains every stream."""
     s = miss.stream
     alone, _ = diagnosis.diagnose_stream(miss.outputs, s.capacity, s.window, s.q, s.k, s.v, s.chunks[:len(miss.outputs)])
