@@ -83,27 +83,90 @@ def run(gpt2):
     return plain(model.params), ids
 
 
+def run_logits(params, ids, rules):
+    """Logits of a run fed in CHUNKS where step n follows ``rules[n]``, read in one pass."""
+    positions, attends = [], []
+    for rule, (P, T) in zip(rules, oracle.schedule_steps(CHUNKS)):
+        positions += rule.positions(P, T)
+        attends += rule.attends(P, T)
+    return oracle.logits(params, 5, ids, positions, attends)
+
+
+def judged(params, ids, got):
+    want, wrong = diagnosis.replay(got, params, 5, ids, CHUNKS)
+    return want, wrong, diagnosis.explain_steps([(s, got[s.P:s.P + s.T]) for s in wrong])
+
+
 def test_the_right_loop_draws_no_diagnosis(run):
     params, ids = run
-    assert diagnosis.diagnose(oracle.logits(params, 5, ids), params, 5, ids, CHUNKS) is None
+    want, wrong, found = judged(params, ids, oracle.logits(params, 5, ids))
+    assert oracle.close(want, oracle.logits(params, 5, ids)) and wrong == [] and not found.named
 
 
-@pytest.mark.parametrize("index", range(len(diagnosis.VARIANTS)))
-def test_each_variant_is_recognised(run, index):
+def test_replay_in_steps_equals_one_pass(run):
     params, ids = run
-    diagnosis_id, position, sees, _ = diagnosis.VARIANTS[index]
-    wrong = diagnosis.variant_logits(params, 5, ids, CHUNKS, position, sees)
-    assert wrong is not None and not oracle.close(wrong, oracle.logits(params, 5, ids))
-    found = diagnosis.diagnose(wrong, params, 5, ids, CHUNKS)
-    assert found and found[0] == diagnosis_id
+    tokens, parts = oracle.Tokens(params, 5), []
+    for P, T in oracle.schedule_steps(CHUNKS):
+        tokens, part = tokens.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
+        parts.append(part)
+    assert oracle.close(np.concatenate(parts), oracle.logits(params, 5, ids))
+
+
+@pytest.mark.parametrize("index", range(len(diagnosis.MISTAKES)))
+def test_each_mistake_is_named_from_every_step(run, index):
+    params, ids = run
+    diagnosis_id, rule, _ = diagnosis.MISTAKES[index]
+    wrong_logits = run_logits(params, ids, [rule] * len(CHUNKS))
+    _, wrong, found = judged(params, ids, wrong_logits)
+    assert wrong and [i for i, _ in found.named] == [diagnosis_id]
 
 
 def test_position_sentence_names_the_figures(run):
     params, ids = run
-    variant = diagnosis.VARIANTS[2]  # position_reset
-    wrong = diagnosis.variant_logits(params, 5, ids, CHUNKS, variant[1], variant[2])
-    _, sentence = diagnosis.diagnose(wrong, params, 5, ids, CHUNKS)
-    assert "with 6 tokens cached, the new ones were embedded from position 0, not 6" in sentence
+    reset = diagnosis.MISTAKES[2][1]
+    _, _, found = judged(params, ids, run_logits(params, ids, [reset] * len(CHUNKS)))
+    # CHUNKS = [6, 1, ...]: the first step the reset shows in is the decode step after a prefill of 6
+    assert "with 6 tokens cached, the new ones were embedded from position 0, not 6" in found.named[0][1]
+
+
+def test_a_right_step_after_a_wrong_one_is_not_a_failure_of_its_own(run):
+    # only the second step (6 cached, 1 new) resets; later steps are right on the keys it left
+    params, ids = run
+    reset = diagnosis.MISTAKES[2][1]
+    rules = [diagnosis.RIGHT, reset] + [diagnosis.RIGHT] * (len(CHUNKS) - 2)
+    got = run_logits(params, ids, rules)
+    want, wrong, found = judged(params, ids, got)
+    assert not oracle.close(got[7:], want[7:])  # later logits differ from the truth ...
+    assert [(s.P, s.T) for s in wrong] == [(6, 1)]  # ... but only the reset step broke a rule
+    assert [i for i, _ in found.named] == ["position_reset"]
+
+
+def test_two_mistakes_in_one_step_are_both_named(run):
+    params, ids = run
+    reset, top_left = diagnosis.MISTAKES[2][1], diagnosis.MISTAKES[3][1]
+    both = diagnosis.Rule("both", reset.position, top_left.sees)
+    _, _, found = judged(params, ids, run_logits(params, ids, [both] * len(CHUNKS)))
+    assert sorted(i for i, _ in found.named) == ["position_reset", "top_left_chunk_mask"]
+
+
+def test_two_mistakes_on_different_steps_are_both_named(run):
+    params, ids = run
+    one_past, reset = diagnosis.MISTAKES[0][1], diagnosis.MISTAKES[2][1]
+    rules = [reset if T > 1 else one_past for T in CHUNKS]
+    _, _, found = judged(params, ids, run_logits(params, ids, rules))
+    assert sorted(i for i, _ in found.named) == ["position_after_append", "position_reset"]
+
+
+def test_a_mistake_that_fits_some_steps_only_is_not_named(run):
+    # the reset at the step after the prefill, then positions two too far: no known mistake
+    params, ids = run
+    reset = diagnosis.MISTAKES[2][1]
+    two_past = diagnosis.Rule("two_past", lambda P, T, i: P + 2 + i, reset.sees)
+    rules = [diagnosis.RIGHT, reset] + [two_past] * (len(CHUNKS) - 2)
+    _, wrong, found = judged(params, ids, run_logits(params, ids, rules))
+    assert len(wrong) == len(CHUNKS) - 1 and not found.named
+    assert found.hint.startswith("the step with 6 tokens cached and 1 new is consistent with position reset, "
+                                 f"which fits only 1 of the {len(wrong)} wrong steps")
 
 
 def test_c_attn_counts_the_rows_it_projects(gpt2):

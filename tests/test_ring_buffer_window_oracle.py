@@ -101,7 +101,7 @@ def _split(out, chunks):
 def test_right_stream_is_the_oracle_and_draws_no_diagnosis():
     C, W, chunks = 9, 9, [5, 1, 7, 1, 1, 9, 3] * 6
     q, k, v = _stream(0, C, W, chunks)
-    right = diagnosis.Variant((), diagnosis.RIGHT)
+    right = diagnosis.Combination((), diagnosis.RIGHT)
     out, example = diagnosis.replay([right], C, W, q, k, v, chunks)[right]
     np.testing.assert_allclose(out, oracle.sliding_window_attention(q, k, v, W), atol=1e-12)
     assert example is None
@@ -148,3 +148,37 @@ def test_sentences_quote_the_case():
     assert diagnosis_id == "window_off_by_one"
     assert "5 keys (positions 16..20)" in sentence and "4 keys (positions 17..20)" in sentence
     assert "window_size=(3, 0)" in sentence
+
+
+def _combination(*atoms):
+    return next(v_ for v_ in diagnosis.step_variants() if v_.atoms == atoms)
+
+
+def _as_submitted(combination, C, W, chunks, seed):
+    q, k, v = _stream(seed, C, W, chunks)
+    out, _ = diagnosis.replay([combination], C, W, q, k, v, chunks)[combination]
+    return (_split(out, chunks), C, W, q, k, v, chunks)
+
+
+def test_streams_are_judged_together_different_mistakes_name_none():
+    C, W = 13, 9
+    chunks = [1, 6, 1, 1, 12, 2, 13, 1, 5, 1, 1, 1, 8, 3, 11]
+    wide = _as_submitted(_combination("window_plus_one"), C, W, chunks, 4)
+    open_ = _as_submitted(_combination("no_lower_bound"), C, W, chunks, 5)
+    assert [i for i, _ in diagnosis.diagnose_streams([wide])[0]] == ["window_off_by_one"]
+    assert [i for i, _ in diagnosis.diagnose_streams([open_])[0]] == ["window_ignored"]
+    # one stream each: no single combination explains both, so neither is named
+    assert diagnosis.diagnose_streams([wide, open_]) == ([], None, 0)
+
+
+def test_a_pair_that_explains_every_stream_names_both():
+    # T = 1 decode hides appending first (the ring keeps W + 1 <= C positions), so the first
+    # stream shows the wide window alone; chunks that overwrite needed slots show both.
+    C, W = 13, 9
+    pair = _combination("window_plus_one", "append_first")
+    decode = _as_submitted(pair, C, W, [1] * 40, 6)
+    chunked = _as_submitted(pair, C, W, [1, 6, 1, 1, 12, 2, 13, 1, 5, 1, 1, 1, 8, 3, 11], 7)
+    assert [i for i, _ in diagnosis.diagnose_streams([decode])[0]] == ["window_off_by_one"]
+    found, example, quoted = diagnosis.diagnose_streams([decode, chunked])
+    assert sorted(i for i, _ in found) == ["append_before_attend", "window_off_by_one"]
+    assert quoted == 1 and example.chunk_len > 1  # quoted where appending first shows: a chunk

@@ -2,7 +2,9 @@
 
 The model is built twice from the kit's gpt2.py with the same seed: in the candidate's
 process (what decode_step runs on) and here (its parameters feed the oracle). Logits are
-compared with the whole-sequence oracle, row by row, up to oracle.tolerance.
+compared with the whole-sequence oracle, row by row, up to oracle.tolerance. A check feeds
+every run it tries before it fails, reports the smallest run that went wrong, and names a
+mistake only when it explains every wrong step of every run (``diagnosis.explain_steps``).
 """
 import importlib.util
 import sys
@@ -11,7 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size, other_argument_types
+from grader.checking import (Miss, expect_array, expect_raises, fail, grid_picture, name_mistakes, odd_size,
+                             other_argument_types, settle)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -61,12 +64,12 @@ class Run:
         shown = list(ids) if len(ids) <= 6 else f"[{len(ids)} token ids]"
         return f"decode_step(model, cache of len {len(self.ids)}, {shown})"
 
-    def step(self, ids, as_given=list) -> np.ndarray:
-        """One decode_step, the ids sent as ``as_given(ids)``; checks the type and shape of the
-        logits and the cache length after it."""
+    def step(self, ids, as_given=list, model=None) -> np.ndarray:
+        """One decode_step (on ``model``, by default the run's), the ids sent as ``as_given(ids)``;
+        checks the type and shape of the logits and the cache length after it."""
         ids = [int(t) for t in ids]
         call = self.call_text(ids)
-        got = self.ex.candidate.decode_step(self.model, self.cache, as_given(ids))
+        got = self.ex.candidate.decode_step(self.model if model is None else model, self.cache, as_given(ids))
         expect_array(got, call=call, shape=(len(ids), self.config["vocab_size"]), kind="f", case=self.case)
         self.ids += ids
         self.chunks.append(len(ids))
@@ -104,27 +107,38 @@ def _random_chunks(rng, total, first, largest=12):
     return chunks
 
 
-def _expect_run(run: Run, got: np.ndarray, what: str):
-    """Compare a whole run with the oracle; fail on the first wrong step, naming the mistake."""
-    want = run.expected()
-    steps = oracle.schedule_steps(run.chunks)
-    wrong = [(P, T) for P, T in steps if not oracle.close(got[P:P + T], want[P:P + T])]
-    if not wrong:
+def _expect_runs(ex, attempts, note=""):
+    """Compare every (run, its logits, what it was) with the oracle; fail with the smallest run
+    that went wrong, naming a mistake only when it explains every wrong step of every run."""
+    failing, steps = [], []
+    for run, got, what in attempts:
+        want, wrong = diagnosis.replay(got, run.params, run.config["n_head"], run.ids, run.chunks)
+        if not oracle.close(got, want):
+            failing.append((run, got, want, what))
+            steps += [(step, got[step.P:step.P + step.T]) for step in wrong]
+    if not failing:
         return
+    run, got, want, what = min(failing, key=lambda f: len(f[0].ids))
+    schedule = oracle.schedule_steps(run.chunks)
+    wrong = [(P, T) for P, T in schedule if not oracle.close(got[P:P + T], want[P:P + T])]
     P, T = wrong[0]
     error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
     message = (f"{what}: decode_step with {_tokens(P)} cached and {T} new returned logits that differ from "
                f"the model's forward pass on the whole sequence by up to {error:.3g} (tolerance "
-               f"{oracle.tolerance(want[P:P + T]):.1g}); {len(wrong)} of {len(steps)} steps are wrong")
-    found = diagnosis.diagnose(got, run.params, run.config["n_head"], run.ids, run.chunks)
-    if found:
-        run.ex.diagnose(*found)
-        message += f"; {found[1]}"
+               f"{oracle.tolerance(want[P:P + T]):.1g}); {len(wrong)} of {len(schedule)} steps are wrong")
+    if len(attempts) > 1:
+        message += f"; {len(failing)} of {len(attempts)} runs went wrong"
+    message += note + name_mistakes(ex, diagnosis.explain_steps(steps))
     right = np.array([[oracle.close(got[n], want[n]) for n in range(len(run.ids))]])
     fail(message, case=run.case,
          picture=grid_picture(np.ones_like(right), right,
                               "token positions, left to right: # logits right, . wrong"),
-         kind="wrong" if np.isfinite(got).all() else "nan")
+         kind="wrong" if all(np.isfinite(f[1]).all() for f in failing) else "nan")
+
+
+def _expect_run(run: Run, got: np.ndarray, what: str):
+    """``_expect_runs`` of a check that tries one run."""
+    _expect_runs(run.ex, [(run, got, what)])
 
 
 def random_config(rng) -> dict:
@@ -178,14 +192,15 @@ def check_chunked_prefill(ex):
 
 def check_random_configs(ex):
     """Random model sizes (odd head counts, 1 to 3 layers, sizes not powers of two), mixed steps."""
-    gpt2 = ex.helper("gpt2")
+    gpt2, attempts = ex.helper("gpt2"), []
     for n in range(3):
         config = random_config(ex.rng)
         run = Run(ex, config, 100 + n, gpt2)
         total = int(ex.rng.integers(config["n_ctx"] // 2, config["n_ctx"]))
         chunks = _random_chunks(ex.rng, total, int(ex.rng.integers(1, 9)), largest=9)
         ids = _random_ids(ex.rng, config["vocab_size"], total)
-        _expect_run(run, run.feed(ids, chunks), f"config {config}, steps of {chunks}")
+        attempts.append((run, run.feed(ids, chunks), f"config {config}, steps of {chunks}"))
+    _expect_runs(ex, attempts)
 
 
 def check_fills_the_context(ex):
@@ -272,28 +287,28 @@ def check_projects_only_new_tokens(ex):
     run = Run(ex, BASE, 20)
     chunks = _random_chunks(ex.rng, 40, 9, largest=6)
     ids = _random_ids(ex.rng, 97, 40)
-    run.step(ids[:chunks[0]])
+    got, moved = [run.step(ids[:chunks[0]])], {}  # moved: {P: the weights the step at P was handed}
     for T in chunks[1:]:
         P = len(run.ids)
-        moved = _with_past_moved(run.params, P, ex.rng)
-        model = run.gpt2.GPT2(run.config_handle, moved)
-        new = ids[P:P + T]
-        got = ex.candidate.decode_step(model, run.cache, new)
-        expect_array(got, call=run.call_text(new), shape=(T, BASE["vocab_size"]), kind="f", case=run.case)
-        run.ids += new
-        run.chunks.append(T)
-        want = run.expected()[P:]
-        if oracle.close(got, want):
-            continue
-        recomputed = oracle.logits(moved, BASE["n_head"], run.ids)[P:]
-        if oracle.close(got, recomputed):
-            ex.diagnose("recomputes_past",
-                        f"with {_tokens(P)} cached, a step of {_tokens(T)} gave the logits of a forward pass "
-                        "over the whole sequence with the model it was handed: the cached tokens are "
-                        "embedded and projected again instead of read from the cache")
-            fail(f"decode_step with {_tokens(P)} cached and {T} new recomputed the past: after the cached "
-                 "positions' embeddings were changed, its logits followed them", case=run.case, kind="must_not")
-        _expect_run(run, np.concatenate([run.expected()[:P], got]), "after the cached positions moved")
+        moved[P] = _with_past_moved(run.params, P, ex.rng)
+        got.append(run.step(ids[P:P + T], model=run.gpt2.GPT2(run.config_handle, moved[P])))
+    got, want = np.concatenate(got), run.expected()
+    steps = oracle.schedule_steps(run.chunks)[1:]
+    wrong = [(P, T) for P, T in steps if not oracle.close(got[P:P + T], want[P:P + T])]
+    followed = [(P, T) for P, T in wrong
+                if oracle.close(got[P:P + T], oracle.logits(moved[P], BASE["n_head"], run.ids[:P + T])[P:])]
+    if wrong and followed == wrong:
+        P, T = wrong[0]
+        ex.diagnose("recomputes_past",
+                    f"with {_tokens(P)} cached, a step of {_tokens(T)} gave the logits of a forward pass "
+                    "over the whole sequence with the model it was handed: the cached tokens are "
+                    "embedded and projected again instead of read from the cache")
+        fail(f"decode_step with {_tokens(P)} cached and {T} new recomputed the past: after the cached "
+             f"positions' embeddings were changed, its logits followed them ({len(wrong)} of {len(steps)} "
+             "steps)", case=run.case, kind="must_not")
+    note = (f"; {len(followed)} of the {len(wrong)} wrong steps followed the moved embeddings (consistent "
+            "with recomputing the past in those steps, not in all)" if followed else "")
+    _expect_runs(ex, [(run, got, "after the cached positions moved")], note)
 
 
 def check_numpy_token_ids(ex):
@@ -310,9 +325,13 @@ def check_numpy_token_ids(ex):
     _expect_run(run, np.concatenate(got), "token ids as numpy integers")
 
 
+def _shared_sentence(evidence) -> str:
+    return (f"{evidence}: the caches share their storage (a class attribute, a mutable default argument, "
+            "a global or the model), so one sequence leaks into another")
+
+
 def _shared_state(ex, evidence):
-    ex.diagnose("shared_cache_state", f"{evidence}: the caches share their storage (a class attribute, "
-                "a mutable default argument, a global or the model), so one sequence leaks into another")
+    ex.diagnose("shared_cache_state", _shared_sentence(evidence))
 
 
 def check_independent_caches(ex):
@@ -322,8 +341,7 @@ def check_independent_caches(ex):
     second.model, second.config_handle = first.model, first.config_handle
     chunks = [7, 1, 3, 1, 4, 1]
     ids = [_random_ids(ex.rng, 97, sum(chunks)) for _ in range(2)]
-    got = [[], []]
-    start = 0
+    got, misses, start = [[], []], [], 0
     for T in chunks:
         for n, run in enumerate((first, second)):
             got[n].append(ex.candidate.decode_step(run.model, run.cache, ids[n][start:start + T]))
@@ -332,15 +350,24 @@ def check_independent_caches(ex):
             run.ids += ids[n][start:start + T]
             run.chunks.append(T)
         start += T
-        lengths = (len(first.cache), len(second.cache))
-        if lengths != (start, start):
-            if lengths[1] == 2 * start:
-                _shared_state(ex, f"after {start} tokens in each of two caches, the second has len {lengths[1]}")
-            fail(f"after feeding {start} tokens to each of two caches in turns, their lengths are "
-                 f"{lengths}; expected ({start}, {start})", case=second.case)
+        misses.append(_lengths_miss((len(first.cache), len(second.cache)), start, second.case))
+    settle(ex, misses)
     (first_got, second_got), want = (np.concatenate(g) for g in got), first.expected()
     if oracle.close(first_got[:7], want[:7]) and not oracle.close(second_got[:7], second.expected()[:7]):
         _shared_state(ex, "the second cache's prefill of 7 tokens is wrong while the same prefill on the "
                           "first cache was right")
-    for n, (run, values) in enumerate(((first, first_got), (second, second_got))):
-        _expect_run(run, values, f"cache {n + 1} of 2, used in turns with the other")
+    _expect_runs(ex, [(run, values, f"cache {n + 1} of 2, used in turns with the other")
+                      for n, (run, values) in enumerate(((first, first_got), (second, second_got)))])
+
+
+def _lengths_miss(lengths, fed, case) -> Miss | None:
+    """The two caches' lengths after ``fed`` tokens each; a second cache that counts both
+    sequences fits shared storage."""
+    if lengths == (fed, fed):
+        return None
+    found = []
+    if lengths[1] == 2 * fed:
+        found.append(("shared_cache_state", _shared_sentence(
+            f"after {fed} tokens in each of two caches, the second has len {lengths[1]}")))
+    return Miss(fed, f"after feeding {fed} tokens to each of two caches in turns, their lengths are "
+                     f"{lengths}; expected ({fed}, {fed})", case, kind="corrupt", found=found)

@@ -3,7 +3,9 @@ a time. Written from the model's definition, independently of gpt2.py's forward 
 
 Every token carries two things a decode loop decides: its absolute position (which row of
 wpe it adds) and the tokens it attends to. The right answer is position n and tokens 0 .. n
-for the n-th token of the sequence; known-wrong decode loops differ only in those two.
+for the n-th token of the sequence; known-wrong decode loops differ only in those two. A run
+can be read in steps (``Tokens.then``): each step's tokens go through every layer together,
+over the keys and values of the tokens before them, so a run can be replayed step by step.
 """
 import math
 
@@ -20,44 +22,72 @@ def _gelu(values):  # GPT-2's tanh approximation, elementwise
     return 0.5 * values * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (values + 0.044715 * values ** 3)))
 
 
+class Tokens:
+    """The tokens read so far: each token's keys and values per layer, kept so a run can be
+    extended one step at a time. ``then`` returns a new Tokens and leaves this one as it was,
+    so several continuations of one history can be tried side by side."""
+
+    def __init__(self, params: dict, n_head: int):
+        self.p = {name: np.asarray(value, dtype=np.float64) for name, value in params.items()}
+        self.n_head = n_head
+        self.n_layer = sum(1 for name in self.p if name.endswith(".attn.c_attn.weight"))
+        self.keys = [np.zeros((0, self.p["wte.weight"].shape[1])) for _ in range(self.n_layer)]  # [n, C]
+        self.values = list(self.keys)
+
+    def then(self, ids, positions, attends) -> tuple["Tokens", np.ndarray]:
+        """(the history with the tokens ``ids`` appended, their logits [len(ids), vocab]).
+
+        ``positions[i]``: the wpe row new token i adds; ``attends[i]``: the indices (in the whole
+        history, the new tokens included) of the tokens whose keys it sees. Raises IndexError when
+        a position has no embedding.
+        """
+        p, N = self.p, len(ids)
+        C = p["wte.weight"].shape[1]
+        hs = C // self.n_head
+        for i, position in enumerate(positions):
+            if not 0 <= position < p["wpe.weight"].shape[0]:
+                raise IndexError(f"new token {i} at position {position} has no position embedding")
+        after = Tokens.__new__(Tokens)
+        after.p, after.n_head, after.n_layer = p, self.n_head, self.n_layer
+        after.keys, after.values = [], []
+        x = np.array([p["wte.weight"][ids[n]] + p["wpe.weight"][positions[n]] for n in range(N)]).reshape(N, C)
+        for layer in range(self.n_layer):
+            h = f"h.{layer}."
+            qkv = np.array([_layer_norm(x[n], p[h + "ln_1.weight"], p[h + "ln_1.bias"])
+                            @ p[h + "attn.c_attn.weight"] + p[h + "attn.c_attn.bias"] for n in range(N)])
+            q = qkv[:, :C]
+            k = np.concatenate([self.keys[layer], qkv[:, C:2 * C]])  # every token's keys  [old + N, C]
+            v = np.concatenate([self.values[layer], qkv[:, 2 * C:]])
+            after.keys.append(k)
+            after.values.append(v)
+            heads = np.zeros((N, C))
+            for n in range(N):
+                for head in range(self.n_head):
+                    cols = slice(head * hs, (head + 1) * hs)
+                    seen = list(attends[n])
+                    scores = k[seen, cols] @ q[n, cols] / math.sqrt(hs)  # one score per seen token
+                    weights = np.exp(scores - scores.max())
+                    heads[n, cols] = weights / weights.sum() @ v[seen, cols]
+            x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
+            for n in range(N):
+                m = _layer_norm(x[n], p[h + "ln_2.weight"], p[h + "ln_2.bias"])
+                hidden = _gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"])
+                x[n] = x[n] + hidden @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
+        final = np.array([_layer_norm(x[n], p["ln_f.weight"], p["ln_f.bias"]) for n in range(N)])
+        return after, final.reshape(N, C) @ p["wte.weight"].T
+
+
 def logits(params: dict, n_head: int, ids, positions=None, attends=None) -> np.ndarray:
-    """Logits [N, vocab] of the tokens ``ids``.
+    """Logits [N, vocab] of the tokens ``ids``, read as one step.
 
     ``positions[n]``: the wpe row token n adds (default n). ``attends[n]``: the indices of the
     tokens whose keys token n sees, each <= n (default 0 .. n). Raises IndexError when a
     position has no embedding.
     """
-    p = {name: np.asarray(value, dtype=np.float64) for name, value in params.items()}
     N = len(ids)
     positions = list(range(N)) if positions is None else list(positions)
     attends = [range(n + 1) for n in range(N)] if attends is None else attends
-    C = p["wte.weight"].shape[1]
-    hs = C // n_head
-    n_layer = sum(1 for name in p if name.endswith(".attn.c_attn.weight"))
-    for n, position in enumerate(positions):
-        if not 0 <= position < p["wpe.weight"].shape[0]:
-            raise IndexError(f"token {n} at position {position} has no position embedding")
-    x = np.array([p["wte.weight"][ids[n]] + p["wpe.weight"][positions[n]] for n in range(N)])
-    for layer in range(n_layer):
-        h = f"h.{layer}."
-        qkv = np.array([_layer_norm(x[n], p[h + "ln_1.weight"], p[h + "ln_1.bias"])
-                        @ p[h + "attn.c_attn.weight"] + p[h + "attn.c_attn.bias"] for n in range(N)])
-        q, k, v = qkv[:, :C], qkv[:, C:2 * C], qkv[:, 2 * C:]
-        heads = np.zeros((N, C))
-        for n in range(N):
-            for head in range(n_head):
-                cols = slice(head * hs, (head + 1) * hs)
-                seen = list(attends[n])
-                scores = k[seen, cols] @ q[n, cols] / math.sqrt(hs)  # one score per seen token
-                weights = np.exp(scores - scores.max())
-                heads[n, cols] = weights / weights.sum() @ v[seen, cols]
-        x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
-        for n in range(N):
-            m = _layer_norm(x[n], p[h + "ln_2.weight"], p[h + "ln_2.bias"])
-            hidden = _gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"])
-            x[n] = x[n] + hidden @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
-    final = np.array([_layer_norm(x[n], p["ln_f.weight"], p["ln_f.bias"]) for n in range(N)])
-    return final @ p["wte.weight"].T
+    return Tokens(params, n_head).then(ids, positions, attends)[1]
 
 
 def schedule_steps(chunks):

@@ -3,13 +3,17 @@
 Streams: a whole sequence q, k, v [N, D] is fed to a fresh cache in chunks; every output is
 compared with sliding-window attention over the whole sequence (the oracle). The cache state
 and ``window_mask`` are also checked on their own, so a submission wrong in one part only is
-failed (and diagnosed) in that part only.
+failed (and diagnosed) in that part only. A check tries all its cases (masks, streams, caches
+appended to) before it fails, reports the smallest failing one, and names a mistake only when it
+explains every failing case: masks and streams through ``diagnosis``, cache states through
+``checking.settle``.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size_closed, other_argument_types
+from grader.checking import (Explanation, Miss, expect_array, expect_raises, fail, grid_picture, name_mistakes,
+                             odd_size_closed, other_argument_types, settle)
 
 from . import diagnosis, oracle
 
@@ -29,34 +33,36 @@ def chunk_sizes(rng, tokens, low, high, p_one=0.3):
 # -- the cache ------------------------------------------------------------------------------
 
 
-def _expect_state(ex, cache, ring: oracle.Ring, case, after: str):
-    """The candidate's cache holds what the ring oracle holds (filled slots only, for keys/values)."""
+def _state_miss(cache, ring: oracle.Ring, case, after: str) -> Miss | None:
+    """How the candidate's cache differs from the ring oracle (filled slots only, for keys/values),
+    or None when it holds the same; cache.positions that are the slot indices fit slot_index_positions."""
     C, D = ring.keys.shape
+    size = ring.length + C  # the smallest ring, fewest tokens: the case to report
     length = len(cache)
     if length != ring.length:
-        fail(f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)", case,
-             kind="corrupt")
+        return Miss(size, f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)",
+                    case, kind="corrupt")
     positions = expect_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
     if not np.array_equal(positions, ring.positions):
         slot = int(np.flatnonzero(positions != ring.positions)[0])
-        message = (f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
-                   f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})")
-        as_slots = np.where(ring.positions >= 0, np.arange(C), -1)
-        if ring.length > C and np.array_equal(positions, as_slots):
-            sentence = (f"the cache records slot indices, not positions: after {ring.length} tokens in "
-                        f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")
-            ex.diagnose("slot_index_positions", sentence)
-            message += f"; {sentence}"
-        fail(message, case, kind="corrupt")
+        found = []
+        if ring.length > C and np.array_equal(positions, np.where(ring.positions >= 0, np.arange(C), -1)):
+            found.append(("slot_index_positions",
+                          f"the cache records slot indices, not positions: after {ring.length} tokens in "
+                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}"))
+        return Miss(size, f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
+                          f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})",
+                    case, kind="corrupt", found=found)
     filled = ring.positions >= 0
     for name, want in (("keys", ring.keys), ("values", ring.values)):
         got = expect_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
         bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=diagnosis.TOLERANCE).all(axis=1) & filled)
         if bad.size:
             slot = int(bad[0])
-            fail(f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
-                 f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ", case,
-                 kind="corrupt")
+            return Miss(size, f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
+                              f"(slot = position % {C}); {bad.size} of {int(filled.sum())} written slots differ",
+                        case, kind="corrupt")
+    return None
 
 
 def _short(a) -> str:
@@ -64,7 +70,8 @@ def _short(a) -> str:
     return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} slots)"
 
 
-def _append_stream(ex, C, D, sizes):
+def _append_stream(ex, C, D, sizes) -> Miss | None:
+    """Append chunks of the given sizes to a fresh cache; the first state that differs, if any."""
     rng = ex.rng
     cache = ex.candidate.call("RingKVCache", C, D)
     ring = oracle.Ring(C, D)
@@ -75,31 +82,36 @@ def _append_stream(ex, C, D, sizes):
         ring.append(k, v)
         done += T
         case = {"capacity": C, "head_dim": D, "chunks": _short(sizes[:n + 1]), "seed": ex.seed}
-        _expect_state(ex, cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+        miss = _state_miss(cache, ring, case, f"after appending {done} tokens in chunks {_short(sizes[:n + 1])}")
+        if miss:
+            return miss
+    return None
 
 
 def check_fresh_cache(ex):
     """A new cache is empty: len 0, every position -1, keys and values of shape [capacity, head_dim]."""
-    for C, D in [(1, 1), (7, 3), (45, 67), (odd_size_closed(ex.rng, 9, 200), odd_size_closed(ex.rng, 3, 100))]:
-        cache = ex.candidate.call("RingKVCache", C, D)
-        _expect_state(ex, cache, oracle.Ring(C, D), {"capacity": C, "head_dim": D}, "for a new cache")
+    sizes = [(1, 1), (7, 3), (45, 67), (odd_size_closed(ex.rng, 9, 200), odd_size_closed(ex.rng, 3, 100))]
+    settle(ex, [_state_miss(ex.candidate.call("RingKVCache", C, D), oracle.Ring(C, D),
+                            {"capacity": C, "head_dim": D}, "for a new cache") for C, D in sizes])
 
 
 def check_append_wraps_slots(ex):
     """append writes position p to slot p % capacity and records p, wrapping many times (T = 1 and T > 1)."""
-    rng = ex.rng
+    rng, misses = ex.rng, []
     for _ in range(2):
         C, D = odd_size_closed(rng, 5, 40), odd_size_closed(rng, 2, 24)
         sizes = chunk_sizes(rng, odd_size_closed(rng, 6 * C, 8 * C), 2, C)[:25]
-        _append_stream(ex, C, D, sizes)
+        misses.append(_append_stream(ex, C, D, sizes))
+    settle(ex, misses)
 
 
 def check_append_longer_than_capacity(ex):
     """A chunk longer than the whole ring leaves its last capacity tokens in their slots."""
-    rng = ex.rng
+    rng, misses = ex.rng, []
     for C in (1, 7, odd_size_closed(rng, 10, 30)):
         D = odd_size_closed(rng, 2, 9)
-        _append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1])
+        misses.append(_append_stream(ex, C, D, [C + int(rng.integers(1, 3 * C + 2)), 1, 2 * C + 1]))
+    settle(ex, misses)
 
 
 # -- window_mask ------------------------------------------------------------------------------
@@ -127,10 +139,7 @@ def _expect_masks(ex, cases, what):
     message = (f"window_mask over {what} (window {W}) differs from the rule in {int((got != want).sum())} "
                f"of {got.size} cells; first: query at position {q_pos[row]}, key at position "
                f"{k_pos[col]} (column {col}): expected {bool(want[row, col])}")
-    for diagnosis_id, sentence in found:
-        ex.diagnose(diagnosis_id, sentence)
-    if found:
-        message += f"; {found[0][1]}"
+    message += name_mistakes(ex, Explanation(found))
     fail(message, case, grid_picture(want, got, f"window_mask, window {W}: rows are queries "
                                                 f"(positions {_short(q_pos)}), columns keys "
                                                 f"(positions {_short(k_pos)})"))
@@ -243,7 +252,7 @@ def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
         if ring is not None:
             ring.append(s.k[part], s.v[part])
             after = f"after the step for positions {start}..{start + T - 1}"
-            _expect_state(ex, cache, ring, s.case(ex.seed), after)
+            settle(ex, [_state_miss(cache, ring, s.case(ex.seed), after)])  # a broken cache stops the stream
         first_failure = stop == len(s.chunks)
         if want is not None and first_failure and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
             stop = n + 1 + after_failure
@@ -263,9 +272,18 @@ def _stream_picture(example: diagnosis.Example, s: Stream):
                                     "outputs are consistent with")
 
 
-def expect_stream(ex, s: Stream, what: str, watch_state=False):
+@dataclass
+class StreamMiss:
+    """A stream that went wrong: what to say about its first wrong step, and what to replay."""
+    stream: Stream
+    outputs: list  # the submission's outputs, chunk by chunk, as far as they were run
+    message: str
+    broken: bool  # some outputs are NaN or infinite
+
+
+def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
     want = oracle.sliding_window_attention(s.q, s.k, s.v, s.window)
-    outputs = run_stream(ex, s, watch_state, want)
+    outputs = run_stream(ex, s, want=want)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
         error = _differs(got, want[start:start + T])
@@ -277,18 +295,34 @@ def expect_stream(ex, s: Stream, what: str, watch_state=False):
                        f"(chunk {n + 1}, T = {T}) returned outputs that differ "
                        f"from sliding-window attention over the whole sequence by up to {error.max():.3g} "
                        f"(first at position {p})")
-            broken = not np.isfinite(got).all()
-            if broken:
-                message += "; some rows are NaN or infinite"
-            done = s.chunks[:len(outputs)]
-            found, example = diagnosis.diagnose_stream(outputs, s.capacity, s.window, s.q, s.k, s.v, done)
-            for diagnosis_id, sentence in found:
-                ex.diagnose(diagnosis_id, sentence)
-            if found:
-                message += f"; {found[0][1]}"
-            fail(message, s.case(ex.seed), _stream_picture(example, s) if example else None,
-                 kind="nan" if broken else "wrong")
+            broken = not all(np.isfinite(out).all() for out in outputs)
+            return StreamMiss(s, outputs, message + ("; some rows are NaN or infinite" if broken else ""), broken)
         start += T
+    return None
+
+
+def expect_streams(ex, streams):
+    """Run every (stream, what it tries); fail with the smallest stream that went wrong, naming a
+    mistake only when one combination of at most two explains every wrong stream."""
+    misses = [m for m in (_stream_miss(ex, s, what) for s, what in streams) if m is not None]
+    if not misses:
+        return
+    misses.sort(key=lambda m: len(m.stream.q))  # the smallest first: it is the one quoted, unless
+    found, example, quoted = diagnosis.diagnose_streams(  # a pair shows both its mistakes in a later one
+        [(m.outputs, m.stream.capacity, m.stream.window, m.stream.q, m.stream.k, m.stream.v,
+          m.stream.chunks[:len(m.outputs)]) for m in misses])
+    shown = misses[quoted]
+    message = shown.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
+    message += name_mistakes(ex, Explanation(found, _hint(shown) if not found and len(misses) > 1 else ""))
+    fail(message, shown.stream.case(ex.seed), _stream_picture(example, shown.stream) if example else None,
+         kind="nan" if any(m.broken for m in misses) else "wrong")
+
+
+def _hint(miss: StreamMiss) -> str:
+    """What the smallest stream alone looks like, when no mistake explains every stream."""
+    s = miss.stream
+    alone, _ = diagnosis.diagnose_stream(miss.outputs, s.capacity, s.window, s.q, s.k, s.v, s.chunks[:len(miss.outputs)])
+    return f"consistent with {' and '.join(i for i, _ in alone).replace('_', ' ')} in this case" if alone else ""
 
 
 def check_decode_stream(ex):
@@ -296,66 +330,69 @@ def check_decode_stream(ex):
     rng = ex.rng
     C = odd_size_closed(rng, 9, 29)
     W = int(rng.integers(2, C))
-    expect_stream(ex, make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")
+    expect_streams(ex, [(make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")])
 
 
 def check_chunked_stream(ex):
     """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for _ in range(3):
         C = odd_size_closed(rng, 20, 70)
         W = int(rng.integers(2, C - 5))  # chunks up to C - W + 1 >= 7 tokens: fewer calls
         chunks = chunk_sizes(rng, odd_size_closed(rng, 250, 400), 2, C - W + 1)
-        expect_stream(ex, make_stream(rng, C, W, chunks), "chunked steps")
+        streams.append((make_stream(rng, C, W, chunks), "chunked steps"))
+    expect_streams(ex, streams)
 
 
 def check_chunk_overwrites_needed_slots(ex):
     """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 24)
-    expect_stream(ex, make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1)),
-                  "capacity = window, chunks of T > 1")
+    equal = make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1))
     C = odd_size_closed(rng, 12, 40)
     W = int(rng.integers(C // 2, C))
-    expect_stream(ex, make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0)),
-                  "chunks long enough to overwrite keys their own queries need")
+    long = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0))
+    expect_streams(ex, [(equal, "capacity = window, chunks of T > 1"),
+                        (long, "chunks long enough to overwrite keys their own queries need")])
 
 
 def check_chunk_longer_than_capacity(ex):
     """A prompt longer than the whole cache in one chunk, then decode, another chunk longer than the
     cache (its first queries still need keys from before it), and short chunks."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for _ in range(2):
         C = odd_size_closed(rng, 5, 30)
         W = int(rng.integers(2, C + 1)) if C > 1 else 1
         chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
                   + chunk_sizes(rng, odd_size_closed(rng, 3 * C, 5 * C), 2, C))
-        expect_stream(ex, make_stream(rng, C, W, chunks), "a first chunk longer than the cache")
+        streams.append((make_stream(rng, C, W, chunks), "a first chunk longer than the cache"))
+    expect_streams(ex, streams)
 
 
 def check_before_the_ring_fills(ex):
     """The first tokens, before every slot is written: empty slots (-1) are never attended to."""
-    rng = ex.rng
+    rng, streams = ex.rng, []
     for chunks in ([1] * 11, [3, 1, 5, 2], [7, 1, 1, 6, 1]):
         C = odd_size_closed(rng, sum(chunks) + 2, 3 * sum(chunks))
         W = int(rng.integers(sum(chunks), C + 1))
-        expect_stream(ex, make_stream(rng, C, W, chunks), "a cache that is not yet full")
+        streams.append((make_stream(rng, C, W, chunks), "a cache that is not yet full"))
+    expect_streams(ex, streams)
 
 
 def check_window_one(ex):
     """window = 1: each token attends to itself only, so its output is its own value."""
     rng = ex.rng
-    expect_stream(ex, make_stream(rng, 1, 1, [1] * 23), "window 1 with capacity 1")
+    alone = make_stream(rng, 1, 1, [1] * 23)
     C = odd_size_closed(rng, 3, 20)
-    chunks = chunk_sizes(rng, odd_size_closed(rng, 150, 200), 2, C)
-    expect_stream(ex, make_stream(rng, C, 1, chunks), "window 1, chunked")
+    chunked = make_stream(rng, C, 1, chunk_sizes(rng, odd_size_closed(rng, 150, 200), 2, C))
+    expect_streams(ex, [(alone, "window 1 with capacity 1"), (chunked, "window 1, chunked")])
 
 
 def check_window_equals_capacity(ex):
     """window = capacity, T = 1 decode: the oldest token in the ring is still visible."""
     rng = ex.rng
     C = odd_size_closed(rng, 6, 25)
-    expect_stream(ex, make_stream(rng, C, C, [1] * odd_size_closed(rng, 90, 120)), "window = capacity, T = 1")
+    expect_streams(ex, [(make_stream(rng, C, C, [1] * odd_size_closed(rng, 90, 120)), "window = capacity, T = 1")])
 
 
 def check_step_leaves_tokens_appended(ex):
@@ -372,7 +409,7 @@ def check_long_positions(ex):
     positions in the billions."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 30)
-    _append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])
+    settle(ex, [_append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])])
     cases = []
     for base in (2**16 + odd_size_closed(rng, 1, 999), 2**31 + odd_size_closed(rng, 1, 999)):
         ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along

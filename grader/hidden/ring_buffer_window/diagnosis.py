@@ -1,10 +1,18 @@
 """Known-wrong ways to build the window mask and the step, and the sentences that name them.
 
 A wrong answer is modelled as a set of mistakes (``Mistakes``), each one atom of a classic
-bug. ``mask_variants`` and ``step_variants`` list every combination of at most two atoms, the
-fewest first; a submission is diagnosed with the first variant whose output equals its own on
-the same input. Every variant keeps a correct ring (append is checked on its own), so one ring
-serves them all while a stream is replayed.
+bug. ``mask_variants`` and ``step_variants`` list every ``Combination`` of at most two atoms,
+the fewest first. A check judges all its failing cases (masks, or streams) together: a
+combination survives only if its output equals the submission's in every one of them, and
+its mistakes are named only when the fewest-atom survivors agree on them.
+
+Why not ``checking.Variant`` (one id per known-wrong version): here two mistakes can coexist
+in ONE mask or one step (slot indices with a window off by one), and the output of the pair
+is neither mistake's alone, so a variant must be a combination of atoms naming all its ids.
+A combination whose second atom has no effect in some case equals its first atom's output
+there, so "this mistake together with one other explains every case" is the survival of one
+combination across all cases. Every combination keeps a correct ring (append is checked on
+its own), so one ring serves them all while a stream is replayed.
 """
 from __future__ import annotations
 
@@ -52,7 +60,8 @@ STEP_ONLY = {"query_slot", "ring_slots", "written_ring_slots", "append_first", "
 
 
 @dataclass(frozen=True)
-class Variant:
+class Combination:
+    """At most two atoms of ``ATOMS`` together, and the mistakes they make."""
     atoms: tuple  # atom names
     mistakes: Mistakes
 
@@ -82,22 +91,22 @@ def _combine(atoms) -> Mistakes | None:
     return m
 
 
-def _variants(names) -> list[Variant]:
+def _variants(names) -> list[Combination]:
     seen, out = set(), []
     for size in (1, 2):
         for atoms in itertools.combinations(names, size):
             m = _combine(atoms)
             if m is not None and m not in seen:
                 seen.add(m)
-                out.append(Variant(atoms, m))
+                out.append(Combination(atoms, m))
     return out
 
 
-def mask_variants() -> list[Variant]:
+def mask_variants() -> list[Combination]:
     return _variants([a[0] for a in ATOMS if a[0] not in STEP_ONLY])
 
 
-def step_variants() -> list[Variant]:
+def step_variants() -> list[Combination]:
     return _variants([a[0] for a in ATOMS])
 
 
@@ -197,7 +206,7 @@ def sentence(diagnosis_id: str, atoms, e: Example) -> str:
     raise KeyError(diagnosis_id)
 
 
-def sentences(variant: Variant, example: Example) -> list[tuple[str, str]]:
+def sentences(variant: Combination, example: Example) -> list[tuple[str, str]]:
     return [(i, sentence(i, variant.atoms, example)) for i in variant.ids]
 
 
@@ -307,11 +316,33 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
     return {var: (np.concatenate(outs), example) for var, (outs, example) in alive.items()}
 
 
+def diagnose_streams(streams):
+    """([(id, sentence)], Example, index of the stream quoted) of the fewest-mistake combination
+    whose outputs equal the submission's in EVERY failing stream; ([], None, 0) when none does or
+    the fewest-mistake ones name different mistakes (as W - 1 and late queries do when T = 1).
+
+    ``streams``: (submitted outputs chunk by chunk, capacity, window, q, k, v, chunks) of each
+    failing stream, the one to quote first. A pair is quoted from the first stream where
+    neither of its atoms alone fits, so each sentence quotes a query its own mistake changed.
+    """
+    if not streams:
+        return [], None, 0
+    survivors, fitting = step_variants(), []  # fitting: per stream, {combination: its Example}
+    for submitted, capacity, window, q, k, v, chunks in streams:
+        alive = replay(survivors, capacity, window, q, k, v, chunks, submitted)
+        # a combination that keeps to the rule all along cannot explain a stream that went wrong
+        fitting.append({var: example for var, (_, example) in alive.items() if example is not None})
+        survivors = [var for var in survivors if var in fitting[-1]]
+        if not survivors:
+            return [], None, 0
+    chosen = _unambiguous([(var, fitting[0][var]) for var in survivors])
+    if not chosen:
+        return [], None, 0
+    alone = [var for var in step_variants() if len(var.atoms) == 1 and var.atoms[0] in chosen[0].atoms]
+    quoted = next((n for n, here in enumerate(fitting) if not any(a in here for a in alone if a != chosen[0])), 0)
+    return sentences(chosen[0], fitting[quoted][chosen[0]]), fitting[quoted][chosen[0]], quoted
+
+
 def diagnose_stream(submitted_chunks, capacity, window, q, k, v, chunks):
-    """([(id, sentence)], Example) of the fewest-mistake variant whose every output equals the
-    submission's; ([], None) when none does or the fewest-mistake ones name different mistakes
-    (as W - 1 and late queries do when T = 1)."""
-    survivors = replay(step_variants(), capacity, window, q, k, v, chunks, submitted_chunks)
-    found = [(var, example) for var, (_, example) in survivors.items() if example is not None]
-    chosen = _unambiguous(found)
-    return (sentences(*chosen), chosen[1]) if chosen else ([], None)
+    """``diagnose_streams`` of one stream: ([(id, sentence)], Example)."""
+    return diagnose_streams([(submitted_chunks, capacity, window, q, k, v, chunks)])[:2]
