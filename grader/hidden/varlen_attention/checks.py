@@ -357,11 +357,11 @@ def check_work_grows_per_sequence(ex):
     # keys), not memory (one row of total_k scores is no more than the per-key arrays a right
     # answer may hold), and the sandbox reports no CPU time. Load only slows a call, so each side
     # keeps its fastest of ROUNDS interleaved timings. Load inflates the 30 small calls' round
-    # trips most, which lowers the ratio: right answers measured 0.4-1.3x (idle, or with both
-    # cores busy), the mutant rowwise_over_batch 10-19x idle and 7-8x loaded (packed_causal, the
-    # same rows x total_k, 5-16x) on these shapes: short decode and chunk queries over ~400 keys
-    # each, so that the mistake's rows x total_k outweighs a call's overhead while its large call
-    # stays near 3 s, far from the time limit.
+    # trips most, which lowers the ratio. On these shapes right answers measured 0.4-1.3x; the
+    # mutant rowwise_over_batch 15-24x on a quiet machine or beside two busy loops, still 7-8x at
+    # a load average of 6.5 on two cores (packed_causal, the same rows x total_k: 11-22x, 5-7x).
+    # Short decode and chunk queries over ~400 keys each make the mistake's rows x total_k
+    # outweigh a call's overhead while its large call stays at 1-4 s, far from the time limit.
     rng = ex.rng
     n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
     n_q = [1, odd_size_closed(rng, 24, 36), 1]
