@@ -10,6 +10,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 
 - sizes: :func:`odd_size` (numpy's half-open range, never a power of two);
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
+- invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case,
   :func:`name_mistakes` to record them and say so in the message;
@@ -77,6 +78,19 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
             return exc
         fail(f"{call} raised {exc.type_name} ({exc.message}); expected {exception}", case, kind="hygiene")
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
+
+
+def expect_rejected(ex: "ExerciseRun", fn, *args, call: str, diagnosis: str = "accepts_invalid_arguments",
+                    why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
+    """Invalid arguments: calling ``fn`` must raise ValueError. When it returns or raises anything
+    else, ``diagnosis`` is named ("<call> did not raise ValueError: <why>") and the hygiene failure
+    of :func:`expect_raises` propagates. A crash or a timeout is not this mistake and names nothing;
+    checks of the state after a rejected call are separate and name nothing either."""
+    try:
+        return expect_raises(fn, *args, call=call, case=case, **kwargs)
+    except CheckFailure:
+        ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
+        raise
 
 
 def _article(word: str) -> str:

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from grader.checking import CheckFailure, Variant, describe, explain, grid_picture, measure, odd_size
-from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised
+from grader.checking import (CheckFailure, ExerciseRun, Variant, describe, expect_rejected, explain, grid_picture,
+                             measure, odd_size)
+from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised, CandidateTimeout
 
 
 def test_odd_size_stays_in_its_half_open_range_and_avoids_powers_of_two():
@@ -94,3 +95,42 @@ def test_running_out_of_memory_is_a_broken_must_not_only_when_memory_is_measured
     assert killed.value.kind == "must_not"
     with pytest.raises(CandidateRaised):
         measure(None, _Target(oom), "f", memory=False)
+
+
+def _raising(type_name, *mro):
+    def call(*args, **kwargs):
+        raise CandidateRaised("f()", {"type": type_name, "mro": [type_name, *mro], "message": "bad n"})
+    return call
+
+
+def _run():
+    return ExerciseRun(None, 0, None, None)
+
+
+def test_a_rejected_call_passes_and_names_nothing():
+    ex = _run()
+    raised = expect_rejected(ex, _raising("SizeError", "ValueError"), -1, call="f(-1)")
+    assert raised.type_name == "SizeError" and ex.diagnoses == {}
+
+
+@pytest.mark.parametrize("fn, said", [(lambda n, window: [n, window], "returned a list of length 2"),
+                                      (_raising("TypeError"), "raised TypeError")])
+def test_a_call_that_does_not_raise_value_error_names_the_exercises_diagnosis(fn, said):
+    ex = _run()
+    with pytest.raises(CheckFailure) as failure:
+        expect_rejected(ex, fn, -1, window=0, call="f(-1, window=0)", diagnosis="accepts_invalid_sizes",
+                        why="a negative size gives a silent answer", case={"n": -1})
+    assert failure.value.kind == "hygiene" and failure.value.case == {"n": -1}
+    assert failure.value.message.startswith(f"f(-1, window=0) {said}")
+    assert ex.diagnoses["accepts_invalid_sizes"].message == (
+        "f(-1, window=0) did not raise ValueError: a negative size gives a silent answer")
+
+
+@pytest.mark.parametrize("fault", [CandidateCrashed("killed"), CandidateTimeout("too slow")])
+def test_a_crash_or_a_timeout_is_not_an_accepted_argument(fault):
+    def call(*args):
+        raise fault
+    ex = _run()
+    with pytest.raises(type(fault)):
+        expect_rejected(ex, call, -1, call="f(-1)")
+    assert ex.diagnoses == {}

@@ -2,7 +2,8 @@
 import numpy as np
 
 from grader import own_tests
-from grader.checking import expect_array, expect_raises, fail, grid_picture, name_mistakes, odd_size, other_argument_types
+from grader.checking import (expect_array, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
+                             other_argument_types)
 
 from . import diagnosis, oracle
 
@@ -121,13 +122,9 @@ def check_incremental_attention(ex):
 def check_rejects_invalid_sizes(ex):
     """T < 1, S < 1 or T > S raise ValueError."""
     for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0)]:
-        call = f"decode_causal_mask({T}, {S})"
-        try:
-            expect_raises(ex.candidate.decode_causal_mask, T, S, call=call, case={"T": T, "S": S})
-        except AssertionError:
-            ex.diagnose("accepts_invalid_sizes",
-                        f"{call} did not raise ValueError: sizes outside 1 <= T <= S give a silent answer")
-            raise
+        expect_rejected(ex, ex.candidate.decode_causal_mask, T, S, call=f"decode_causal_mask({T}, {S})",
+                        diagnosis="accepts_invalid_sizes", why="sizes outside 1 <= T <= S give a silent answer",
+                        case={"T": T, "S": S})
 
 
 # The shared own-tests checks come last: they wait for the runs started as grading began.

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Explanation, Miss, expect_array, expect_raises, fail, grid_picture, name_mistakes,
+from grader.checking import (Explanation, Miss, expect_array, expect_rejected, fail, grid_picture, name_mistakes,
                              odd_size_closed, other_argument_types, settle)
 
 from . import diagnosis, oracle
-
-
 
 
 def chunk_sizes(rng, tokens, low, high, p_one=0.3):
@@ -448,18 +446,8 @@ def check_numpy_integer_arguments(ex):
 def check_rejects_invalid_arguments(ex):
     """Bad sizes, windows and shapes raise ValueError, and a rejected call leaves the cache as it was."""
     rng = ex.rng
-    try:
-        _rejections(ex, rng)
-    except AssertionError as exc:
-        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
-            ex.diagnose("accepts_invalid_arguments", f"{str(exc).split(';')[0]}: invalid arguments must "
-                                                     "raise ValueError, not give a silent answer")
-        raise
-
-
-def _rejections(ex, rng):
     for C, D in [(0, 4), (4, 0), (-3, 2)]:
-        expect_raises(ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})")
+        expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})")
     C, D = 6, 4
     cache = ex.candidate.call("RingKVCache", C, D)
     x = rng.standard_normal((3, D))
@@ -470,18 +458,18 @@ def _rejections(ex, rng):
                    (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
                    (r(D), r(D), "1-D k and v")]
     for k, v, what in bad_appends:
-        expect_raises(cache.append, k, v, call=f"cache.append with {what}")
+        expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}")
         _unchanged(ex, cache, snapshot, f"cache.append with {what}")
     q = np.arange(5, 8)
     for W in (0, -2):
-        expect_raises(ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})")
+        expect_rejected(ex, ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})")
     step = ex.candidate.windowed_attention_step
     bad_steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
                  (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
                  (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
                  (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns")]
     for q, k, v, W, what in bad_steps:
-        expect_raises(step, cache, q, k, v, W, call=f"windowed_attention_step with {what}")
+        expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}")
         _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
 
 

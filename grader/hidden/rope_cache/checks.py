@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import Miss, expect_array, expect_raises, fail, odd_size, settle
+from grader.checking import Miss, expect_array, expect_rejected, fail, measure, odd_size, settle
 
 from . import diagnosis, oracle
 from .diagnosis import Seen, Step
@@ -329,28 +329,17 @@ def check_tree_after_prefill(ex):
 
 def check_rejects_invalid_arguments(ex):
     """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing."""
-    rng = ex.rng
-    try:
-        _rejections(ex, rng)
-    except AssertionError as exc:
-        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
-            ex.diagnose("accepts_invalid_arguments", f"{str(exc).split(';')[0]}: invalid arguments must "
-                                                     "raise ValueError, not give a silent answer")
-        raise
-
-
-def _rejections(ex, rng):
-    c = ex.candidate
+    rng, c = ex.rng, ex.candidate
     x = _tokens(rng, 3, 2, 6)
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
                        ((x, [0, -1, 2]), "a negative position"),
                        ((x, [0, 1]), "2 positions for 3 rows"),
                        ((x, [0, 1, 2], 1.0), "base = 1"),
                        ((x, [0, 1, 2], 0.5), "base = 0.5")]:
-        expect_raises(c.rope, *args, call=f"rope with {what}")
+        expect_rejected(ex, c.rope, *args, call=f"rope with {what}")
     for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
                        ((2, 4, -3.0), "base -3.0")]:
-        expect_raises(c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})")
+        expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})")
     H, D = 3, 4
     cache = c.call("RopeKVCache", H, D)
     first = _tokens(rng, 4, H, D)
@@ -366,7 +355,7 @@ def _rejections(ex, rng):
                  ((t(3), t(3), t(3)), {"parents": [-1, -2, 0]}, "parents [-1, -2, 0]"),
                  ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts")]
     for args, kwargs, what in bad_steps:
-        expect_raises(c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}", **kwargs)
+        expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}", **kwargs)
         _unchanged(cache, before, f"rope_attention_step with {what}")
 
 
@@ -379,17 +368,15 @@ def _unchanged(cache, before, call):
 
 # ---- efficiency ----------------------------------------------------------------------------------
 
-def _peak_bytes(ex, *args) -> int | None:
-    """Peak memory of one candidate rope_attention_step, measured by the grader (None when unmeasured)."""
-    return ex.candidate.measured("rope_attention_step", *args)[1].peak_bytes
-
-
 def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
-    """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``."""
+    """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``,
+    measured through checking.measure (None when any step could not be measured)."""
     peaks = []
     for _ in range(times):
         x = _tokens(ex.rng, T, H, D)
-        peaks.append(_peak_bytes(ex, cache, x, x, x, *([] if parents is None else [parents])))
+        _, peak, _ = measure(ex, ex.candidate, "rope_attention_step", cache, x, x, x,
+                             *([] if parents is None else [parents]))
+        peaks.append(peak)
     return None if None in peaks else sorted(peaks)[times // 2]
 
 

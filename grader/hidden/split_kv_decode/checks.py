@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import Miss, expect_array, expect_raises, fail, odd_size, settle, summarize
+from grader.checking import Miss, expect_array, expect_rejected, fail, measure, odd_size, settle, summarize
 
 from . import diagnosis, oracle
 from .diagnosis import Tol
@@ -376,17 +376,13 @@ def check_shared_prefix_values(ex):
 
 # ---- efficiency: one split at a time -------------------------------------------------------------
 
-def _peak_bytes(ex, fn: str, *args) -> int | None:
-    """Peak memory of one call of the candidate's ``fn``, measured by the grader (None when unmeasured)."""
-    return ex.candidate.measured(fn, *args)[1].peak_bytes
-
-
 def check_split_kv_memory_per_split(ex):
     """With many splits, a call never holds a T x S score matrix: the splits are attended one by one."""
     rng = ex.rng
     T, S, D, n = 48, odd_size(rng, 150_000, 160_000), 8, 60
     for kv in (_decode(rng, T, S, D), _ring(rng, T, S, S + 20_011, D, 500)):
-        peak = _peak_bytes(ex, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, np.int64(n))
+        _, peak, _ = measure(ex, ex.candidate, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos,
+                             np.int64(n))
         dense = T * S * 8  # one float64 score matrix over all keys
         if peak is not None and peak >= dense // 2:
             ex.diagnose("dense_scores_not_split",
@@ -402,7 +398,7 @@ def check_split_kv_memory_per_split(ex):
 
 def _warned(ex, fn: str, *args, situation: str) -> str | None:
     """Call the candidate's ``fn``; the warnings it reported, as a sentence (None when quiet)."""
-    caught = list(ex.candidate.with_stats(fn, *args)[1].warnings)
+    _, _, caught = measure(ex, ex.candidate, fn, *args, memory=False)
     return f"{situation}: \"{caught[0]}\"" + (f" (and {len(caught) - 1} more)" if len(caught) > 1 else "") \
         if caught else None
 
@@ -464,9 +460,5 @@ def check_rejects_invalid_arguments(ex):
          "shared_prefix_attention with B = 2 queries but 3 suffixes"),
     ]
     for fn, args, call in cases:
-        try:
-            expect_raises(fn, *args, call=call, case={"seed": ex.seed})
-        except AssertionError:
-            ex.diagnose("accepts_invalid_arguments",
-                        f"{call} did not raise ValueError: an invalid argument turned into a plausible-looking answer")
-            raise
+        expect_rejected(ex, fn, *args, call=call, why="an invalid argument turned into a plausible-looking answer",
+                        case={"seed": ex.seed})

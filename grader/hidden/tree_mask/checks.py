@@ -1,7 +1,8 @@
 """Hidden checks for tree_mask. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, name_mistakes, odd_size, other_argument_types
+from grader.checking import (expect_array, expect_raises, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
+                             other_argument_types)
 from grader.hidden.decode_mask import oracle as decode_oracle
 from grader.sandbox import CandidateTimeout
 
@@ -278,14 +279,11 @@ def check_rejects_invalid_parents(ex):
         for name in ("tree_positions", "tree_attention_mask"):
             call, case = f"{name}({parents}, 3)", {"parents": parents, "P": 3}
             try:
-                expect_raises(getattr(ex.candidate, name), parents, 3, call=call, case=case)
+                expect_rejected(ex, getattr(ex.candidate, name), parents, 3, call=call, case=case,
+                                diagnosis="accepts_invalid_parents",
+                                why=f"{wrong}, and a parent must be -1 or an earlier index, or the tree is not a tree")
             except CandidateTimeout:
                 ex.diagnose("accepts_invalid_parents",
                             f"{call} never returned ({wrong}): walking up the parents loops forever; "
                             "check that every parent is -1 or an earlier index before walking")
                 fail(f"{call} did not finish within the time limit; expected ValueError ({wrong})", case)
-            except AssertionError:
-                ex.diagnose("accepts_invalid_parents",
-                            f"{call} did not raise ValueError although {wrong}: a parent must be -1 or an "
-                            "earlier index, or the tree is not a tree")
-                raise

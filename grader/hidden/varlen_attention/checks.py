@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from grader.checking import expect_array, expect_raises, fail, grid_picture, odd_size_closed
+from grader.checking import expect_array, expect_rejected, fail, grid_picture, measure, odd_size_closed
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -307,10 +307,10 @@ def check_attention_long_next_to_short(ex):
 
 
 def _peak_bytes(ex, batch: Packed, q, k, v):
-    """Peak memory of one varlen_attention call, measured by the grader (the one place that does)."""
-    value, stats = ex.candidate.measured("varlen_attention", q, k, v, *batch.sent)
+    """Peak memory of one varlen_attention call (through checking.measure), once its output is right."""
+    value, peak, _ = measure(ex, ex.candidate, "varlen_attention", q, k, v, *batch.sent)
     _expect_output(ex, batch, q, k, v, value)
-    return stats.peak_bytes
+    return peak
 
 
 def check_no_batch_sized_memory(ex):
@@ -346,31 +346,43 @@ def _seconds(ex, batch: Packed, q, k, v):
     return time.perf_counter() - began
 
 
-REPEATS = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
+COPIES = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
+ROUNDS = 3  # interleaved timings of both sides; each side keeps its fastest
+SLOWER = 2.5  # how many times the small batches' total the large batch may take
 
 
 def check_work_grows_per_sequence(ex):
     """A batch of 90 sequences takes about as long as 30 batches of 3 of the same lengths, not several times longer."""
+    # Judged by the clock: the mistake costs time (every query row scored against all total_k
+    # keys), not memory (one row of total_k scores is no more than the per-key arrays a right
+    # answer may hold), and the sandbox reports no CPU time. Load only slows a call, so each side
+    # keeps its fastest of ROUNDS interleaved timings. Load inflates the 30 small calls' round
+    # trips most, which lowers the ratio. On these shapes right answers measured 0.4-1.3x; the
+    # mutant rowwise_over_batch 15-24x on a quiet machine or beside two busy loops, still 7-8x at
+    # a load average of 6.5 on two cores (packed_causal, the same rows x total_k: 11-22x, 5-7x).
+    # Short decode and chunk queries over ~400 keys each make the mistake's rows x total_k
+    # outweigh a call's overhead while its large call stays at 1-4 s, far from the time limit.
     rng = ex.rng
-    n_q, n_k = counts(rng, ["prefill", "chunk", "prefill"], max_k=180)
-    n_k = [max(k, 120) for k in n_k]
-    n_q = [min(q, k) for q, k in zip(n_q, n_k)]
-    few, many = Packed(n_q, n_k, "int64"), Packed(n_q * REPEATS, n_k * REPEATS, "int64")
+    n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
+    n_q = [1, odd_size_closed(rng, 24, 36), 1]
+    few, many = Packed(n_q, n_k, "int64"), Packed(n_q * COPIES, n_k * COPIES, "int64")
     few_inputs, many_inputs = _qkv(rng, few, 8), _qkv(rng, many, 8)
-    separately = sum(_seconds(ex, few, *few_inputs) for _ in range(REPEATS))
-    try:
-        together = _seconds(ex, many, *many_inputs)
-        if together > 3 * separately:  # confirm: one slow call may be the machine's doing
+    separately = together = math.inf
+    for _ in range(ROUNDS):
+        separately = min(separately, sum(_seconds(ex, few, *few_inputs) for _ in range(COPIES)))
+        try:
             together = min(together, _seconds(ex, many, *many_inputs))
-        took = f"took {together:.3g} s ({together / separately:.0f} times as long for the same sequences)"
-    except CandidateTimeout:
-        together, took = math.inf, "did not finish within the time limit for one call"
-    if together > 3 * separately:  # per-sequence work: about 1x (each call adds a little overhead)
-        sentence = (f"one batch of {len(n_q) * REPEATS} sequences {took}, while {REPEATS} batches of {len(n_q)} "
-                    f"of the same lengths took {separately:.3g} s in all: the work grows with the whole batch "
-                    "(total_q x total_k), not with each sequence's n_q x n_k")
-        ex.diagnose("batch_sized_work", sentence)
-        fail(f"varlen_attention: {sentence}", many.case(ex.seed, D=8), kind="efficiency")
+        except CandidateTimeout:
+            break  # too slow for the time limit: nothing to confirm
+    if together <= SLOWER * separately:
+        return
+    took = (f"took {together:.3g} s at best ({together / separately:.0f} times as long for the same sequences)"
+            if together < math.inf else "did not finish within the time limit for one call")
+    sentence = (f"one batch of {len(n_q) * COPIES} sequences {took}, while {COPIES} batches of {len(n_q)} "
+                f"of the same lengths took {separately:.3g} s in all at best: the work grows with the whole "
+                "batch (total_q x total_k), not with each sequence's n_q x n_k")
+    ex.diagnose("batch_sized_work", sentence)
+    fail(f"varlen_attention: {sentence}", many.case(ex.seed, D=8), kind="efficiency")
 
 
 # -- left padding ---------------------------------------------------------------------------
@@ -498,13 +510,7 @@ def check_decode_mask_long_rows(ex):
 
 
 def _reject(ex, fn_name, *args, what):
-    try:
-        expect_raises(getattr(ex.candidate, fn_name), *args, call=f"{fn_name} with {what}")
-    except AssertionError as exc:
-        if "raise ValueError" in str(exc) or "expected ValueError" in str(exc):
-            ex.diagnose("accepts_invalid_arguments", f"{fn_name} with {what} did not raise ValueError: invalid "
-                                                     "arguments must be rejected, not given a silent answer")
-        raise
+    expect_rejected(ex, getattr(ex.candidate, fn_name), *args, call=f"{fn_name} with {what}")
 
 
 MALFORMED_CU = [
