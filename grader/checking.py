@@ -8,7 +8,7 @@ oracle (shared attention oracles live in ``grader/hidden/_oracles.py``), and fai
 failure (what it costs). The toolkit, so a new exercise's checks are a short list of
 ``check_*`` functions:
 
-- sizes: :func:`odd_size` (numpy's half-open range, never a power of two);
+- sizes: :func:`odd_size` (numpy's half-open range, never a power of two), :func:`chunk_sizes`;
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
@@ -126,6 +126,16 @@ def odd_size(rng: np.random.Generator, low: int, high: int) -> int:
         if n & (n - 1):
             return n
     return int(low)
+
+
+def chunk_sizes(rng, tokens, low, high, p_one=0.3) -> list[int]:
+    """Random chunk sizes summing to ``tokens``: T = 1 with probability ``p_one``, else low..high."""
+    sizes, done = [], 0
+    while done < tokens:
+        T = 1 if rng.random() < p_one else int(rng.integers(low, high + 1))
+        sizes.append(min(T, tokens - done))
+        done += sizes[-1]
+    return sizes
 
 
 @contextlib.contextmanager

@@ -12,20 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Explanation, Miss, expect_array, expect_rejected, fail, grid_picture, name_mistakes,
-                             odd_size_closed, other_argument_types, settle)
+from grader.checking import (Explanation, Miss, chunk_sizes, expect_array, expect_rejected, fail, grid_picture,
+                             name_mistakes, odd_size_closed, other_argument_types, settle)
 
 from . import diagnosis, oracle
-
-
-def chunk_sizes(rng, tokens, low, high, p_one=0.3):
-    """Random chunk sizes summing to ``tokens``: T = 1 with probability ``p_one``, else low..high."""
-    sizes, done = [], 0
-    while done < tokens:
-        T = 1 if rng.random() < p_one else int(rng.integers(low, high + 1))
-        sizes.append(min(T, tokens - done))
-        done += sizes[-1]
-    return sizes
 
 
 # -- the cache ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import Miss, expect_array, expect_rejected, fail, measure, odd_size, settle
+from grader.checking import Miss, chunk_sizes, expect_array, expect_rejected, fail, measure, odd_size, settle
 
 from . import diagnosis, oracle
 from .diagnosis import Seen, Step
@@ -39,16 +39,6 @@ def _heads(rng) -> int:
 
 def _tokens(rng, T, H, D, dtype=np.float64) -> np.ndarray:
     return rng.standard_normal((T, H, D)).astype(dtype)
-
-
-def chunk_sizes(rng, tokens, low, high, p_one=0.3) -> list[int]:
-    """Random chunk sizes summing to ``tokens``: T = 1 with probability ``p_one``, else low..high."""
-    sizes, done = [], 0
-    while done < tokens:
-        T = 1 if rng.random() < p_one else int(rng.integers(low, high + 1))
-        sizes.append(min(T, tokens - done))
-        done += sizes[-1]
-    return sizes
 
 
 def random_tree(rng, T, roots=None) -> list[int]:
