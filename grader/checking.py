@@ -80,10 +80,11 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
 
 
-def expect_rejected(ex: "ExerciseRun", fn, *args, call: str, diagnosis: str = "accepts_invalid_arguments",
+def expect_rejected(ex: "ExerciseRun", fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
     """Invalid arguments: calling ``fn`` must raise ValueError. When it returns or raises anything
-    else, ``diagnosis`` is named ("<call> did not raise ValueError: <why>") and the hygiene failure
+    else, ``diagnosis`` (the exercise's own id, named at the call so the rubric's ids can be
+    found in its checks) is named ("<call> did not raise ValueError: <why>") and the hygiene failure
     of :func:`expect_raises` propagates. A crash or a timeout is not this mistake and names nothing;
     checks of the state after a rejected call are separate and name nothing either."""
     try:

@@ -109,7 +109,8 @@ def _run():
 
 def test_a_rejected_call_passes_and_names_nothing():
     ex = _run()
-    raised = expect_rejected(ex, _raising("SizeError", "ValueError"), -1, call="f(-1)")
+    raised = expect_rejected(ex, _raising("SizeError", "ValueError"), -1, call="f(-1)",
+                             diagnosis="accepts_invalid_arguments")
     assert raised.type_name == "SizeError" and ex.diagnoses == {}
 
 
@@ -132,5 +133,5 @@ def test_a_crash_or_a_timeout_is_not_an_accepted_argument(fault):
         raise fault
     ex = _run()
     with pytest.raises(type(fault)):
-        expect_rejected(ex, call, -1, call="f(-1)")
+        expect_rejected(ex, call, -1, call="f(-1)", diagnosis="accepts_invalid_arguments")
     assert ex.diagnoses == {}

@@ -430,6 +430,6 @@ def check_rejects_invalid_arguments(ex):
         source = KVSource(good.k, good.v, good.k_pos)
         expect_rejected(ex, ex.candidate.flash_attention, args["q"], source, args["q_pos"],
                         window=args["window"], block_q=args["block_q"], block_k=args["block_k"],
-                        call=f"flash_attention with {what}",
+                        call=f"flash_attention with {what}", diagnosis="accepts_invalid_arguments",
                         why="a malformed call gives a silent answer or fails deep inside",
                         case={"T": 3, "S": 20, "D": 4, "problem": what})

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import Miss, describe, expect_array, expect_rejected, fail, measure, name_mistakes, odd_size, settle
+from grader.checking import (Miss, describe, expect_array, expect_rejected, fail, measure, name_mistakes, odd_size,
+                             settle)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle

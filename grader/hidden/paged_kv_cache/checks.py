@@ -17,6 +17,8 @@ from grader.checking import expect_array, expect_rejected, fail, odd_size_closed
 from grader.sandbox import CandidateRaised, Lent
 
 from . import diagnosis, oracle
+
+INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
 from .diagnosis import Failure, Layout
 
 
@@ -293,7 +295,8 @@ def _lens(rng, count, block_size, longest=60):
 
 def check_fresh_cache(ex):
     """A new cache: float64 pools [num_blocks, block_size, Hkv, D], every block free; a new sequence is empty."""
-    for sizes in [(1, 1, 1, 1), (5, 7, 3, 2), (odd_size_closed(ex.rng, 9, 40), 13, odd_size_closed(ex.rng, 1, 5), odd_size_closed(ex.rng, 3, 17))]:
+    drawn = (odd_size_closed(ex.rng, 9, 40), 13, odd_size_closed(ex.rng, 1, 5), odd_size_closed(ex.rng, 3, 17))
+    for sizes in [(1, 1, 1, 1), (5, 7, 3, 2), drawn]:
         run = Run(ex, *sizes)
         run.add(int(ex.rng.integers(0, 10**6)))
         run.add(0)
@@ -585,8 +588,8 @@ REJECTED = "an invalid call must say what is wrong and leave the cache as it was
 def check_rejects_invalid_arguments(ex):
     """Unknown or reused ids, wrong shapes, Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
     for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2)]:
-        expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}", why=REJECTED,
-                        case={"sizes": sizes})
+        expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
     run = Run(ex, 20, 5, 2, 3, group=3)
     run.add(1)
     run.append(1, 7)
@@ -604,8 +607,8 @@ def check_rejects_invalid_arguments(ex):
            ("block_table", (9,), "an unknown sequence")]
     for method, args, what in bad:
         before = _state_snapshot(run)
-        expect_rejected(ex, run.cache.call, method, *args, call=f"{method}(...) with {what}", why=REJECTED,
-                        case=run.case())
+        expect_rejected(ex, run.cache.call, method, *args, call=f"{method}(...) with {what}",
+                        diagnosis=INVALID, why=REJECTED, case=run.case())
         _expect_unchanged(run, before, f"{method} with {what}")
     attention = [(9, z((1, 6, 3)), "an unknown sequence"), (1, z((1, 5, 3)), "Hq = 5 over 2 kv heads"),
                  (1, z((1, 6, 4)), "head_dim 4, not 3"), (1, z((0, 6, 3)), "T = 0"),
@@ -613,8 +616,8 @@ def check_rejects_invalid_arguments(ex):
     for seq_id, q, what in attention:
         before = _state_snapshot(run)
         expect_rejected(ex, ex.candidate.call, "paged_attention", run.cache, seq_id, q,
-                        call=f"paged_attention(cache, {seq_id}, q {list(q.shape)}) with {what}", why=REJECTED,
-                        case=run.case())
+                        call=f"paged_attention(cache, {seq_id}, q {list(q.shape)}) with {what}",
+                        diagnosis=INVALID, why=REJECTED, case=run.case())
         _expect_unchanged(run, before, f"paged_attention with {what}")
     run.free(1)
     run.add(1)  # a freed id is free again

@@ -17,6 +17,8 @@ from grader.checking import (Explanation, Miss, chunk_sizes, expect_array, expec
 
 from . import diagnosis, oracle
 
+INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
+
 
 # -- the cache ------------------------------------------------------------------------------
 
@@ -309,7 +311,8 @@ def expect_streams(ex, streams):
 def _hint(miss: StreamMiss) -> str:
     """What the smallest stream alone looks like, when no mistake explains every stream."""
     s = miss.stream
-    alone, _ = diagnosis.diagnose_stream(miss.outputs, s.capacity, s.window, s.q, s.k, s.v, s.chunks[:len(miss.outputs)])
+    done = s.chunks[:len(miss.outputs)]
+    alone, _ = diagnosis.diagnose_stream(miss.outputs, s.capacity, s.window, s.q, s.k, s.v, done)
     return f"consistent with {' and '.join(i for i, _ in alone).replace('_', ' ')} in this case" if alone else ""
 
 
@@ -437,7 +440,7 @@ def check_rejects_invalid_arguments(ex):
     """Bad sizes, windows and shapes raise ValueError, and a rejected call leaves the cache as it was."""
     rng = ex.rng
     for C, D in [(0, 4), (4, 0), (-3, 2)]:
-        expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})")
+        expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
     C, D = 6, 4
     cache = ex.candidate.call("RingKVCache", C, D)
     x = rng.standard_normal((3, D))
@@ -448,18 +451,19 @@ def check_rejects_invalid_arguments(ex):
                    (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
                    (r(D), r(D), "1-D k and v")]
     for k, v, what in bad_appends:
-        expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}")
+        expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}", diagnosis=INVALID)
         _unchanged(ex, cache, snapshot, f"cache.append with {what}")
     q = np.arange(5, 8)
     for W in (0, -2):
-        expect_rejected(ex, ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})")
+        expect_rejected(ex, ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})",
+                        diagnosis=INVALID)
     step = ex.candidate.windowed_attention_step
     bad_steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
                  (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
                  (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
                  (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns")]
     for q, k, v, W, what in bad_steps:
-        expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}")
+        expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}", diagnosis=INVALID)
         _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
 
 

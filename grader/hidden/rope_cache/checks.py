@@ -14,6 +14,8 @@ import numpy as np
 from grader.checking import Miss, chunk_sizes, expect_array, expect_rejected, fail, measure, odd_size, settle
 
 from . import diagnosis, oracle
+
+INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
 from .diagnosis import Seen, Step
 
 
@@ -326,10 +328,10 @@ def check_rejects_invalid_arguments(ex):
                        ((x, [0, 1]), "2 positions for 3 rows"),
                        ((x, [0, 1, 2], 1.0), "base = 1"),
                        ((x, [0, 1, 2], 0.5), "base = 0.5")]:
-        expect_rejected(ex, c.rope, *args, call=f"rope with {what}")
+        expect_rejected(ex, c.rope, *args, call=f"rope with {what}", diagnosis=INVALID)
     for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
                        ((2, 4, -3.0), "base -3.0")]:
-        expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})")
+        expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})", diagnosis=INVALID)
     H, D = 3, 4
     cache = c.call("RopeKVCache", H, D)
     first = _tokens(rng, 4, H, D)
@@ -345,7 +347,8 @@ def check_rejects_invalid_arguments(ex):
                  ((t(3), t(3), t(3)), {"parents": [-1, -2, 0]}, "parents [-1, -2, 0]"),
                  ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts")]
     for args, kwargs, what in bad_steps:
-        expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}", **kwargs)
+        expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}",
+                        diagnosis=INVALID, **kwargs)
         _unchanged(cache, before, f"rope_attention_step with {what}")
 
 

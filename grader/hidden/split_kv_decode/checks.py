@@ -460,5 +460,5 @@ def check_rejects_invalid_arguments(ex):
          "shared_prefix_attention with B = 2 queries but 3 suffixes"),
     ]
     for fn, args, call in cases:
-        expect_rejected(ex, fn, *args, call=call, why="an invalid argument turned into a plausible-looking answer",
-                        case={"seed": ex.seed})
+        expect_rejected(ex, fn, *args, call=call, diagnosis="accepts_invalid_arguments",
+                        why="an invalid argument turned into a plausible-looking answer", case={"seed": ex.seed})

@@ -510,7 +510,8 @@ def check_decode_mask_long_rows(ex):
 
 
 def _reject(ex, fn_name, *args, what):
-    expect_rejected(ex, getattr(ex.candidate, fn_name), *args, call=f"{fn_name} with {what}")
+    expect_rejected(ex, getattr(ex.candidate, fn_name), *args, call=f"{fn_name} with {what}",
+                    diagnosis="accepts_invalid_arguments")
 
 
 MALFORMED_CU = [
