@@ -12,7 +12,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
-- diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case,
+- diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
+  (:func:`fits` for one case),
   :func:`name_mistakes` to record them and say so in the message;
 - pictures: :func:`grid_picture` (``keep_corner`` for decode masks).
 """
@@ -211,6 +212,12 @@ def _equal(got, wrong, case) -> bool:
     return np.array_equal(got, wrong)
 
 
+def fits(variant: Variant, case, got, right: Callable | None = None, same: Callable = _equal) -> bool:
+    """Does ``got`` on ``case`` look like ``variant``'s answer (and unlike the right one there)?"""
+    wrong = variant.build(case)
+    return wrong is not None and same(got, wrong, case) and not (right and same(right(case), wrong, case))
+
+
 def explain(variants: list, failures: list, right: Callable | None = None,
             same: Callable = _equal) -> Explanation:
     """Which known mistakes explain ``failures``, a list of (case, submitted output)?
@@ -221,12 +228,7 @@ def explain(variants: list, failures: list, right: Callable | None = None,
     matches nothing there. Otherwise one fitting case gives only a hint. ``same(got, wrong, case)``
     compares (exact by default).
     """
-    def fits(variant, case, got):
-        wrong = variant.build(case)
-        return (wrong is not None and same(got, wrong, case)
-                and not (right and same(right(case), wrong, case)))
-
-    table = [[fits(v, case, got) for case, got in failures] for v in variants]
+    table = [[fits(v, case, got, right, same) for case, got in failures] for v in variants]
     whole = list(dict.fromkeys(v.id for v, row in zip(variants, table) if all(row)))
     if len(whole) == 1:
         v = next(v for v, row in zip(variants, table) if all(row))

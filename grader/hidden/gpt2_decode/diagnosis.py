@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.checking import Explanation, Variant, explain
+from grader.checking import Explanation, Variant, explain, fits
 
 from . import oracle
 
@@ -157,13 +157,17 @@ def _same(a, b, step) -> bool:
     return oracle.close(a, b)
 
 
+def _right(step):
+    return step.right
+
+
 def explain_steps(failures) -> Explanation:
     """Which known mistakes explain every failing (Step, submitted logits) of a check.
 
     A pair variant names its two mistakes, each with its own sentence; more than two mistakes
     in all name none.
     """
-    found = explain(VARIANTS, failures, right=lambda step: step.right, same=_same)
+    found = explain(VARIANTS, failures, right=_right, same=_same)
     named = []
     for variant_id, sentence in found.named:
         named += list(sentence) if isinstance(sentence, tuple) else [(variant_id, sentence)]
@@ -180,14 +184,9 @@ def explain_steps(failures) -> Explanation:
 def _partial_fit(failures) -> str:
     """The first mistake that fits some wrong steps (none fits them all): where, and how many."""
     for variant in VARIANTS:
-        fitting = [step for step, got in failures if _fits(variant, step, got)]
+        fitting = [step for step, got in failures if fits(variant, step, got, _right, _same)]
         if fitting:
             return (f"the step with {tokens(fitting[0].P)} cached and {fitting[0].T} new is consistent with "
                     f"{variant.id.replace('_', ' ')}, which fits only {len(fitting)} of the {len(failures)} wrong "
                     "steps; no known mistake explains them all")
     return ""
-
-
-def _fits(variant, step, got) -> bool:
-    wrong = variant.build(step)
-    return wrong is not None and _same(got, wrong, step) and not _same(step.right, wrong, step)
