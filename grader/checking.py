@@ -11,6 +11,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - sizes: :func:`odd_size` (numpy's half-open range, never a power of two), :func:`chunk_sizes`;
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
+- precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
@@ -157,6 +158,49 @@ def other_argument_types(rejected: str, case: dict | None = None):
 def odd_size_closed(rng: np.random.Generator, low: int, high: int) -> int:
     """``odd_size`` over the closed range [low, high], for checks that state their sizes so."""
     return odd_size(rng, low, high + 1)
+
+
+# -- precision: CONTRACT section 1's one rule ------------------------------------------------------
+
+PRECISION = 64
+"""The constant of section 1's rule, the same for every exercise (the README states it): a value
+may differ from the exact answer by ``PRECISION * eps(dtype) * max(1, m) * max(1, |want|)``, with
+dtype the lowest precision among the float inputs and m the largest magnitude of the scaled
+scores or lse values involved. 64 ulps cover a careful float32 sum over thousands of terms; a
+float32 accumulation of float64 inputs misses by about 1e9 float64 ulps."""
+
+
+def input_eps(*inputs) -> float:
+    """eps of the lowest float precision among ``inputs`` (arrays or scalars; others ignored)."""
+    kinds = [np.asarray(x).dtype for x in inputs if isinstance(x, (np.ndarray, np.floating))]
+    floats = [d for d in kinds if d.kind == "f"]
+    return max((float(np.finfo(d).eps) for d in floats), default=float(np.finfo(np.float64).eps))
+
+
+def tolerance(inputs=(), magnitude: float = 1.0, scale: float = 1.0) -> float:
+    """Section 1's absolute tolerance for values of size ``scale`` computed from ``inputs``
+    whose scores or lse reach ``magnitude``."""
+    m = float(magnitude) if np.isfinite(magnitude) else 1.0
+    return PRECISION * input_eps(*inputs) * max(1.0, abs(m)) * max(1.0, abs(float(scale)))
+
+
+def off_by(got, want, inputs=(), magnitude: float = 1.0) -> np.ndarray:
+    """Per entry: True where ``got`` misses ``want`` beyond section 1's tolerance. Infinities
+    and NaN must match exactly (-inf lse is a value, not a rounding)."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    finite = np.isfinite(want)
+    scale = float(np.max(np.abs(want[finite]), initial=0.0))
+    tol = tolerance(inputs, magnitude, scale)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(got - want) <= tol
+    return ~np.where(finite, near & np.isfinite(got), (got == want) | (np.isnan(got) & np.isnan(want)))
+
+
+def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
+    """``got`` equals the exact ``want`` within section 1's precision rule (same shape)."""
+    got, want = np.asarray(got), np.asarray(want)
+    return got.shape == want.shape and not off_by(got, want, inputs, magnitude).any()
 
 
 # -- evidence: memory and warnings -----------------------------------------------------------------
