@@ -23,8 +23,8 @@ budget. The case a report shows is the shrunk sequence, short but not always the
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 SHRINK_REPLAYS = 48  # replays a shrink may spend: enough to cut a 40-step sequence to a handful
 
