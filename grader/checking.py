@@ -266,26 +266,38 @@ def explain(variants: list, failures: list, right: Callable | None = None,
             same: Callable = _equal) -> Explanation:
     """Which known mistakes explain ``failures``, a list of (case, submitted output)?
 
-    A mistake is named only when it (or it together with one other) matches EVERY failing case,
-    so the name cannot change with the seed's choice of cases. Two different mistakes that both
-    match everything cannot be told apart: neither is named. A variant equal to ``right(case)``
-    matches nothing there. Otherwise one fitting case gives only a hint. ``same(got, wrong, case)``
-    compares (exact by default).
+    ``same(got, wrong, case)`` compares (exact by default); a variant equal to ``right(case)``
+    fits nothing there. The naming rule is :func:`explain_fits`'.
     """
-    table = [[fits(v, case, got, right, same) for case, got in failures] for v in variants]
-    whole = list(dict.fromkeys(v.id for v, row in zip(variants, table) if all(row)))
-    if len(whole) == 1:
-        v = next(v for v, row in zip(variants, table) if all(row))
-        return Explanation([(v.id, v.sentence(failures[0][0]))])
-    if len(whole) > 1:
-        return Explanation([], "consistent with " + " or ".join(i.replace("_", " ") for i in whole))
-    for i, j in ((i, j) for i in range(len(variants)) for j in range(i + 1, len(variants))):
-        if variants[i].id != variants[j].id and all(a or b for a, b in zip(table[i], table[j])):
-            return Explanation([(v.id, v.sentence(failures[row.index(True)][0]))
-                                for v, row in ((variants[i], table[i]), (variants[j], table[j]))])
-    for v, row in zip(variants, table):
-        if any(row):
-            return Explanation([], f"consistent with {v.id.replace('_', ' ')} in this case")
+    fitted: dict[str, list] = {}
+    for v in variants:
+        row = [v.sentence(case) if fits(v, case, got, right, same) else None for case, got in failures]
+        merged = fitted.setdefault(v.id, [None] * len(failures))  # two variants of one id: either may fit
+        fitted[v.id] = [a if a is not None else b for a, b in zip(merged, row)]
+    return explain_fits(fitted)
+
+
+def explain_fits(fitted: dict[str, list]) -> Explanation:
+    """The one naming rule of the kit. ``fitted`` maps a diagnosis id to, for each failing case in
+    order, the sentence naming it there when the mistake fits that case, else None.
+
+    A mistake is named only when it explains EVERY failing case, so the name cannot change with
+    the seed's choice of cases; when several do (attention-gym's block mask is both top-left and
+    tile-index aligned), each is named. Failing that, two mistakes that together cover every
+    case (each fitting some) are both named. Otherwise one fitting case gives only a hint.
+    """
+    fitted = {i: row for i, row in fitted.items() if any(s is not None for s in row)}
+    whole = [(i, next(s for s in row if s is not None)) for i, row in fitted.items()
+             if all(s is not None for s in row)]
+    if whole:
+        return Explanation(whole)
+    ids = list(fitted)
+    for a, b in ((a, b) for n, a in enumerate(ids) for b in ids[n + 1:]):
+        if all(x is not None or y is not None for x, y in zip(fitted[a], fitted[b])):
+            return Explanation([(i, next(s for s in fitted[i] if s is not None)) for i in (a, b)])
+    for i, row in fitted.items():
+        if any(s is not None for s in row):
+            return Explanation([], f"consistent with {i.replace('_', ' ')} in this case")
     return Explanation([])
 
 
@@ -383,18 +395,14 @@ class Miss:
 
 
 def settle(ex, misses: list):
-    """Fail with the smallest miss (``None`` entries are cases that passed); name a mistake only
-    when it explains every miss of the check, else say which one the smallest case fits."""
-    misses = [m for m in misses if m is not None]
+    """Fail with the smallest miss (``None`` entries are cases that passed), naming mistakes by
+    :func:`explain_fits` over every miss of the check (each miss lists the mistakes that fit it)."""
+    misses = sorted((m for m in misses if m is not None), key=lambda m: m.size)
     if not misses:
         return
-    shared = set.intersection(*({i for i, _ in m.found} for m in misses))
-    smallest = min(misses, key=lambda m: m.size)
-    message = smallest.message
-    for diagnosis_id, sentence in smallest.found:
-        if diagnosis_id in shared:
-            ex.diagnose(diagnosis_id, sentence)
-            message += f"; {sentence}"
-    if smallest.found and not shared:
-        message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
-    fail(message, case=smallest.case, kind=smallest.kind)
+    fitted: dict[str, list] = {}
+    for n, miss in enumerate(misses):
+        for diagnosis_id, sentence in miss.found:
+            fitted.setdefault(diagnosis_id, [None] * len(misses))[n] = sentence
+    smallest = misses[0]
+    fail(smallest.message + name_mistakes(ex, explain_fits(fitted)), case=smallest.case, kind=smallest.kind)

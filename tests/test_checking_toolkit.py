@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from grader.checking import (CheckFailure, ExerciseRun, Variant, describe, expect_rejected, explain, grid_picture,
-                             measure, odd_size)
+from grader.checking import (CheckFailure, ExerciseRun, Miss, Variant, describe, expect_rejected, explain, grid_picture,
+                             measure, odd_size, settle)
 from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised, CandidateTimeout
 
 
@@ -32,10 +32,27 @@ def test_two_mistakes_that_share_the_failing_cases_are_both_named():
     assert sorted(i for i, _ in found.named) == ["doubled", "negated"]
 
 
-def test_mistakes_that_agree_with_the_right_answer_or_with_each_other_are_not_named():
-    same = [Variant("a", lambda c: c + 1, str), Variant("b", lambda c: c + 1, str)]
-    assert explain(same, [(1, 2)]).named == [] and "a or b" in explain(same, [(1, 2)]).hint
+def test_mistakes_that_each_explain_every_case_are_all_named():
+    """attention-gym's causal block mask is top-left and tile-index aligned at once: say both."""
+    same = [Variant("a", lambda c: c + 1, lambda c: f"a at {c}"), Variant("b", lambda c: c + 1, lambda c: f"b at {c}")]
+    assert explain(same, [(1, 2), (4, 5)]).named == [("a", "a at 1"), ("b", "b at 1")]
+
+
+def test_a_mistake_that_agrees_with_the_right_answer_is_not_named():
     assert explain(_variants(), [(0, 0)], right=lambda c: c).named == []  # 0 doubled is still 0
+
+
+def test_settle_names_by_the_same_rule_and_fails_with_the_smallest_miss():
+    class Ex:
+        named = []
+
+        def diagnose(self, i, sentence):
+            self.named.append(i)
+    misses = [Miss(9, "big", {"n": 9}, found=[("a", "a fits 9")]), None,
+              Miss(2, "small", {"n": 2}, found=[("a", "a fits 2"), ("b", "b fits 2")])]
+    with pytest.raises(CheckFailure) as failed:
+        settle(Ex(), misses)
+    assert failed.value.message == "small; a fits 2" and failed.value.case == {"n": 2} and Ex.named == ["a"]
 
 
 def test_a_decode_mask_picture_shows_the_bottom_right_corner_where_it_differs():
