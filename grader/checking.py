@@ -239,7 +239,8 @@ def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **
 @dataclass(frozen=True)
 class Variant:
     """A known-wrong version of one function: ``build(case)`` gives its output on ``case``
-    (None where the mistake does not apply), ``sentence(case)`` names it in that case."""
+    (None where the mistake does not apply, a predicate where it allows many outputs: see
+    :func:`fits`), ``sentence(case)`` names it in that case."""
 
     id: str
     build: Callable[[Any], Any]
@@ -257,8 +258,14 @@ def _equal(got, wrong, case) -> bool:
 
 
 def fits(variant: Variant, case, got, right: Callable | None = None, same: Callable = _equal) -> bool:
-    """Does ``got`` on ``case`` look like ``variant``'s answer (and unlike the right one there)?"""
+    """Does ``got`` on ``case`` look like ``variant``'s answer (and unlike the right one there)?
+
+    A variant whose mistake allows many answers (masking more tiles than needed, in any pattern)
+    builds a predicate instead of an answer: ``build(case)(got)`` says whether ``got`` shows it.
+    """
     wrong = variant.build(case)
+    if callable(wrong):
+        return bool(wrong(got)) and not (right and wrong(right(case)))
     return wrong is not None and same(got, wrong, case) and not (right and same(right(case), wrong, case))
 
 

@@ -111,7 +111,7 @@ def _named(case, grid):
 def test_every_variant_is_named_and_the_right_answer_is_not():
     for case in CASES:
         assert np.array_equal(diagnosis.right(*case), oracle.classify_tiles(*case))
-    for variant in diagnosis.VARIANTS:
+    for variant in (v for v in diagnosis.VARIANTS if v.id != "over_masked_tiles"):  # a predicate: below
         differing = [case for case in CASES if variant.build(case) is not None
                      and not np.array_equal(variant.build(case), oracle.classify_tiles(*case))]
         assert differing, f"no case shows {variant.id}"
@@ -120,7 +120,7 @@ def test_every_variant_is_named_and_the_right_answer_is_not():
         shown = differing + [c for c in EXTRA if variant.build(c) is not None
                              and not np.array_equal(variant.build(c), oracle.classify_tiles(*c))]
         together = diagnosis.explain_grids([(case, variant.build(case)) for case in shown])
-        assert [i for i, _ in together.named] == [variant.id], variant.id
+        assert variant.id in dict(together.named), variant.id
 
 
 def test_two_mistakes_that_give_the_same_grid_are_both_named():
@@ -141,3 +141,21 @@ def test_a_mistake_is_named_only_when_it_explains_every_failing_case():
     other = ((9, 17, 4, 6, None), np.zeros((3, 3), int))
     found = diagnosis.explain_grids([top_left, other])
     assert found.named == [] and found.hint.startswith("consistent with top left alignment")
+
+
+def _conservative(case):
+    """FlashAttention-2's schedule: the last two visible key tiles of every query tile are masked."""
+    grid = oracle.classify_tiles(*case).copy()
+    for row in grid:
+        row[np.flatnonzero(row != oracle.SKIP)[-2:]] = oracle.PARTIAL
+    return grid
+
+
+def test_over_masking_is_named_for_what_it_is_and_never_as_a_swap():
+    cases = [c for c in CASES if not np.array_equal(_conservative(c), oracle.classify_tiles(*c))]
+    assert len(cases) >= 3
+    found = diagnosis.explain_grids([(c, _conservative(c)) for c in cases])
+    assert [i for i, _ in found.named] == ["over_masked_tiles"]
+    skipped_a_visible_tile = oracle.classify_tiles(*cases[0]).copy()
+    skipped_a_visible_tile[0, 0] = oracle.SKIP if skipped_a_visible_tile[0, 0] != oracle.SKIP else oracle.FULL
+    assert "over_masked_tiles" not in dict(diagnosis.explain_grids([(cases[0], skipped_a_visible_tile)]).named)

@@ -14,6 +14,10 @@ def _mask(ex, T, S):
                         case={"T": int(T), "S": int(S)})
 
 
+def _keys(n: int) -> str:
+    return f"{n:,} key" if n == 1 else f"{n:,} keys"
+
+
 def _fail_masks(ex, failures, context="", tried=1):
     """Fail with the smallest of ``failures`` [((T, S), submitted mask)], which draws best; a
     mistake is named only when it explains every one of them."""
@@ -22,7 +26,7 @@ def _fail_masks(ex, failures, context="", tried=1):
     row, col = (int(x) for x in np.argwhere(want != got)[0])
     message = (f"decode_causal_mask({T}, {S}){context} differs from the expected mask in "
                f"{int((want != got).sum()):,} of {T * S:,} cells (first at row {row}, key {col}: expected "
-               f"{bool(want[row, col])}); row {row} sees {int(got[row].sum()):,} keys, expected {row + S - T + 1:,}"
+               f"{bool(want[row, col])}); row {row} sees {_keys(int(got[row].sum()))}, expected {row + S - T + 1:,}"
                + (f" ({len(failures)} of {tried} shapes wrong)" if tried > 1 else ""))
     message += name_mistakes(ex, diagnosis.explain_masks(failures))
     fail(message, case={"T": T, "S": S, "seed": ex.seed},
@@ -93,9 +97,18 @@ def check_long_context(ex):
                   context=" (long context)")
 
 
+def check_every_argument_counts(ex):
+    """Calls that differ in one argument only, interleaved and repeated, each get their own answer."""
+    T = odd_size(ex.rng, 3, 20)
+    S = T + odd_size(ex.rng, 3, 60)
+    shapes = [(T, S), (T + 1, S + 1), (T, S + 1), (T + 1, S), (1, S - T + 1), (T, S)]  # equal offsets too
+    _expect_cases(ex, shapes, context=" (after calls that differ in one argument)")
+
+
 def check_numpy_integer_sizes(ex):
-    """T and S given as numpy integers (np.int64, np.int32) work like Python ints."""
-    shapes = [(np.int64(3), np.int64(11)), (np.int32(1), np.int32(40)), (np.int64(5), 9)]
+    """T and S given as numpy integers of any signed type work like Python ints."""
+    shapes = [(np.int64(3), np.int64(11)), (np.int32(1), np.int32(40)), (np.int16(5), 9), (np.int8(7), np.int8(100))]
+    _expect_cases(ex, [(int(T), int(S)) for T, S in shapes])  # a wrong answer is blamed as such, not on the type
     with other_argument_types("decode_causal_mask rejected numpy integer sizes"):
         _expect_cases(ex, shapes, context=" (numpy integer sizes)")
 

@@ -232,10 +232,25 @@ def check_no_dense_mask(ex):
                  kind="must_not")
 
 
+def check_every_argument_counts(ex):
+    """Calls that differ in one argument only, interleaved and repeated, each get their own answer."""
+    T = odd_size(ex.rng, 9, 40)
+    S = T + odd_size(ex.rng, 9, 80)
+    block_q, block_k = int(ex.rng.integers(3, T // 2)), int(ex.rng.integers(3, 8))
+    W = int(ex.rng.integers(block_k + 1, S))
+    base = Case(T, S, block_q, block_k, W)
+    # a tile count changes with each size, so an answer kept from a call with another size is visibly stale
+    cases = [base, Case(T, S, block_q, block_k), Case(T, S, T, block_k, W), Case(T, S, block_q, S, W),
+             Case(max(1, T - 1), S, block_q, block_k, W),
+             Case(T, S + 3, block_q, block_k, W), Case(T, S, block_q, block_k, max(1, W // 2)), base]
+    _expect_cases(ex, cases, context=" (after calls that differ in one argument)")
+
+
 def check_numpy_integer_arguments(ex):
     """Sizes and window given as numpy integers (np.int64, np.int32) work like Python ints."""
     cases = [Case(7, 45, 3, 8), Case(1, 97, 4, 10, window=9), Case(20, 61, 6, 5, window=4)]
-    for as_type in (np.int64, np.int32):
+    _expect_cases(ex, cases)  # a wrong answer with plain ints is blamed as such, never on the argument type
+    for as_type in (np.int8, np.int16, np.int32, np.int64):
         with other_argument_types(f"classify_tiles rejected {as_type.__name__} sizes"):
             _expect_cases(ex, cases, context=f" (sizes as {as_type.__name__})", as_type=as_type)
 

@@ -84,6 +84,20 @@ def _full_strict(T, S, block_q, block_k, window):
     return np.where((grid == FULL) & (k_last == q_first), PARTIAL, grid)  # FULL only when k_last < q_first
 
 
+def _over_masked(T, S, block_q, block_k, window):
+    """FlashAttention-2's conservative schedule: every visible tile is loaded (no tile the right
+    grid calls PARTIAL or FULL is SKIP), but some FULL tiles are masked as PARTIAL."""
+    grid = right(T, S, block_q, block_k, window)
+
+    def shows(got):
+        got = np.asarray(got)
+        if got.shape != grid.shape:
+            return False
+        differ = got != grid
+        return bool(differ.any() and (got[differ] == PARTIAL).all() and (grid[differ] == FULL).all())
+    return shows
+
+
 def _sentence_ragged(T, S, block_q, block_k):
     short = []
     if S % block_k:
@@ -117,6 +131,11 @@ _TABLE = [  # (diagnosis id, known-wrong classification or None when it does not
     ("window_ignored", _window_ignored,
      lambda T, S, bq, bk, w: f"the window is ignored: with window {w}, a query at position p may not "
                              f"see keys at or before p - {w}, so early key tiles must be SKIP"),
+    ("over_masked_tiles", _over_masked,
+     lambda T, S, bq, bk, w: "some tiles that every query of the tile may fully see are called PARTIAL: a "
+                             "conservative schedule (FlashAttention-2 masks the last few key tiles of every "
+                             "query tile) is a correct kernel but not the exact classes asked for; FULL means "
+                             "every pair may attend"),
     ("full_partial_swapped", _swapped,
      lambda T, S, bq, bk, w: "FULL and PARTIAL are swapped: tiles every pair sees must be 2 (FULL, "
                              "no mask needed), tiles straddling a boundary 1 (PARTIAL)"),

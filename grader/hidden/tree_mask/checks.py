@@ -57,7 +57,7 @@ def random_cases(rng, count: int, max_t: int = 130) -> list[tuple[list[int], int
 
 
 def _case(ex, parents, P) -> dict:
-    case = {"T": len(parents), "P": P, "seed": ex.seed}
+    case = {"T": len(parents), "P": int(P), "seed": ex.seed}
     if len(parents) <= SHOWN_PARENTS:
         case["parents"] = [int(p) for p in parents]
     return case
@@ -100,10 +100,14 @@ def _fail_mask(ex, failures, context=""):
     row, col = (int(x) for x in np.argwhere(want != got)[0])
     message = (f"{call}{context} differs from the expected mask in {int((want != got).sum()):,} of "
                f"{want.size:,} cells (first at draft row {row}, {_column(col, P)}: expected "
-               f"{bool(want[row, col])}; draft {row} sees {int(got[row].sum()):,} keys, expected "
+               f"{bool(want[row, col])}; draft {row} sees {_keys(int(got[row].sum()))}, expected "
                f"{int(want[row].sum()):,})")
     message += name_mistakes(ex, diagnosis.explain_answers("mask", [(c, g) for c, _, g in failures]))
     fail(message, case=_case(ex, parents, P), picture=_mask_picture(want, got, P, call))
+
+
+def _keys(n: int) -> str:
+    return f"{n:,} key" if n == 1 else f"{n:,} keys"
 
 
 def _fail_positions(ex, failures, context=""):
@@ -134,7 +138,8 @@ def _expect(ex, cases, kinds=("mask", "positions"), context="", given=None, want
         failures = []
         for parents, P in cases:
             got = call(ex, parents, P, given)
-            expected = want(kind, parents, int(P)) if want else right(parents, int(P))
+            plain = [int(x) for x in parents]  # the oracle works in Python ints, whatever was sent
+            expected = want(kind, plain, int(P)) if want else right(plain, int(P))
             if not np.array_equal(got, expected):
                 failures.append(((parents, int(P)), expected, got))
         if failures:
@@ -196,6 +201,22 @@ def check_deep_paths(ex):
     _expect(ex, cases, context=" (a deep path)")
 
 
+def check_chains_thousands_deep(ex):
+    """Chains of thousands of drafts: as deep as memory allows, with no limit on recursion."""
+    T = odd_size(ex.rng, 2500, 3500)
+    _expect(ex, [(chain(T), odd_size(ex.rng, 3, 50))], kinds=("positions",), context=" (a chain thousands deep)")
+    _expect(ex, [(chain(T // 2) + [T // 2 - 1, 0], 1)], kinds=("mask",), context=" (a chain thousands deep)")
+
+
+def check_every_argument_counts(ex):
+    """Trees of one size with other shapes, and one tree after other cache lengths, each get their own answer."""
+    T = odd_size(ex.rng, 6, 14)
+    first, other = random_tree(ex.rng, T), chain(T)
+    P = odd_size(ex.rng, 3, 40)
+    _expect(ex, [(first, P), (other, P), (first, P + 5), (other, 0), (first, P)],
+            context=" (after calls that differ in one argument)")
+
+
 def check_tree_attention_matches_path_decoding(ex):
     """Attention with your mask and positions (rotary) equals decoding each branch after the cache."""
     rng = ex.rng
@@ -243,9 +264,11 @@ def check_long_cache(ex):
 
 
 def check_numpy_integer_cache_length(ex):
-    """P given as a numpy integer (np.int64, np.int32), parents as a list of numpy ints."""
+    """P given as a numpy integer of any signed type, parents as numpy ints or an int8 array."""
     parents = random_tree(ex.rng, 11)
-    cases = [(parents, np.int64(45)), (parents, np.int32(7)), ([np.int64(p) for p in parents], np.int64(0))]
+    cases = [(parents, np.int64(45)), (parents, np.int32(7)), ([np.int64(p) for p in parents], np.int64(0)),
+             (np.asarray(parents, np.int8), np.int16(300))]
+    _expect(ex, [(parents, 45), (parents, 7), (parents, 0), (parents, 300)])  # wrong with plain ints: said as such
     with other_argument_types("a numpy integer P or parent was rejected"):
         _expect(ex, cases, context=" (numpy integers)")
 
