@@ -61,7 +61,7 @@ def check_dtype_and_shape(ex):
 
 # First among the mask checks: its figures make the clearest diagnosis sentence.
 def check_speculative_verify(ex):
-    """Speculative verification, T = 4 over S = 4,096: exactly 6 of 16,384 entries masked."""
+    """Speculative verification: T = 4 new queries over S = 4,096 keys."""
     # the oracle's 6 masked entries are pinned in tests/test_decode_mask_oracle.py
     _expect_cases(ex, [(4, 4096)], context=" (speculative verification)")
 

@@ -167,12 +167,12 @@ def check_positions_are_int64(ex):
 
 
 def check_positions_random_trees(ex):
-    """Random trees (7, 13, 37 drafts and more, several roots): positions are P + depth."""
+    """Positions of random trees (7, 13, 37 drafts and more, several roots)."""
     _expect(ex, random_cases(ex.rng, 14), kinds=["positions"])
 
 
 def check_mask_random_trees(ex):
-    """Random trees (7, 13, 37 drafts and more, several roots): the cache, ancestors and self."""
+    """Masks of random trees (7, 13, 37 drafts and more, several roots)."""
     _expect(ex, random_cases(ex.rng, 14), kinds=["mask"])
 
 
@@ -254,7 +254,7 @@ def check_parents_as_numpy_array(ex):
 
 
 def check_long_cache(ex):
-    """Caches past 2^15 and 2^16 tokens (masks), and positions past 2^31 (P + depth in int64)."""
+    """Caches past 2^15 and 2^16 tokens (masks), and positions past 2^31 (int64)."""
     rng = ex.rng
     trees = [random_tree(rng, 13), deep_path(rng, 40), chain(5)]
     _expect(ex, [(trees[0], odd_size(rng, 2**15 + 1, 2**16)), (trees[1], odd_size(rng, 70_000, 100_000))],
