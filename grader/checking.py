@@ -34,6 +34,7 @@ from .result import FAILURE_KINDS, Diagnosis
 from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
+_running = None  # the ExerciseRun whose check is running, where note_slip records (one check at a time)
 
 
 class CheckFailure(AssertionError):
@@ -53,22 +54,48 @@ def fail(message: str, case: dict | None = None, picture: dict | None = None, ki
 
 
 def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None = None) -> np.ndarray:
-    """``value`` must be an ndarray of exactly ``shape`` whose dtype kind is one of ``kind``.
+    """``value`` as an ndarray of exactly ``shape`` whose dtype kind is one of ``kind``.
 
-    Kinds are numpy's letters: "b" bool, "i" signed int, "u" unsigned, "f" float. A list, a
-    scalar or a broadcastable shape is a failure, never silently accepted. The right shape in
-    another numeric dtype fails as "hygiene"; anything else as "wrong".
+    Kinds are numpy's letters: "b" bool, "i" signed int, "u" unsigned, "f" float. CONTRACT
+    section 1: the right values in the wrong container (a list, a tuple, a 0/1 int mask for a
+    bool one, integral floats for ints) are a hygiene slip that caps at hire, and the checks go
+    on judging the values: the slip is recorded on the running check (:func:`note_slip`) and the
+    values come back as the asked kind. A wrong shape, or values the asked kind cannot hold
+    exactly, is a wrong answer.
     """
     wanted = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
     want = " or ".join(wanted[k] for k in kind) + f" array of shape {tuple(shape)}"
-    if not isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and value.dtype.kind in kind and value.shape == tuple(shape):
+        return value
+    as_asked = _as_kind(value, kind, tuple(shape))
+    if as_asked is None:
         fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
-    if value.dtype.kind not in kind or value.shape != tuple(shape):
-        # the right shape in another dtype is a dtype slip (hygiene); a wrong shape is a wrong answer
-        fail(f"{call} returned {_article(str(value.dtype))} {value.dtype} array of shape {value.shape}; "
-             f"expected {_article(want)} {want}", case,
-             kind="hygiene" if value.shape == tuple(shape) and value.dtype.kind in "biuf" else "wrong")
-    return value
+    note_slip(f"{call} returned {summarize(value)} holding the right values where {_article(want)} {want} "
+              "is asked (a container or dtype slip)")
+    return as_asked
+
+
+def _as_kind(value, kind: str, shape: tuple) -> np.ndarray | None:
+    """``value`` as an array of the asked kind and shape when that keeps every value exactly, else None."""
+    if isinstance(value, RemoteObject):
+        return None
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if array.shape != shape or array.dtype.kind not in "biuf":
+        return None
+    target = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64}[kind[0]]
+    with np.errstate(all="ignore"):
+        converted = array.astype(target)
+        exact = np.array_equal(converted.astype(np.float64), array.astype(np.float64), equal_nan=True)
+    return converted if exact else None
+
+
+def note_slip(message: str):
+    """Record a hygiene slip on the running check: it fails as "hygiene" (cap hire) if nothing worse does."""
+    if _running is not None:
+        _running.slips.append(message)
 
 
 def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None, **kwargs):
@@ -359,6 +386,7 @@ class ExerciseRun:
         self.module_path = module_path
         self.diagnoses: dict[str, Diagnosis] = {}
         self.check_id = ""
+        self.slips: list[str] = []  # hygiene slips of the running check (see note_slip)
         self.rng = np.random.default_rng(seed)
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
         # and each declared known-wrong version; filled by the engine as grading begins
@@ -375,8 +403,17 @@ class ExerciseRun:
 
     def begin_check(self, check_id: str):
         """Called before each check: a generator of its own, so results do not depend on order."""
-        self.check_id = check_id
+        global _running
+        self.check_id, self.slips, _running = check_id, [], self
         self.rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode())])
+
+    def slip_failure(self) -> CheckFailure | None:
+        """The running check's hygiene slips as one failure, or None: used when nothing worse failed."""
+        if not self.slips:
+            return None
+        others = len(self.slips) - 1
+        more = f" (and {others} more slip{'s' if others > 1 else ''})" if others else ""
+        return CheckFailure(self.slips[0] + more, kind="hygiene")
 
     def diagnose(self, diagnosis_id: str, message: str):
         """Name a classic mistake the submission shows; the first concrete sentence is kept."""
