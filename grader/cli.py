@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 from . import __version__, catalog
-from .checklist import hidden_checks
 from .engine import grade as run_grading
 from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
 from .render import terminal
@@ -158,7 +157,7 @@ def _check_ids(exercises, checks):
         return None
     if len(exercises) != 1:
         raise click.UsageError("--check needs exactly one -e ID: check ids belong to one exercise")
-    known = hidden_checks(catalog.get(exercises[0]))
+    known = catalog.get(exercises[0]).checks
     for check in checks:
         if check not in known:
             raise click.BadParameter(f"no check {check!r} in {exercises[0]}; its checks: {', '.join(known)}",
@@ -549,7 +548,7 @@ def show(exercise_id, list_checks, interviewer):
     if not list_checks:
         click.echo(ex.prompt_path.read_text())
         return
-    checks = hidden_checks(ex)
+    checks = ex.checks
     width = max(len(c) for c in checks)
     for check, what in checks.items():
         click.echo(f"{check:<{width}}  {what}")

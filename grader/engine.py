@@ -134,14 +134,12 @@ def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:
 
 def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
     """For each exercise whose checks broke unexpectedly, grade the reference on those checks."""
-    from .verify import reference_submission  # verify grades through this module
-
     for eid, f in facts.items():
         if not f.unexpected or f.load_error:
             continue
         broken = {c.id for c in f.checks if not c.passed and c.kind is None} or None
         with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
-            reference = grade(reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
+            reference = grade(catalog.reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
                               limits=limits, blame_reference=False).exercise(eid)
         f.reference_shows_unexpected = reference.kit_error or reference.status != "graded"  # the kit's either way
 

@@ -15,7 +15,7 @@ import pytest
 
 from grader import catalog, engine
 from grader.render import markdown, terminal
-from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, isolation,
+from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, launch,
                             isolation_report, require_isolation)
 from grader.submission import SubmissionError, has_modules, open_submission, skipped_links
 
@@ -427,14 +427,14 @@ def test_an_installed_level_whose_probe_fails_is_an_error_not_a_downgrade(monkey
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed: nothing to fail")
     tries = []
-    monkeypatch.setattr(isolation, "_probe", lambda level: tries.append(level) or "it timed out")
-    isolation._failure.cache_clear()
+    monkeypatch.setattr(launch, "_probe", lambda level: tries.append(level) or "it timed out")
+    launch._failure.cache_clear()
     try:
         with pytest.raises(IsolationError, match="does not work here: it timed out"):
-            isolation.isolation_level(Limits(isolation="bwrap"))
+            launch.isolation_level(Limits(isolation="bwrap"))
         assert tries == ["bwrap", "bwrap"]  # retried once
     finally:
-        isolation._failure.cache_clear()
+        launch._failure.cache_clear()
 
 
 def test_the_isolation_report_names_each_bound():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import catalog, engine
-from grader.sandbox import Limits, ModuleToLoad, Sandbox, isolation, launch
+from grader.sandbox import Limits, ModuleToLoad, Sandbox, launch, policy
 
 KIT = catalog.KIT_ROOT
 HAS_BWRAP = launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
@@ -224,7 +224,7 @@ def test_bwrap_binds_only_what_python_needs_and_the_root_is_read_only(tmp_path):
     try:
         scratch.add_runtime()
         scratch.add_files("work", [("pytest.ini", b"[pytest]\n")])
-        argv = isolation.bwrap_prefix(scratch, 1 << 20)
+        argv = Limits(scratch_bytes=1 << 20).bwrap_args(scratch)
     finally:
         scratch.remove()
     pairs = [(a, argv[i + 1]) for i, a in enumerate(argv[:-1])]
@@ -271,8 +271,8 @@ def test_with_bubblewrap_a_kit_inside_a_python_root_is_still_hidden(probe, monke
     """Were the kit installed inside a folder Python needs (say, site-packages), its secret
     folders are covered by empty ones in the child."""
     needs_bwrap()
-    roots = isolation._python_roots()
-    monkeypatch.setattr(isolation, "_python_roots", lambda: roots + [str(KIT.parent)])
+    roots = policy._python_roots()
+    monkeypatch.setattr(policy, "_python_roots", lambda: roots + [str(KIT.parent)])
     box = probe("bwrap")
     module = box.module
     assert module.can_read(str(KIT / "pyproject.toml"))  # the folder is bound this time ...
