@@ -28,6 +28,7 @@ from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
 from .plugin import CollectChecks
+from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
@@ -46,8 +47,9 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     kit's faults from the candidate's (off when grading the reference itself).
     """
     with open_submission(submission) as root:  # a folder or a .zip, read safely
-        return _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
-                           progress, blame_reference)
+        result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
+                             progress, blame_reference)
+    return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it
 
 
 def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, limits, progress,
@@ -78,6 +80,8 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
         for f in facts.values():
             f.reference_shows_unexpected = bool(f.unexpected)
     exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
+    for e in exercises:  # the path inside the submission as given, never an unpacked temporary folder
+        e.module = e.module and str(Path(submission) / Path(e.module).relative_to(root))
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
                   bounds=bounds, skipped_links=skipped_links(root),
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)

@@ -17,16 +17,6 @@ KIT = catalog.KIT_ROOT
 MiB = 1 << 20
 
 
-@pytest.fixture
-def bwrap_level():
-    """Skips (naming why) where bubblewrap does not work, unless CI requires it."""
-    if launch.isolation_level(Limits(isolation="bwrap")) == "bwrap":
-        return "bwrap"
-    if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
-        pytest.fail("KVGRADE_REQUIRE_BWRAP is set but bubblewrap is missing or does not work here")
-    pytest.skip("bubblewrap is not installed or does not work here")
-
-
 def readme_row(level: str) -> str:
     rows = [line for line in (KIT / "README.md").read_text().splitlines() if line.startswith(f"| `{level}` |")]
     assert len(rows) == 1, f"the README's isolation table has {len(rows)} rows for {level}"
@@ -99,7 +89,7 @@ def fill(path, mib):
 '''
 
 
-def test_a_bubblewrap_child_writes_only_where_the_policy_says_and_only_as_much(bwrap_level, tmp_path):
+def test_a_bubblewrap_child_writes_only_where_the_policy_says_and_only_as_much(bwrap, tmp_path):
     (tmp_path / "writer.py").write_text(WRITER)
     limits = Limits(call_seconds=20, tmp_bytes=4 * MiB, shm_bytes=3 * MiB, scratch_bytes=5 * MiB)
     box = Sandbox(ModuleToLoad("writer", [tmp_path / "writer.py"], []), limits)
@@ -114,7 +104,7 @@ def test_a_bubblewrap_child_writes_only_where_the_policy_says_and_only_as_much(b
         box.close()
 
 
-def test_a_relative_interpreter_path_is_resolved_once(bwrap_level, tmp_path):
+def test_a_relative_interpreter_path_is_resolved_once(bwrap, tmp_path):
     """`../venv/bin/python` from another folder: the child is started with the path the sandbox
     binds (it failed with "execvp ...: No such file" when passed on as given)."""
     here = tmp_path / "elsewhere"
@@ -128,7 +118,7 @@ def test_a_relative_interpreter_path_is_resolved_once(bwrap_level, tmp_path):
 
 
 @pytest.mark.slow
-def test_grading_with_a_relative_interpreter_path(bwrap_level, tmp_path):
+def test_grading_with_a_relative_interpreter_path(bwrap, tmp_path):
     here = tmp_path / "elsewhere"
     here.mkdir()
     run = subprocess.run([os.path.relpath(sys.executable, here), "-m", "grader", "grade", str(KIT / "solutions"),

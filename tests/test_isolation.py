@@ -5,6 +5,7 @@ into a failure), a submission can read neither the references nor the hidden tes
 rubrics, cannot write outside its scratch directory, cannot reach the network, and every
 process it starts dies with it. The plain "process" level is always tested too.
 """
+import functools
 import os
 import shutil
 import subprocess
@@ -19,7 +20,12 @@ from grader import catalog, engine
 from grader.sandbox import Limits, ModuleToLoad, Sandbox, launch, policy
 
 KIT = catalog.KIT_ROOT
-HAS_BWRAP = launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
+
+
+@functools.cache
+def has_bwrap() -> bool:
+    """Probed on first use, never at import."""
+    return launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
 
 
 def mount_points_for_python(folder: Path) -> set[str]:
@@ -31,7 +37,7 @@ def mount_points_for_python(folder: Path) -> set[str]:
 
 
 def needs_bwrap():
-    if HAS_BWRAP:
+    if has_bwrap():
         return
     if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
         pytest.fail("KVGRADE_REQUIRE_BWRAP is set but bubblewrap is missing or does not work here")
@@ -192,7 +198,7 @@ def test_the_level_used_is_in_every_result(submission):
     root = reference(submission)
     result = engine.grade(root, ["decode_mask"], only_checks={"plain_decode"})
     assert result.isolation == launch.isolation_level() and result.isolation in launch.LEVELS
-    if HAS_BWRAP and not os.environ.get("KVGRADE_ISOLATION"):
+    if has_bwrap() and not os.environ.get("KVGRADE_ISOLATION"):
         assert result.isolation == "bwrap"  # the strongest level is the default
 
 

@@ -17,6 +17,8 @@ def hint_lines(e, candidate: bool = False) -> list[str]:
     offered = _int(e.hints_offered)
     if not offered or e.status == "not_attempted":
         return []
+    if candidate and not e.timeline:  # not graded in a workspace: the reader has no `kvgrade hint` to run
+        return []
     given, seen = [h for h in e.hints_given if _int(h)], _int((e.timeline or {}).get("hints_seen"))
     out = []
     if given:
