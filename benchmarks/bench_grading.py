@@ -11,7 +11,6 @@ time inside candidate code (measured by the child), and the rest (checks, oracle
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess

@@ -13,9 +13,9 @@ import click
 
 from . import __version__, api, catalog
 from .render import terminal
-from .render.common import NOT_ISOLATED
 from .render.formats import FORMATS
 from .result import LEVELS, level_rank
+from .sandbox import NOT_ISOLATED
 
 
 def _exercise_ids(ctx, param, values):

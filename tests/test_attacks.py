@@ -319,7 +319,8 @@ def test_global_generators_are_seeded_from_the_grading_seed(bounds):
 @pytest.mark.slow
 def test_an_unseeded_random_submission_gets_the_same_verdict_twice(tmp_path):
     (tmp_path / "decode_mask.py").write_text(
-        "import numpy as np\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
+        "import numpy as np\n\ndef decode_causal_mask(T, S):\n"
+        "    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
         "    right = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]\n"
         "    return right if np.random.rand() < 0.7 else np.tril(np.ones((T, S), dtype=bool))\n")
     (tmp_path / "test_decode_mask.py").write_text(

@@ -137,9 +137,11 @@ CATALOGUE = [
      False, "graded", "weak", "dtype_and_shape",
      r"died during decode_causal_mask\(1, 1\): it exited with status 0 .*PASSED: strong_hire"),
     ("exception", body("raise RuntimeError('the candidate gave up')"), False, "graded", "weak",
-     "dtype_and_shape", r"^decode_causal_mask\(1, 1\) raised RuntimeError: the candidate gave up at decode_mask.py:\d+$"),
+     "dtype_and_shape",
+     r"^decode_causal_mask\(1, 1\) raised RuntimeError: the candidate gave up at decode_mask.py:\d+$"),
     ("wrong_type_list", body("", "[[True] * S for _ in range(T)] if T * S < 1000 else None"), False,
-     "graded", "weak", "dtype_and_shape", r"^decode_causal_mask\(1, 1\) returned a list of length 1; expected a numpy bool array of shape \(1, 1\)$"),
+     "graded", "weak", "dtype_and_shape",
+     r"^decode_causal_mask\(1, 1\) returned a list of length 1; expected a numpy bool array of shape \(1, 1\)$"),
     ("wrong_shape", body("", "np.ones((S, T), dtype=bool)"), False, "graded", "weak", "dtype_and_shape",
      r"returned a bool array of shape \(7, 3\); expected a bool array of shape \(3, 7\)"),
     ("broadcasting_shape", body("", "np.ones((1, S), dtype=bool)"), False, "graded", "weak", "dtype_and_shape",
@@ -346,8 +348,9 @@ def test_same_submission_and_seed_same_verdicts_and_diagnoses_and_reproduce_runs
     (`kvgrade grade PATH -e ID --seed N --check CHECK`) fails the same way on its own."""
     first = grade(TOP_LEFT, with_others=False)[1]
     again = engine.grade(first.submission, ["decode_mask"], seed=SEED, limits=FAST)
-    keep = lambda r: [(e["id"], e["level"], [(c["id"], c["passed"], c["message"], c["case"]) for c in e["checks"]],
-                       [(d["id"], d["message"]) for d in e["diagnoses"]]) for e in r["exercises"]]
+    def keep(r):
+        return [(e["id"], e["level"], [(c["id"], c["passed"], c["message"], c["case"]) for c in e["checks"]],
+                 [(d["id"], d["message"]) for d in e["diagnoses"]]) for e in r["exercises"]]
     assert keep(first.to_dict()) == keep(again.to_dict())
     assert first.to_dict()["seed"] == again.to_dict()["seed"] == SEED
     failing = [c for c in first.exercise("decode_mask").checks if not c.passed and c.case]

@@ -47,7 +47,8 @@ GRADESCOPE_RESULTS = {
         }},
         "leaderboard": {"type": "array"},
     },
-    "anyOf": [{"required": ["score"]}, {"required": ["tests"], "properties": {"tests": {"items": {"required": ["score"]}}}}],
+    "anyOf": [{"required": ["score"]},
+              {"required": ["tests"], "properties": {"tests": {"items": {"required": ["score"]}}}}],
 }
 
 

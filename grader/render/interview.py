@@ -56,7 +56,8 @@ def timeline_lines(e) -> list[str]:
     first = t.get("first_correct_minutes")
     out = [f"timeline: {len(runs)} run{'s' if len(runs) != 1 else ''}, checks passed {spark} "
            f"({runs[0][1]}/{runs[0][2]} at {_min(runs[0][0])} -> {runs[-1][1]}/{runs[-1][2]} at {_min(runs[-1][0])}); "
-           + (f"first all-correct run after {_min(first)}" if isinstance(first, (int, float)) else "no all-correct run yet")]
+           + (f"first all-correct run after {_min(first)}" if isinstance(first, (int, float))
+              else "no all-correct run yet")]
     met = diagnoses_met(e)
     if met:
         out.append("diagnoses along the way (UTC): " + "; ".join(met))
