@@ -279,10 +279,10 @@ def explain(variants: list, failures: list, right: Callable | None = None,
         return Explanation([(v.id, v.sentence(failures[0][0]))])
     if len(whole) > 1:
         return Explanation([], "consistent with " + " or ".join(i.replace("_", " ") for i in whole))
-    for i, j in ((i, j) for i in range(len(variants)) for j in range(i + 1, len(variants))):
-        if variants[i].id != variants[j].id and all(a or b for a, b in zip(table[i], table[j])):
-            return Explanation([(v.id, v.sentence(failures[row.index(True)][0]))
-                                for v, row in ((variants[i], table[i]), (variants[j], table[j]))])
+    for first, second in ((a, b) for a in range(len(variants)) for b in range(a + 1, len(variants))):
+        pair = ((variants[first], table[first]), (variants[second], table[second]))
+        if pair[0][0].id != pair[1][0].id and all(x or y for x, y in zip(table[first], table[second])):
+            return Explanation([(v.id, v.sentence(failures[row.index(True)][0])) for v, row in pair])
     for v, row in zip(variants, table):
         if any(row):
             return Explanation([], f"consistent with {v.id.replace('_', ' ')} in this case")
