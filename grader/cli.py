@@ -483,6 +483,27 @@ def classroom(directory, exercises, seed, fail_under, install):
                f"passes at {fail_under}")
 
 
+@main.command(name="new")
+@click.argument("exercise_id", metavar="ID")
+def new_exercise(exercise_id):
+    """Add exercise ID to this checkout: every part, from a small working template.
+
+    Prompt, stub and public test; reference, a known-wrong version and a correct variant;
+    rubric; hidden checks and oracle; the oracle's test. Then replace each part's text
+    (README: Adding an exercise) and run `python3 -m pytest` and `kvgrade verify -e ID`.
+    """
+    from .scaffold import ScaffoldError, new_exercise as scaffold
+
+    try:
+        written = scaffold(exercise_id)
+    except ScaffoldError as exc:
+        raise click.BadParameter(str(exc), param_hint="ID") from None
+    root = catalog.KIT_ROOT
+    click.echo(f"exercise {exercise_id}: {len(written)} files")
+    for path in written:
+        click.echo(f"  {path.relative_to(root)}")
+
+
 class _Progress:
     """A dot per check on a terminal's stderr, ended with a newline before anything else prints."""
 
