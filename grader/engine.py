@@ -42,6 +42,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
           notes: Notes | None = None, only_checks: set[str] | None = None,
           limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
     """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
+    Every string of the result is neutralised here, where candidate text enters (``render.common``).
 
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
     kit's faults from the candidate's (off when grading the reference itself).
