@@ -12,6 +12,7 @@ from . import catalog
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "new_exercise"
 PLACEHOLDER = "{id}"
+SUFFIX = ".tmpl"  # a template is not Python until its id is filled in: no tool parses it as such
 
 
 class ScaffoldError(Exception):
@@ -20,7 +21,7 @@ class ScaffoldError(Exception):
 
 def files(exercise_id: str) -> dict[Path, str]:
     """``{path relative to the kit's root: text}`` of a new exercise ``exercise_id``."""
-    return {Path(str(p.relative_to(TEMPLATE)).replace(PLACEHOLDER, exercise_id)):
+    return {Path(str(p.relative_to(TEMPLATE)).replace(PLACEHOLDER, exercise_id).removesuffix(SUFFIX)):
             p.read_text().replace(PLACEHOLDER, exercise_id)
             for p in sorted(TEMPLATE.rglob("*")) if p.is_file()}
 
