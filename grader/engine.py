@@ -33,7 +33,7 @@ from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox import isolation_report
-from .submission import Refused, candidate_files, locate, open_submission, skipped_links
+from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
 
 OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
 
@@ -82,7 +82,7 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
             f.reference_shows_unexpected = bool(f.unexpected)
     exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
     for e in exercises:  # the path inside the submission as given, never an unpacked temporary folder
-        e.module = e.module and str(Path(submission) / Path(e.module).relative_to(root))
+        e.module = e.module and shown_path(Path(e.module), root, submission)
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
                   bounds=bounds, skipped_links=skipped_links(root),
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)

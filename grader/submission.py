@@ -37,6 +37,9 @@ MAX_ZIP_ENTRIES = 2000
 IGNORED_TOP = "__MACOSX"
 
 
+UNPACKED_PREFIX = "kvgrade-zip-"  # the private folder a zip is unpacked into, removed afterwards
+
+
 class SubmissionError(Exception):
     """The submission path itself is unusable (missing, not a folder, unreadable, empty)."""
 
@@ -233,11 +236,21 @@ def open_submission(path: str | Path):
     (removed on exit); a single top folder is looked through. Raises SubmissionError."""
     path = Path(path)
     if path.suffix.lower() == ".zip" and path.is_file():
-        with tempfile.TemporaryDirectory(prefix="kvgrade-zip-") as unpacked:
+        with tempfile.TemporaryDirectory(prefix=UNPACKED_PREFIX) as unpacked:
             _unzip(path, Path(unpacked))
             yield _with_modules(Path(unpacked), path)
         return
     yield _with_modules(check_root(path).resolve(), path)
+
+
+def shown_path(path: Path, root: Path, submission: str | Path) -> str:
+    """``path`` (under ``root``, from :func:`open_submission`) as the reader knows it: inside the
+    submission as given (``cand.zip/take_home/decode_mask.py``), never a temporary folder."""
+    unpacked = (p for p in (root, *root.parents) if p.name.startswith(UNPACKED_PREFIX))
+    base = next(unpacked, None) if Path(submission).suffix.lower() == ".zip" else None
+    if base is None:  # a folder: its own path is the one to show
+        return str(path)
+    return str(Path(submission) / Path(path).relative_to(base))
 
 
 def _with_modules(folder: Path, shown: Path) -> Path:

@@ -104,11 +104,12 @@ def test_a_zip_with_two_top_folders_names_them_and_the_rule(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_zip_is_reported_by_its_path_inside_the_submission(tmp_path):
-    archive = zipped(tmp_path, {"decode_mask.py": (SOLUTIONS / "decode_mask.py").read_text()})
+@pytest.mark.parametrize("inside", ["decode_mask.py", "take_home/decode_mask/decode_mask.py"])
+def test_a_zip_is_reported_by_its_path_inside_the_submission(tmp_path, inside):
+    archive = zipped(tmp_path, {inside: (SOLUTIONS / "decode_mask.py").read_text()})
     out = invoke("grade", archive, "-e", "decode_mask", "--check", "plain_decode", "--json", "-")
     (ex,) = json.loads(out.output)["exercises"]
-    assert ex["module"] == str(archive / "decode_mask.py") and "kvgrade-zip-" not in out.output
+    assert ex["module"] == str(archive / inside) and "kvgrade-zip-" not in out.output
 
 
 @pytest.mark.slow
