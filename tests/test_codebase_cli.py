@@ -164,3 +164,12 @@ def test_every_command_is_a_thin_call_into_the_api():
     source = (KIT / "grader" / "cli.py").read_text()
     for private in ("engine", "neutralized", "for_candidate", "render.html", "render.markdown", "grade_many"):
         assert private not in source, private
+
+
+def test_notes_naming_a_hint_the_rubric_lacks_are_one_line(tmp_path):
+    (tmp_path / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    (tmp_path / "notes.toml").write_text("[decode_mask]\nhints = [99]\n")
+    ran = kvgrade("grade", tmp_path, "-e", "decode_mask", "--check", "plain_decode", "--notes", tmp_path / "notes.toml",
+                  cwd=tmp_path)
+    assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert ran.stderr.startswith("Error: ") and "--notes" in ran.stderr
