@@ -226,8 +226,6 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
                            progress=progress, warn=_warn)
     except api.SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
-    except api.NotesError as exc:  # notes that name a hint the rubric does not have
-        raise click.BadParameter(str(exc), param_hint="--notes") from None
     except api.IsolationError as exc:
         raise Refused(str(exc)) from None
     finally:
