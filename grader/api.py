@@ -45,6 +45,7 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
     one line for each thing worth saying that is not an error. In a workspace, the run is
     logged and the result carries the session's timeline. ``live``: the live room's run.
     """
+    warn = warn or _quiet
     if live:  # the engine's live mode; forwarded only when asked for
         engine_options["live"] = live
     result = engine.grade(submission, exercises or None, seed=seed, notes=notes, only_checks=checks,
@@ -54,11 +55,11 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
     shown = workspace_set(root) if not exercises and not checks else None
     if shown is not None:
         result.exercises = [e for e in result.exercises if e.id in shown]
-        (warn or _quiet)(f"showing this workspace's exercises ({', '.join(shown)}); -e ID grades others")
+        warn(f"showing this workspace's exercises ({', '.join(shown)}); -e ID grades others")
     if not checks and timeline.is_workspace(root):
-        _log_attempt(root, result, warn or _quiet)
+        _log_attempt(root, result, warn)
     for problem in notes.problems(result) if notes else []:
-        (warn or _quiet)(problem)
+        warn(problem)
     return result
 
 
