@@ -2,16 +2,20 @@
 
     python benchmarks/bench_grading.py            # full table (about a minute and a half)
     python benchmarks/bench_grading.py --quick    # CI: one repetition of the two grade commands
+    python benchmarks/bench_grading.py --against eb99c8b [-e ID]... [--rounds N]
+        # per exercise, `kvgrade grade solutions -e ID` now / at that revision, side by side
 
 Each figure is the minimum over repetitions of a whole command run in a fresh process, as a
-user would run it. The phase table splits one grading of all exercises into: starting Python
+user would run it. With ``--against REV`` the revision is exported (``git archive``) into a
+temporary folder, and each exercise's command is run there and here in turns, in one run (the
+order alternating by round), so both sides meet the same load: the ratio is what to read.
+The phase table splits one grading of all exercises into: starting Python
 and importing kvgrade, starting the candidate children (import of numpy and the module),
 time inside candidate code (measured by the child), and the rest (checks, oracles, own tests).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -21,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # grader from this checkout, installed or not
 TARGETS = {"all exercises": 5.0, "one exercise (decode_mask)": 1.5, "verify": 60.0, "batch of 20": 60.0}
 
 
@@ -91,10 +96,69 @@ def phases(repeat):
             "grading in-process, total": total}
 
 
+def exported(revision: str, into: Path) -> Path:
+    """The tree of ``revision`` of this repository, written into ``into`` (no checkout, no branch)."""
+    archive = subprocess.run(["git", "archive", "--format=tar", revision], cwd=ROOT, capture_output=True,
+                             check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"git archive {revision} failed: {archive.stderr.decode()[-400:]}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def grade_seconds(tree: Path, exercise_id: str) -> float:
+    """One `kvgrade grade solutions -e ID` with ``tree``'s kit, in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "solutions", "-e", exercise_id], cwd=tree,
+                          env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"grade -e {exercise_id} in {tree} failed ({done.returncode}): {done.stderr[-600:]}")
+    return seconds
+
+
+def against(revision: str, exercise_ids: list[str], rounds: int, limit: float) -> int:
+    """Print, per exercise, the ratio of grading time now to grading time at ``revision``."""
+    with tempfile.TemporaryDirectory(prefix="kvgrade-bench-") as tmp:
+        then = exported(revision, Path(tmp))
+        ids = [e for e in exercise_ids if (then / "exercises" / e).is_dir()]
+        best = {(e, side): float("inf") for e in ids for side in ("now", "then")}
+        for r in range(rounds):
+            for e in ids:  # interleaved: each exercise's two commands back to back, the order alternating
+                for side in (("now", "then") if r % 2 == 0 else ("then", "now")):
+                    seconds = grade_seconds(ROOT if side == "now" else then, e)
+                    best[e, side] = min(best[e, side], seconds)
+    print(f"`kvgrade grade solutions -e ID`, now against {revision}: minimum of {rounds} runs each, interleaved; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(f"| exercise | now s | {revision} s | now / then | within {limit}x |")
+    print("|---|--:|--:|--:|---|")
+    over = 0
+    for e in ids:
+        ratio = best[e, "now"] / best[e, "then"]
+        over += ratio > limit
+        verdict = "yes" if ratio <= limit else "NO"
+        print(f"| {e} | {best[e, 'now']:.2f} | {best[e, 'then']:.2f} | {ratio:.2f} | {verdict} |")
+    missing = sorted(set(exercise_ids) - set(ids))
+    if missing:
+        print(f"not at {revision} (no ratio): {', '.join(missing)}")
+    return 1 if over else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repetition of the grade commands only")
+    parser.add_argument("--against", metavar="REV", help="a git revision: print per-exercise time ratios, now / REV")
+    parser.add_argument("-e", "--exercise", dest="exercises", action="append", metavar="ID",
+                        help="with --against: only this exercise (repeatable; default: every exercise)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each command per side")
+    parser.add_argument("--limit", type=float, default=1.2, help="with --against: the ratio each must stay within")
     args = parser.parse_args()
+    if args.against:
+        from grader import catalog
+
+        ids = args.exercises or [e.id for e in catalog.exercises()]
+        raise SystemExit(against(args.against, ids, max(1, args.rounds), args.limit))
     repeat = 1 if args.quick else 3
     rows = [("all exercises", timed(kvgrade("grade", "solutions"), repeat)),
             ("one exercise (decode_mask)", timed(kvgrade("grade", "solutions", "-e", "decode_mask"), repeat))]

@@ -202,7 +202,8 @@ def print_tables(numpy_runs, torch_runs, args) -> bool:
     overrides = ", ".join(f"{var}={os.environ[var]}" for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
                           if var in os.environ) or "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
     print(f"# fused attention kernel vs dense numpy{' (--quick: small sizes)' if args.quick else ''}")
-    print(f"float32, one head, D = 64, block_q = {BLOCK_Q}, block_k = {BLOCK_K}; numpy {env['numpy']} ({env['blas']}{kernel}, "
+    print(f"float32, one head, D = 64, block_q = {BLOCK_Q}, block_k = {BLOCK_K}; "
+          f"numpy {env['numpy']} ({env['blas']}{kernel}, "
           f"{overrides}); {threads} BLAS thread(s) per process; "
           f"min over {args.repeat} calls x {rounds} round(s); {os.cpu_count()} CPUs")
     print()
@@ -230,7 +231,8 @@ def print_tables(numpy_runs, torch_runs, args) -> bool:
     print("| peak memory of one call (tracemalloc) | T | S | fused MB | dense MB | fused / dense | target |")
     print("|---|--:|--:|--:|--:|--:|---|")
     print(f"| no window | {memory['T']:,} | {memory['S']:,} | {memory['fused_bytes'] / 1e6:.2f} | "
-          f"{memory['dense_bytes'] / 1e6:.1f} | {share:.1%} | {verdict(share, memory['target'], args.quick, percent=True)} |")
+          f"{memory['dense_bytes'] / 1e6:.1f} | {share:.1%} | "
+          f"{verdict(share, memory['target'], args.quick, percent=True)} |")
     print()
     print(f"numpy's own float32 matmul, {numpy_runs[0]['sgemm_n']}^3: {sgemm:.1f} GFLOP/s on this machine "
           f"(the ceiling for the GFLOP/s columns). GFLOP/s count 4 * D FLOPs per (query, key) pair computed: "
@@ -263,7 +265,8 @@ def print_torch(torch_runs, cases, args):
 
 
 def print_sweep(numpy_runs, cases):
-    print(f"## block sizes: fused time relative to the defaults (block_q = {BLOCK_Q}, block_k = {BLOCK_K}), lower is faster")
+    print(f"## block sizes: fused time relative to the defaults (block_q = {BLOCK_Q}, block_k = {BLOCK_K}), "
+          "lower is faster")
     sweep = {}
     for run in numpy_runs:
         for s in run["sweep"]:

@@ -216,19 +216,16 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
     The row is the interviewer's and comes from the full result; the reports follow ``feedback``.
     """
     from .engine import grade
-    from .render import html, markdown
-    from .render.common import for_candidate, neutralized
+    from .render.formats import render
 
     try:
-        result = neutralized(grade(path, exercise_ids, seed=seed))
+        result = grade(path, exercise_ids, seed=seed)  # candidate text already made safe
     except Exception as exc:
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
-    shown = for_candidate(result, show_levels) if feedback == "summary" else result
     folder = Path(out)
     folder.mkdir(exist_ok=True)
-    (folder / "result.json").write_text(json.dumps(shown.to_dict(), indent=2))
-    (folder / "report.html").write_text(html.render(shown))
-    (folder / "report.md").write_text(markdown.render(shown))
+    for fmt, file in (("json", "result.json"), ("html", "report.html"), ("markdown", "report.md")):
+        (folder / file).write_text(render(result, fmt, feedback, show_levels))
     errors = [f"{e.id}: {e.error}" for e in result.exercises if e.status == "error"]
     return {"name": name, "path": path, "level": result.overall_level, "score": result.score,
             "provisional": result.overall_provisional, "to_observe": len(result.overall_to_observe),

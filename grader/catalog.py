@@ -8,11 +8,13 @@ Exercises are discovered from ``exercises/``; no code lists them.
 from __future__ import annotations
 
 import ast
+import shutil
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from . import rubric
+from .checklist import hidden_checks
 from .rubric import Rubric
 
 # A checkout keeps the kit's data beside the package; an installed wheel carries it inside, as
@@ -104,11 +106,13 @@ class Exercise:
             raise CatalogError(f"rubric {self.rubric_path}: {exc}") from None
 
     @cached_property
-    def check_ids(self) -> set[str]:
-        """The ids of the hidden checks (``check_<id>`` functions), read without importing them."""
-        from .checklist import hidden_checks  # checklist imports this module
+    def checks(self) -> dict[str, str]:
+        """``{hidden check id: what it tries}``, in order, read without importing the checks."""
+        return hidden_checks(self.hidden_checks)
 
-        return set(hidden_checks(self))
+    @property
+    def check_ids(self) -> set[str]:
+        return set(self.checks)
 
     @cached_property
     def mutants(self) -> list[Mutant]:
@@ -160,3 +164,14 @@ def get(exercise_id: str) -> Exercise:
             return ex
     known = ", ".join(e.id for e in exercises())
     raise KeyError(f"unknown exercise {exercise_id!r}; known: {known}")
+
+
+def reference_submission(into: Path) -> Path:
+    """Fill the folder ``into`` with every reference module and the references' own tests."""
+    for ex in exercises():
+        if ex.reference_path.exists():
+            shutil.copyfile(ex.reference_path, into / ex.reference_path.name)
+        own = ex.reference_path.with_name(f"test_{ex.id}.py")
+        if own.exists():
+            shutil.copyfile(own, into / own.name)
+    return into

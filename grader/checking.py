@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
 
 
-def expect_rejected(ex: "ExerciseRun", fn, *args, call: str, diagnosis: str,
+def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
     """Invalid arguments: calling ``fn`` must raise ValueError. When it returns or raises anything
     else, ``diagnosis`` (the exercise's own id, named at the call so the rubric's ids can be
@@ -233,7 +233,7 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
 # -- evidence: memory and warnings -----------------------------------------------------------------
 
 
-def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **kwargs):
+def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, **kwargs):
     """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
 
     The one place a check takes memory and warnings. Memory is measured by the grader, outside
@@ -335,7 +335,7 @@ def explain_fits(fitted: dict[str, list]) -> Explanation:
     return Explanation([])
 
 
-def name_mistakes(ex: "ExerciseRun", explanation: Explanation) -> str:
+def name_mistakes(ex: ExerciseRun, explanation: Explanation) -> str:
     """Record the named mistakes on ``ex``; the text to append to a failure message."""
     for diagnosis_id, sentence in explanation.named:
         ex.diagnose(diagnosis_id, sentence)

@@ -10,19 +10,17 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .catalog import Exercise
-
 GRADER_ROOT = Path(__file__).resolve().parent
 
 
-def hidden_checks(exercise: Exercise) -> dict[str, str]:
-    """``{check id: first docstring line}`` in the order the checks are written.
+def hidden_checks(checks_py: Path) -> dict[str, str]:
+    """``{check id: first docstring line}`` of one exercise's ``checks.py``, in the order written.
 
     A check is defined there (``def check_x``) or shared: ``check_x = module.check_x`` with
     ``module`` imported from the grader (``from grader import own_tests``), read from that
     module's source in turn.
     """
-    tree = ast.parse(exercise.hidden_checks.read_text())
+    tree = ast.parse(Path(checks_py).read_text())
     imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
                 for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "grader"
                 for alias in node.names}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -10,15 +11,11 @@ from pathlib import Path
 
 import click
 
-from . import __version__, catalog
-from .checklist import hidden_checks
-from .engine import grade as run_grading
-from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
+from . import __version__, api, catalog
 from .render import terminal
-from .render.common import NOT_ISOLATED, for_candidate, neutralized
-from .result import LEVELS, Result, level_rank
-from .sandbox import IsolationError, Limits, require_isolation
-from .submission import SubmissionError
+from .render.formats import FORMATS
+from .result import LEVELS, level_rank
+from .sandbox import NOT_ISOLATED
 
 
 def _exercise_ids(ctx, param, values):
@@ -44,22 +41,33 @@ EXERCISES = click.option(
 SEED = click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
                     help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
 OUTPUTS = [
-    click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'."),
-    click.option("--html", "html_out", metavar="FILE", help="Write a self-contained HTML report (opens offline, prints well)."),
-    click.option("--markdown", "markdown_out", metavar="FILE|-", help="Write a Markdown report, for a hiring system or an issue."),
-    click.option("--junit", "junit_out", metavar="FILE", help="Write JUnit XML (one testcase per hidden check), for CI."),
+    click.option("--json", "json_out", metavar="FILE|-",
+                 help="Write the result JSON to FILE, or to stdout with '-'."),
+    click.option("--html", "html_out", metavar="FILE",
+                 help="Write a self-contained HTML report (opens offline, prints well)."),
+    click.option("--markdown", "markdown_out", metavar="FILE|-",
+                 help="Write a Markdown report, for a hiring system or an issue."),
+    click.option("--junit", "junit_out", metavar="FILE",
+                 help="Write JUnit XML (one testcase per hidden check), for CI."),
     click.option("--gradescope", "gradescope_out", metavar="FILE",
                  help="Write Gradescope's results.json (student-facing: summary feedback unless --feedback detail)."),
 ]
 SHOW_LEVELS = click.option("--show-levels", is_flag=True,
-                           help="With summary feedback, show the levels too (hidden by default: a candidate sees checks).")
-FEEDBACK = [
-    click.option("--feedback", type=click.Choice(["summary", "detail"]), default=None,
-                 help="summary: which checks passed and what each tries, no hidden inputs (for candidates); "
-                      "detail: everything, with cases, pictures and reproduce lines. Default: detail "
-                      "(summary for --gradescope)."),
-    SHOW_LEVELS,
-]
+                           help="With summary feedback, show the levels too (hidden by default: a candidate sees "
+                                "checks).")
+
+
+def _feedback(default: str):
+    """--feedback and --show-levels; ``default`` says what no --feedback means for this command."""
+    return [click.option("--feedback", type=click.Choice(["summary", "detail"]), default=None,
+                         help="summary: which checks passed and what each tries, no hidden inputs (for "
+                              "candidates); detail: everything, with cases, pictures and reproduce lines. "
+                              f"Default: {default}."),
+            SHOW_LEVELS]
+
+
+FEEDBACK = _feedback("detail (summary for --gradescope)")
+BATCH_FEEDBACK = _feedback("detail")
 
 
 def _fail_under(default=None, why="Exit 1 when the overall level is below LEVEL or there is none: for CI."):
@@ -113,7 +121,27 @@ def _write_text(target: str, text: str):
         raise click.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Refused(click.ClickException):
+    """The command cannot do its job here (no sandbox for other people's code, a bad file): exit 2,
+    as for bad input, with no usage text."""
+    exit_code = 2
+
+
+class _OneLineErrors(click.Group):
+    """Every error is one line on stderr, `Error: ...`, never click's usage block."""
+
+    def main(self, args=None, prog_name=None, **extra):
+        try:
+            return super().main(args, prog_name, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            click.echo(f"Error: {' '.join(exc.format_message().split())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kvgrade")
 def main():
     """Interview exercises on attention during decode with a KV cache, and their grader.
@@ -125,30 +153,28 @@ def main():
 
 def _load_notes(notes_path):
     try:
-        return Notes.load(notes_path) if notes_path else None
-    except NotesError as exc:
+        return api.Notes.load(notes_path) if notes_path else None
+    except api.NotesError as exc:
         raise click.BadParameter(str(exc), param_hint="--notes") from None
+
+
+def _warn(line: str):
+    click.echo(click.style("warning: ", fg="yellow") + line, err=True)
 
 
 def _emit(result, outputs: dict, feedback=None, show_levels=False, only_check=None):
     """Write every requested format from the one result; the terminal summary unless stdout is taken.
 
-    ``feedback`` None means detail, except for Gradescope (student-facing), which gets summary.
+    ``feedback`` None means detail, except for student-facing formats (Gradescope): summary.
     """
-    from .render import gradescope, html, junit, markdown
-
-    shown = for_candidate(result, show_levels) if feedback == "summary" else result
-    renderers = {"json_out": lambda r: json.dumps(r.to_dict(), indent=2), "html_out": html.render,
-                 "markdown_out": markdown.render, "junit_out": junit.render,
-                 "gradescope_out": lambda r: json.dumps(gradescope.render(r), indent=2)}
-    for key, render in renderers.items():
-        if outputs.get(key):
-            student = key == "gradescope_out" and feedback is None
-            _write_text(outputs[key], render(for_candidate(result, show_levels) if student else shown))
+    for fmt in FORMATS:
+        if outputs.get(f"{fmt}_out"):
+            _write_text(outputs[f"{fmt}_out"], api.report(result, fmt, feedback=feedback, show_levels=show_levels))
     if "-" in outputs.values():
         if result.isolation == "process":
-            click.echo(click.style("warning: ", fg="yellow") + NOT_ISOLATED, err=True)
+            _warn(NOT_ISOLATED)
         return
+    shown = api.shown(result, feedback, show_levels)
     click.echo(terminal.single_check(shown, only_check) if only_check else terminal.summary(shown))
 
 
@@ -158,7 +184,7 @@ def _check_ids(exercises, checks):
         return None
     if len(exercises) != 1:
         raise click.UsageError("--check needs exactly one -e ID: check ids belong to one exercise")
-    known = hidden_checks(catalog.get(exercises[0]))
+    known = catalog.get(exercises[0]).checks
     for check in checks:
         if check not in known:
             raise click.BadParameter(f"no check {check!r} in {exercises[0]}; its checks: {', '.join(known)}",
@@ -176,11 +202,12 @@ def _check_ids(exercises, checks):
 @_options(OUTPUTS, NOTES, FEEDBACK, BATCH, _fail_under())
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
           trust_submissions, fail_under, **outputs):
-    """Grade a submission folder against the hidden tests.
+    """Grade a submission folder or .zip against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
-    `kvgrade batch PATH...` (the same command, the same options). Exit status is 0 whenever
-    grading worked, whatever the level (1 below --fail-under LEVEL); 2 for bad input.
+    `kvgrade batch PATH...` (the same command, the same options). In a workspace made by
+    `kvgrade start` only its exercises are shown, unless -e says otherwise. Exit status is 0 whenever grading
+    worked, whatever the level (1 below --fail-under LEVEL); 2 for bad input.
     """
     paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
@@ -193,11 +220,16 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
-    notes = _load_notes(notes_path)
-    result = _grade_one(paths[0], exercises, seed, notes, only)
-    if not only:
-        _log_attempt(paths[0], result)
-    _warn_about(notes, result)
+    progress = _Progress()
+    try:
+        result = api.grade(paths[0], exercises, seed=seed, notes=_load_notes(notes_path), checks=only,
+                           progress=progress, warn=_warn)
+    except api.SubmissionError as exc:
+        raise click.BadParameter(str(exc), param_hint="PATH") from None
+    except api.IsolationError as exc:
+        raise Refused(str(exc)) from None
+    finally:
+        progress.end()
     _emit(result, outputs, feedback, show_levels, only_check=checks[0] if only else None)
     if fail_under and level_rank(result.overall_level) < level_rank(fail_under):
         click.echo(f"level {result.overall_level or 'none'} is below --fail-under {fail_under}", err=True)
@@ -208,22 +240,6 @@ def _refuse(options: dict, why: str):
     used = [name for name, value in options.items() if value]
     if used:
         raise click.UsageError(f"{', '.join(used)} {why}")
-
-
-def _grade_one(path, exercises, seed, notes, only):
-    """Grade one folder with progress dots; its result with candidate text neutralised."""
-    progress = _Progress()
-    try:
-        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=only, progress=progress)
-    except SubmissionError as exc:
-        raise click.BadParameter(str(exc), param_hint="PATH") from None
-    except IsolationError as exc:
-        raise click.UsageError(str(exc)) from None
-    finally:
-        progress.end()
-    result = neutralized(result)
-    result.feedback = "detail"
-    return result
 
 
 def _grade_paths(paths, solutions) -> tuple:
@@ -238,44 +254,36 @@ def _grade_paths(paths, solutions) -> tuple:
 
 @main.command()
 @click.argument("paths", metavar="FOLDER...", nargs=-1, required=True, type=click.Path(path_type=str))
-@_options(EXERCISES, SEED, FEEDBACK, BATCH)
+@_options(EXERCISES, SEED, BATCH_FEEDBACK, BATCH)
 def batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
-    """Grade many submissions in parallel and rank them (also `kvgrade grade PATH PATH...`).
+    """Grade many submissions in parallel and rank them: `kvgrade grade PATH PATH...`, kept as an alias.
 
-    Each FOLDER is a submission, or a folder of submissions (one subfolder per candidate).
-    Writes DIR/<name>/{result.json,report.html,report.md}, DIR/index.html and DIR/summary.md.
-    A broken submission becomes a row with its error; the batch always finishes. It grades
-    other people's code, so it needs bubblewrap or a separate uid unless --trust-submissions.
+    Each FOLDER is a submission, or a folder of submissions (one subfolder per candidate), so one
+    FOLDER of submissions is a batch here. Writes DIR/<name>/{result.json,report.html,report.md},
+    DIR/index.html and DIR/summary.md. A broken submission becomes a row with its error; the
+    batch always finishes. It grades other people's code, so it needs bubblewrap or a separate
+    uid unless --trust-submissions.
     """
     _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
 
 
-def _refuse_weak_isolation(trust_submissions: bool):
-    """Grading other people's code needs a sandbox (bubblewrap or a separate uid)."""
-    try:
-        require_isolation(trust_submissions, Limits())
-    except IsolationError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
-    from .batch import Interrupted, grade_many, submissions
+    from .batch import Interrupted
 
     out_dir = out_dir or "kvgrade-batch"
     _check_batch_paths(paths, out_dir)
-    found = submissions(list(paths))
-    if not found:
-        raise click.BadParameter("no submission folders found", param_hint="FOLDER")
-    _refuse_weak_isolation(trust_submissions)
-    click.echo(f"grading {len(found)} submissions into {out_dir} (unchanged ones already graded there are skipped)",
-               err=True)
-    stream = _BatchStream(len(found))
+    stream = _BatchStream()
     try:
         with _stop_on_signals() as stop:
-            rows = grade_many(found, out_dir, exercises or None, seed=seed, feedback=feedback or "detail",
-                              show_levels=show_levels, jobs=jobs, on_done=stream, stop=stop)
+            rows = api.batch(paths, out_dir, exercises, seed=seed, feedback=feedback or "detail",
+                             show_levels=show_levels, jobs=jobs, trust_submissions=trust_submissions,
+                             on_start=stream.start, on_done=stream, stop=stop)
+    except api.SubmissionError as exc:
+        raise click.BadParameter(str(exc), param_hint="FOLDER") from None
+    except api.IsolationError as exc:
+        raise Refused(str(exc)) from None
     except Interrupted:
-        click.echo(f"interrupted after {stream.done} of {len(found)} submissions; run the same command again "
+        click.echo(f"interrupted after {stream.done} of {stream.total} submissions; run the same command again "
                    f"to grade the rest", err=True)
         sys.exit(130)
     width = max(len(r["name"]) for r in rows)
@@ -287,8 +295,13 @@ def _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, tru
 class _BatchStream:
     """One line per finished submission, as it finishes: `[3/200] alice  hire  80% of checks`."""
 
-    def __init__(self, total: int):
-        self.total, self.done = total, 0
+    def __init__(self):
+        self.total, self.done = 0, 0
+
+    def start(self, total: int, out_dir):
+        self.total = total
+        click.echo(f"grading {total} submissions into {out_dir} (unchanged ones already graded there are skipped)",
+                   err=True)
 
     def __call__(self, row: dict):
         self.done += 1
@@ -337,7 +350,7 @@ def _check_batch_paths(paths, out_dir):
 
 @main.command()
 @click.argument("result_path", metavar="RESULT.json", type=click.Path(exists=True, dir_okay=False, path_type=str))
-@_options(NOTES, OUTPUTS, FEEDBACK)
+@_options(NOTES, OUTPUTS, _feedback("as the result was saved; summary for --gradescope"))
 def report(result_path, notes_path, feedback, show_levels, **outputs):
     """Re-render reports from a saved result, without grading again.
 
@@ -346,16 +359,13 @@ def report(result_path, notes_path, feedback, show_levels, **outputs):
     result into the candidate's version.
     """
     _check_outputs(*outputs.values())
-    result = _load_result(result_path)
-    notes = _load_notes(notes_path)
-    if notes:
-        if result.feedback == "summary":
-            raise click.BadParameter("this result was saved with --feedback summary; add notes to the detailed one",
-                                     param_hint="--notes")
-        _warn_about(notes, result)
-        apply_notes(result, notes)
-    if result.feedback == "summary" and feedback is None:
-        feedback = "summary"
+    result, notes = _load_result(result_path), _load_notes(notes_path)
+    for problem in notes.problems(result) if notes else []:
+        _warn(problem)
+    try:
+        api.record_notes(result, notes)
+    except api.NotesError as exc:
+        raise click.BadParameter(str(exc), param_hint="--notes") from None
     _emit(result, outputs, feedback, show_levels)
 
 
@@ -366,22 +376,14 @@ def notes_template(result_path):
 
     Fill it in during or after the interview, then `kvgrade report RESULT.json --notes FILE`.
     """
-    click.echo(write_notes_template(_load_result(result_path)), nl=False)
+    click.echo(api.notes_template(_load_result(result_path)), nl=False)
 
 
-def _warn_about(notes, result):
-    for problem in notes.problems(result) if notes else []:
-        click.echo(click.style("warning: ", fg="yellow") + problem, err=True)
-
-
-def _load_result(path: str) -> Result:
+def _load_result(path: str):
     try:
-        return neutralized(Result.from_dict(json.loads(Path(path).read_text())))
-    except OSError as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="RESULT.json") from None
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        why = str(exc).removeprefix("not a kvgrade result: ")
-        raise click.BadParameter(f"{path} is not a kvgrade result: {why}", param_hint="RESULT.json") from None
+        return api.load(path)
+    except api.ResultError as exc:
+        raise click.BadParameter(str(exc), param_hint="RESULT.json") from None
 
 
 @main.command()
@@ -447,9 +449,9 @@ def autograder(out, exercises, seed, show_levels, after_published):
     try:
         build(out, exercises or None, seed, show_levels, after_published)
     except PackageError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise Refused(str(exc)) from None
     except OSError as exc:
-        raise click.UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise Refused(f"cannot write {out}: {exc.strerror or exc}") from None
     click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {seed}")
 
 
@@ -476,9 +478,30 @@ def classroom(directory, exercises, seed, fail_under, install):
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
     except PackageError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise Refused(str(exc)) from None
     click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
                f"passes at {fail_under}")
+
+
+@main.command(name="new")
+@click.argument("exercise_id", metavar="ID")
+def new_exercise(exercise_id):
+    """Add exercise ID to this checkout: every part, from a small working template.
+
+    Prompt, stub and public test; reference, a known-wrong version and a correct variant;
+    rubric; hidden checks and oracle; the oracle's test. Then replace each part's text
+    (README: Adding an exercise) and run `python3 -m pytest` and `kvgrade verify -e ID`.
+    """
+    from .scaffold import ScaffoldError, new_exercise as scaffold
+
+    try:
+        written = scaffold(exercise_id)
+    except ScaffoldError as exc:
+        raise click.BadParameter(str(exc), param_hint="ID") from None
+    root = catalog.KIT_ROOT
+    click.echo(f"exercise {exercise_id}: {len(written)} files")
+    for path in written:
+        click.echo(f"  {path.relative_to(root)}")
 
 
 class _Progress:
@@ -499,9 +522,12 @@ class _Progress:
             self.dots = 0
 
 
+JSON_FLAG = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts) instead of text.")
+
+
 @main.command()
-@_options(EXERCISES, SEED)
-def verify(exercises, seed):
+@_options(EXERCISES, SEED, JSON_FLAG)
+def verify(exercises, seed, as_json):
     """Check the kit: rubrics follow the calibration, references reach strong_hire, every
     known-wrong solution is caught, correct variants pass.
 
@@ -511,22 +537,35 @@ def verify(exercises, seed):
     """
     from .verify import verify as run_verify
 
-    failed = 0
+    outcomes = []
     for outcome in run_verify(exercises or None, seed=seed):
-        mark = click.style("ok  ", fg="green") if outcome.ok else click.style("FAIL", fg="red", bold=True)
-        click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
-        failed += not outcome.ok
+        outcomes.append(outcome)
+        if not as_json:
+            mark = click.style("ok  ", fg="green") if outcome.ok else click.style("FAIL", fg="red", bold=True)
+            click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
+    failed = sum(not o.ok for o in outcomes)
+    if as_json:
+        click.echo(json.dumps({"ok": not failed, "outcomes": [dataclasses.asdict(o) for o in outcomes]}, indent=2))
+    else:
+        click.echo(f"{failed} self-check(s) failed" if failed else "all self-checks passed")
     if failed:
-        click.echo(f"{failed} self-check(s) failed")
         sys.exit(1)
-    click.echo("all self-checks passed")
 
 
 @main.command(name="list")
-def list_exercises():
-    """List the exercises, with their titles."""
-    for ex in catalog.exercises():
-        click.echo(f"{ex.id:<22} {ex.title}")
+@_options(JSON_FLAG)
+def list_exercises(as_json):
+    """List the exercises: id, time box (from the rubrics) and title."""
+    listed = [{"id": ex.id, "minutes": ex.rubric.time_box_minutes, "title": ex.title} for ex in catalog.exercises()]
+    if as_json:
+        click.echo(json.dumps(listed, indent=2))
+        return
+    for ex in listed:
+        click.echo(f"{ex['id']:<22} {_minutes(ex['minutes']):>8}  {ex['title']}")
+
+
+def _minutes(minutes) -> str:
+    return f"{minutes} min" if minutes else "-"
 
 
 @main.command()
@@ -535,24 +574,27 @@ def list_exercises():
 @click.option("--interviewer", is_flag=True,
               help="Print the interviewer's sheet instead: time box and checkpoints, hints and what each "
                    "costs, observed criteria, follow-ups, and which exercises fit a 45-60 minute slot.")
-def show(exercise_id, list_checks, interviewer):
+@_options(JSON_FLAG)
+def show(exercise_id, list_checks, interviewer, as_json):
     """Print the prompt of exercise ID (or, with --checks, its hidden checks; with --interviewer,
     the interviewer's sheet)."""
     from . import interview
 
     if list_checks and interviewer:
         raise click.UsageError("--checks and --interviewer print different things; give one")
+    if as_json and not list_checks:
+        raise click.UsageError("--json goes with --checks")
     ex = _exercise(exercise_id)
     if interviewer:
         click.echo(interview.text(ex))
-        return
-    if not list_checks:
+    elif not list_checks:
         click.echo(ex.prompt_path.read_text())
-        return
-    checks = hidden_checks(ex)
-    width = max(len(c) for c in checks)
-    for check, what in checks.items():
-        click.echo(f"{check:<{width}}  {what}")
+    elif as_json:
+        click.echo(json.dumps([{"id": check, "tries": what} for check, what in ex.checks.items()], indent=2))
+    else:
+        width = max(len(c) for c in ex.checks)
+        for check, what in ex.checks.items():
+            click.echo(f"{check:<{width}}  {what}")
 
 
 def _exercise(exercise_id: str):
@@ -569,14 +611,18 @@ def hint(exercise_id, directory):
     """Print the next staged hint for exercise ID and log it.
 
     Hints go from a nudge to near the answer; each one printed is logged in
-    DIR/.kvgrade/hints.jsonl (DIR: your workspace, default the current folder). The log is yours and never changes a level; in an interview, only hints the interviewer
-    records in the notes file count.
+    DIR/.kvgrade/hints.jsonl (DIR: your workspace from `kvgrade start`, default the current
+    folder). The log is yours and never changes a level; in an interview, only hints the
+    interviewer records in the notes file count.
     """
     from . import timeline
 
     ex = _exercise(exercise_id)
     if not Path(directory).is_dir():
         raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
+    if not timeline.is_workspace(Path(directory)):
+        raise click.BadParameter(f"{directory} is not a workspace made by `kvgrade start`: hints are counted and "
+                                 "logged only in one", param_hint="DIR")
     hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
     if not hints:
         click.echo(f"{ex.id} has no staged hints yet.")
@@ -589,25 +635,5 @@ def hint(exercise_id, directory):
     try:
         timeline.record_hint(Path(directory), ex.id, shown + 1)
     except timeline.LogError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise Refused(str(exc)) from None
     click.echo(f"hint {shown + 1} of {len(hints)} for {ex.id}: {' '.join(hints[shown].text.split())}")
-
-
-def _log_attempt(path: str, result):
-    """In a workspace made by `kvgrade start`: log this run, and give the result the timeline."""
-    from . import timeline
-
-    root = Path(path)
-    if not timeline.is_workspace(root):
-        return
-    try:
-        timeline.record_attempt(root, result)
-    except timeline.LogError as exc:
-        click.echo(click.style("warning: ", fg="yellow") + f"attempt not logged: {exc}", err=True)
-    session = timeline.summarise(root, result)
-    if session is None:  # the workspace record went away mid-run
-        return
-    session = neutralized(session)  # the log lives on the candidate's machine: hostile data
-    for e in result.exercises:
-        e.timeline = session["exercises"].get(e.id, {})
-    result.session = {k: v for k, v in session.items() if k != "exercises"}

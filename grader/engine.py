@@ -28,11 +28,12 @@ from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
 from .plugin import CollectChecks
+from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
 from .sandbox import isolation_report
-from .submission import Refused, candidate_files, locate, open_submission, skipped_links
+from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
 
 OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
 
@@ -41,13 +42,15 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
           notes: Notes | None = None, only_checks: set[str] | None = None,
           limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
     """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
+    Every string of the result is neutralised here, where candidate text enters (``render.common``).
 
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
     kit's faults from the candidate's (off when grading the reference itself).
     """
     with open_submission(submission) as root:  # a folder or a .zip, read safely
-        return _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
-                           progress, blame_reference)
+        result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
+                             progress, blame_reference)
+    return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it
 
 
 def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, limits, progress,
@@ -78,6 +81,8 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
         for f in facts.values():
             f.reference_shows_unexpected = bool(f.unexpected)
     exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
+    for e in exercises:  # the path inside the submission as given, never an unpacked temporary folder
+        e.module = e.module and shown_path(Path(e.module), root, submission)
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
                   bounds=bounds, skipped_links=skipped_links(root),
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
@@ -134,14 +139,12 @@ def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:
 
 def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
     """For each exercise whose checks broke unexpectedly, grade the reference on those checks."""
-    from .verify import reference_submission  # verify grades through this module
-
     for eid, f in facts.items():
         if not f.unexpected or f.load_error:
             continue
         broken = {c.id for c in f.checks if not c.passed and c.kind is None} or None
         with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
-            reference = grade(reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
+            reference = grade(catalog.reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
                               limits=limits, blame_reference=False).exercise(eid)
         f.reference_shows_unexpected = reference.kit_error or reference.status != "graded"  # the kit's either way
 

@@ -128,7 +128,8 @@ def template(result) -> str:
         if e.status == "not_attempted":
             lines += [f"# {e.id}: not attempted", ""]
             continue
-        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", *_hints_line(e), "", f"[{e.id}.observed]"]
+        lines += [f"[{e.id}]  # {e.title}", f"notes = {_toml_string(e.notes)}", *_hints_line(e), "",
+                  f"[{e.id}.observed]"]
         for c in (c for c in e.criteria if c.kind == "observed"):
             lines.append(f"# ({c.level.replace('_', ' ')}) {' '.join(c.text.split())}")
             value = {"met": "true", "missed": "false"}.get(c.status)

@@ -268,7 +268,8 @@ def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
     """
     by_id = {c.id: c for c in checks}
     crits = criteria(rubric, {c.id: c.passed for c in checks}, observed)
-    caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)  # named mistakes first
+    # named mistakes first
+    caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)
     caps += [_criterion_cap(c, by_id) for c in crits if c.status == "missed"]
     level = min((cap.level for cap in caps), key=level_rank, default=LEVELS[-1])
     to_observe = [c.id for c in crits

@@ -37,6 +37,9 @@ MAX_ZIP_ENTRIES = 2000
 IGNORED_TOP = "__MACOSX"
 
 
+UNPACKED_PREFIX = "kvgrade-zip-"  # the private folder a zip is unpacked into, removed afterwards
+
+
 class SubmissionError(Exception):
     """The submission path itself is unusable (missing, not a folder, unreadable, empty)."""
 
@@ -142,14 +145,33 @@ def _holds_module(folder: Path) -> bool:
     return any(locate(folder, eid) is not None for eid in _exercise_ids())
 
 
-def _single_top_folder(folder: Path) -> Path | None:
+def _top_entries(folder: Path) -> list[os.DirEntry]:
+    """What the top folder rule counts: entries other than dotfiles and ``__MACOSX``."""
     try:
-        entries = [e for e in os.scandir(folder) if not e.name.startswith(".") and e.name != IGNORED_TOP]
+        return sorted((e for e in os.scandir(folder) if not e.name.startswith(".") and e.name != IGNORED_TOP),
+                      key=lambda e: e.name)
     except OSError:
-        return None
+        return []
+
+
+def _single_top_folder(folder: Path) -> Path | None:
+    entries = _top_entries(folder)
     if len(entries) == 1 and entries[0].is_dir(follow_symlinks=False):
         return Path(entries[0].path)
     return None
+
+
+def _why_no_module(folder: Path) -> str:
+    """When several top folders hide the modules: which they are, and the rule that applies."""
+    entries = _top_entries(folder)
+    folders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    if len(entries) < 2 or not folders:
+        return ""
+    holding = [name for name in folders if _holds_module(folder / name)]
+    found = f"; {', '.join(f'{n}/' for n in holding)} holds exercise modules" if holding else ""
+    return (f"; its top holds {len(entries)} entries ({', '.join(e.name + '/' * e.is_dir() for e in entries[:5])}"
+            f"{', ...' if len(entries) > 5 else ''}), and only a single top folder is looked through{found}: "
+            "grade that folder, or zip it alone")
 
 
 def exercise_root(folder: Path) -> Path:
@@ -214,11 +236,21 @@ def open_submission(path: str | Path):
     (removed on exit); a single top folder is looked through. Raises SubmissionError."""
     path = Path(path)
     if path.suffix.lower() == ".zip" and path.is_file():
-        with tempfile.TemporaryDirectory(prefix="kvgrade-zip-") as unpacked:
+        with tempfile.TemporaryDirectory(prefix=UNPACKED_PREFIX) as unpacked:
             _unzip(path, Path(unpacked))
             yield _with_modules(Path(unpacked), path)
         return
     yield _with_modules(check_root(path).resolve(), path)
+
+
+def shown_path(path: Path, root: Path, submission: str | Path) -> str:
+    """``path`` (under ``root``, from :func:`open_submission`) as the reader knows it: inside the
+    submission as given (``cand.zip/take_home/decode_mask.py``), never a temporary folder."""
+    unpacked = (p for p in (root, *root.parents) if p.name.startswith(UNPACKED_PREFIX))
+    base = next(unpacked, None) if Path(submission).suffix.lower() == ".zip" else None
+    if base is None:  # a folder: its own path is the one to show
+        return str(path)
+    return str(Path(submission) / Path(path).relative_to(base))
 
 
 def _with_modules(folder: Path, shown: Path) -> Path:
@@ -226,7 +258,7 @@ def _with_modules(folder: Path, shown: Path) -> Path:
     if not _holds_module(root):
         ids = _exercise_ids()
         raise SubmissionError(f"{shown} holds no exercise module (expected <id>.py or <id>/<id>.py, "
-                              f"for <id> one of {', '.join(ids)})")
+                              f"for <id> one of {', '.join(ids)}){_why_no_module(folder)}")
     return root
 
 

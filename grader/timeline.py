@@ -87,7 +87,9 @@ def read_workspace(root: Path) -> dict | None:
     minutes = record.get("minutes")
     if started is None or not (minutes is None or (type(minutes) is int and 0 < minutes <= 24 * 60)):
         return None
-    return {"started": started, "minutes": minutes}
+    exercises = record.get("exercises")
+    exercises = [e for e in exercises if _id(e)] if isinstance(exercises, list) else []
+    return {"started": started, "minutes": minutes, "exercises": exercises}
 
 
 def attempts(root: Path) -> list[dict]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog, engine
-from .catalog import Exercise, Mutant, _module_constant
+from .catalog import Exercise, Mutant, _module_constant, reference_submission
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
 
@@ -40,16 +40,6 @@ class Outcome:
     subject: str  # "reference", "rubric", the mutant's name or "variant:<name>"
     ok: bool
     line: str
-
-
-def reference_submission(into: Path) -> Path:
-    for ex in catalog.exercises():
-        if ex.reference_path.exists():
-            shutil.copyfile(ex.reference_path, into / ex.reference_path.name)
-        own = ex.reference_path.with_name(f"test_{ex.id}.py")
-        if own.exists():
-            shutil.copyfile(own, into / own.name)
-    return into
 
 
 def mutant_submission(mutant: Mutant, into: Path) -> Path:

@@ -34,14 +34,17 @@ def _readme(**context) -> str:
     return env.get_template("workspace_README.md.j2").render(**context)
 
 
-def _fill(target: Path, exercise_ids: list[str] | None, for_candidate: bool, shown_path: str):
+def _fill(target: Path, exercise_ids: list[str] | None, kind: str, shown_path: str, command: str = ""):
+    """Copy the chosen exercises into ``target`` with a README for this ``kind`` of folder:
+    "workspace" (kvgrade start), "bundle" (sent to a candidate), "classroom" (a starter
+    repository, graded by ``command`` on every push)."""
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
     for ex in chosen:
         folder = target / ex.id
         folder.mkdir()
         for path in exercise_files(ex):
             shutil.copyfile(path, folder / path.name)
-    (target / "README.md").write_text(_readme(exercises=chosen, for_candidate=for_candidate, path=shown_path))
+    (target / "README.md").write_text(_readme(exercises=chosen, kind=kind, path=shown_path, command=command))
     (target / "pytest.ini").write_text(PYTEST_INI)
     return chosen
 
@@ -59,14 +62,19 @@ def _writing(make):
 
 @_writing
 def start(directory: str | Path, exercise_ids: list[str] | None = None,
-          minutes: int | None = None) -> list[catalog.Exercise]:
+          minutes: int | None = None, classroom_command: str = "") -> list[catalog.Exercise]:
     """A fresh workspace in ``directory`` (which must not exist or be empty), marked as one so
-    that ``kvgrade grade`` and ``kvgrade hint`` keep their logs in it; ``minutes``: a time box."""
+    that ``kvgrade grade`` and ``kvgrade hint`` keep their logs in it; ``minutes``: a time box.
+    ``classroom_command``: a GitHub Classroom starter graded by this command on each push (its
+    README says so, names no folder and offers no hints)."""
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkspaceError(f"{target} already exists and is not an empty folder; choose a new one")
     target.mkdir(exist_ok=True)
-    chosen = _fill(target, exercise_ids, for_candidate=False, shown_path=str(directory))
+    if classroom_command:
+        chosen = _fill(target, exercise_ids, "classroom", ".", classroom_command)
+    else:
+        chosen = _fill(target, exercise_ids, "workspace", str(directory))
     try:
         timeline.create(target, [e.id for e in chosen], minutes)
     except timeline.LogError as exc:
@@ -82,11 +90,11 @@ def bundle(out: str | Path, exercise_ids: list[str] | None = None) -> list[catal
         raise WorkspaceError(f"{out} already exists; choose a new name")
     if out.suffix != ".zip":
         out.mkdir()
-        return _fill(out, exercise_ids, for_candidate=True, shown_path=".")
+        return _fill(out, exercise_ids, "bundle", ".")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / out.stem
         root.mkdir()
-        chosen = _fill(root, exercise_ids, for_candidate=True, shown_path=".")
+        chosen = _fill(root, exercise_ids, "bundle", ".")
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(root.rglob("*")):
                 if path.is_file():

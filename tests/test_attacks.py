@@ -15,7 +15,7 @@ import pytest
 
 from grader import catalog, engine
 from grader.render import markdown, terminal
-from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, isolation,
+from grader.sandbox import (NOT_ISOLATED, IsolationError, Limits, ModuleToLoad, Sandbox, launch,
                             isolation_report, require_isolation)
 from grader.submission import SubmissionError, has_modules, open_submission, skipped_links
 
@@ -319,7 +319,8 @@ def test_global_generators_are_seeded_from_the_grading_seed(bounds):
 @pytest.mark.slow
 def test_an_unseeded_random_submission_gets_the_same_verdict_twice(tmp_path):
     (tmp_path / "decode_mask.py").write_text(
-        "import numpy as np\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
+        "import numpy as np\n\ndef decode_causal_mask(T, S):\n"
+        "    if not 1 <= T <= S:\n        raise ValueError('bad')\n"
         "    right = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]\n"
         "    return right if np.random.rand() < 0.7 else np.tril(np.ones((T, S), dtype=bool))\n")
     (tmp_path / "test_decode_mask.py").write_text(
@@ -427,14 +428,14 @@ def test_an_installed_level_whose_probe_fails_is_an_error_not_a_downgrade(monkey
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed: nothing to fail")
     tries = []
-    monkeypatch.setattr(isolation, "_probe", lambda level: tries.append(level) or "it timed out")
-    isolation._failure.cache_clear()
+    monkeypatch.setattr(launch, "_probe", lambda level: tries.append(level) or "it timed out")
+    launch._failure.cache_clear()
     try:
         with pytest.raises(IsolationError, match="does not work here: it timed out"):
-            isolation.isolation_level(Limits(isolation="bwrap"))
+            launch.isolation_level(Limits(isolation="bwrap"))
         assert tries == ["bwrap", "bwrap"]  # retried once
     finally:
-        isolation._failure.cache_clear()
+        launch._failure.cache_clear()
 
 
 def test_the_isolation_report_names_each_bound():

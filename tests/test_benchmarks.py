@@ -32,7 +32,8 @@ def test_kernel_benchmark_quick_prints_its_tables():
 
 def test_torch_worker_skips_cleanly_without_torch():
     blocked = ("import runpy, sys; sys.modules['torch'] = None; "  # import torch now raises ImportError
-               f"sys.argv = ['_torch_sdpa.py', '--quick']; runpy.run_path({str(BENCH / '_torch_sdpa.py')!r}, run_name='__main__')")
+               f"sys.argv = ['_torch_sdpa.py', '--quick']; "
+               f"runpy.run_path({str(BENCH / '_torch_sdpa.py')!r}, run_name='__main__')")
     done = run("-c", blocked)
     assert done.returncode == 0, done.stderr
     assert "PyTorch not importable" in json.loads(done.stdout.strip().splitlines()[-1])["skipped"]

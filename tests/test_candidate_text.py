@@ -32,8 +32,8 @@ def hostile(tmp_path_factory):
 
 def test_candidate_escapes_reach_no_output_as_raw_characters(hostile, tmp_path):
     files = {name: tmp_path / name for name in ("r.json", "r.html", "r.md", "j.xml")}
-    terminal = run("grade", hostile, "-e", "decode_mask,tree_mask", "--json", files["r.json"], "--html", files["r.html"],
-                   "--markdown", files["r.md"], "--junit", files["j.xml"]).output
+    terminal = run("grade", hostile, "-e", "decode_mask,tree_mask", "--json", files["r.json"],
+                   "--html", files["r.html"], "--markdown", files["r.md"], "--junit", files["j.xml"]).output
     texts = {"terminal": terminal, **{name: path.read_text() for name, path in files.items()}}
     texts["report"] = run("report", files["r.json"]).output
     for name, text in texts.items():

@@ -5,12 +5,15 @@ import os
 import pytest
 from click.testing import CliRunner
 
+from grader import catalog
 from grader.cli import main
 
-from .conftest import EXAMPLES
 
+SOLUTIONS = str(catalog.KIT_ROOT / "solutions")  # absolute: the tests run from any folder
+PYPROJECT = str(catalog.KIT_ROOT / "pyproject.toml")
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "top_left.json")
-VOLATILE = {"seconds", "module", "kvgrade_version", "submission", "isolation", "bounds"}  # isolation, bounds: per machine
+# isolation, bounds: per machine
+VOLATILE = {"seconds", "module", "kvgrade_version", "submission", "isolation", "bounds"}
 
 
 def run(*args):
@@ -32,7 +35,7 @@ def test_list_and_show():
 
 @pytest.mark.slow
 def test_grade_solutions_json_to_stdout():
-    out = run("grade", "solutions", "-e", "decode_mask", "--json", "-")
+    out = run("grade", SOLUTIONS, "-e", "decode_mask", "--json", "-")
     assert out.exit_code == 0
     data = json.loads(out.output)
     assert data["schema"] == "kvgrade.result/1" and data["seed"] == 0
@@ -57,13 +60,13 @@ def test_summary_feedback_hides_hidden_inputs(top_left_example):
 
 @pytest.mark.parametrize("args,message", [
     (["grade", "no/such/folder"], "does not exist"),
-    (["grade", "pyproject.toml"], "is not a folder"),
-    (["grade", "solutions", "-e", "nope"], "unknown exercise 'nope'"),
-    (["grade", "solutions", "--seed", "-1"], "non-negative"),
-    (["grade", "solutions", "--notes", "no/such/notes.toml"], "cannot read it"),
+    (["grade", PYPROJECT], "is not a folder"),
+    (["grade", SOLUTIONS, "-e", "nope"], "unknown exercise 'nope'"),
+    (["grade", SOLUTIONS, "--seed", "-1"], "non-negative"),
+    (["grade", SOLUTIONS, "--notes", "no/such/notes.toml"], "cannot read it"),
     (["show", "nope"], "unknown exercise"),
-    (["grade", "solutions", "--json", "no/such/folder/result.json"], "cannot write no/such/folder/result.json"),
-    (["grade", "solutions", "--html", "/dev/null/report.html"], "cannot write /dev/null/report.html"),
+    (["grade", SOLUTIONS, "--json", "no/such/folder/result.json"], "cannot write no/such/folder/result.json"),
+    (["grade", SOLUTIONS, "--html", "/dev/null/report.html"], "cannot write /dev/null/report.html"),
     (["bundle", "/dev/null/bundle"], "cannot write /dev/null/bundle"),
     (["start", "/dev/null/workspace"], "cannot write /dev/null/workspace"),
 ])

@@ -88,7 +88,8 @@ def test_same_seed_same_result_and_seed_changes_shapes(top_left_example):
     a = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
     b = engine.grade(top_left_example, ["decode_mask"], seed=11).to_dict()
     c = engine.grade(top_left_example, ["decode_mask"], seed=12).to_dict()
-    strip = lambda r: [(x["id"], x["passed"], x["message"]) for e in r["exercises"] for x in e["checks"]]
+    def strip(r):
+        return [(x["id"], x["passed"], x["message"]) for e in r["exercises"] for x in e["checks"]]
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
 

@@ -6,6 +6,7 @@ keeps its verdict: no submission changes its own verdict or anyone else's, and n
 grading run. Attacks whose outcome depends on the isolation level assert what that level
 promises (see the README's section on isolation).
 """
+import functools
 import os
 import re
 import time
@@ -19,7 +20,14 @@ KIT = catalog.KIT_ROOT
 SOLUTIONS = str(KIT / "solutions")
 SEED = 5
 FAST = Limits(call_seconds=2, load_seconds=5)
-LEVEL = launch.isolation_level(FAST)
+
+
+@functools.cache
+def level() -> str:
+    """The isolation level here, probed on first use (never at import: a probe failing at
+    collection would be an error instead of a test's failure)."""
+    return launch.isolation_level(FAST)
+
 OTHER_PREFERENCE = ("tree_mask", "gpt2_decode", "tile_classification", "nan_safe_softmax",
                     "ring_buffer_window", "fused_attention")
 
@@ -81,7 +89,7 @@ def _copy_reference(ex, folder):
 @pytest.fixture
 def grade(tmp_path, others):
     def run(source: str, own_tests: bool = False, limits: Limits = FAST, with_others: bool = True,
-            expect_level: str = LEVEL):
+            expect_level: str | None = None):
         folder = tmp_path / "submission"
         folder.mkdir()
         (folder / "decode_mask.py").write_text(source)
@@ -102,7 +110,7 @@ def grade(tmp_path, others):
             assert "\n" not in c.message and "Traceback" not in c.message and len(c.message) < 600
         if mine.error:
             assert "\n" not in mine.error and "Traceback" not in mine.error
-        assert result.isolation == expect_level and result.seed == SEED
+        assert result.isolation == (expect_level or level()) and result.seed == SEED
         return mine, result
     return run
 
@@ -129,9 +137,11 @@ CATALOGUE = [
      False, "graded", "weak", "dtype_and_shape",
      r"died during decode_causal_mask\(1, 1\): it exited with status 0 .*PASSED: strong_hire"),
     ("exception", body("raise RuntimeError('the candidate gave up')"), False, "graded", "weak",
-     "dtype_and_shape", r"^decode_causal_mask\(1, 1\) raised RuntimeError: the candidate gave up at decode_mask.py:\d+$"),
+     "dtype_and_shape",
+     r"^decode_causal_mask\(1, 1\) raised RuntimeError: the candidate gave up at decode_mask.py:\d+$"),
     ("wrong_type_list", body("", "[[True] * S for _ in range(T)] if T * S < 1000 else None"), False,
-     "graded", "weak", "dtype_and_shape", r"^decode_causal_mask\(1, 1\) returned a list of length 1; expected a numpy bool array of shape \(1, 1\)$"),
+     "graded", "weak", "dtype_and_shape",
+     r"^decode_causal_mask\(1, 1\) returned a list of length 1; expected a numpy bool array of shape \(1, 1\)$"),
     ("wrong_shape", body("", "np.ones((S, T), dtype=bool)"), False, "graded", "weak", "dtype_and_shape",
      r"returned a bool array of shape \(7, 3\); expected a bool array of shape \(3, 7\)"),
     ("broadcasting_shape", body("", "np.ones((1, S), dtype=bool)"), False, "graded", "weak", "dtype_and_shape",
@@ -267,11 +277,11 @@ def decode_causal_mask(T, S):
 def promised_only_by_bwrap(what: str):
     """Skip, naming why, where the level in use does not promise ``what`` (README, isolation);
     KVGRADE_REQUIRE_BWRAP=1 (CI) makes it a failure instead."""
-    if LEVEL == "bwrap":
+    if level() == "bwrap":
         return
     if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
-        pytest.fail(f"KVGRADE_REQUIRE_BWRAP is set but the level here is {LEVEL}")
-    pytest.skip(f"the {LEVEL} level does not promise {what}; only bubblewrap does (README, isolation)")
+        pytest.fail(f"KVGRADE_REQUIRE_BWRAP is set but the level here is {level()}")
+    pytest.skip(f"the {level()} level does not promise {what}; only bubblewrap does (README, isolation)")
 
 
 def test_reading_the_reference_from_disk(grade):
@@ -300,7 +310,7 @@ def decode_causal_mask(T, S):
 
 
 def test_writing_outside_the_scratch_dir(grade, tmp_path):
-    if LEVEL == "process":
+    if level() == "process":
         promised_only_by_bwrap("that nothing is written outside scratch")
     target = tmp_path / "planted_by_candidate.txt"  # tmp_path is root's and private: no fresh uid writes it
     source = body(f"""
@@ -324,7 +334,7 @@ def test_opening_a_socket(grade):
 
 def test_killing_the_grader_is_not_possible(grade):
     """At the process level a child could signal the grader (same user); that is why it is weak."""
-    if LEVEL == "process":
+    if level() == "process":
         pytest.skip("at the process level a child can signal the grader: see the README")
     source = body("import signal\nfor pid in (os.getppid(), 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
                   "    except OSError:\n        pass", )
@@ -338,8 +348,9 @@ def test_same_submission_and_seed_same_verdicts_and_diagnoses_and_reproduce_runs
     (`kvgrade grade PATH -e ID --seed N --check CHECK`) fails the same way on its own."""
     first = grade(TOP_LEFT, with_others=False)[1]
     again = engine.grade(first.submission, ["decode_mask"], seed=SEED, limits=FAST)
-    keep = lambda r: [(e["id"], e["level"], [(c["id"], c["passed"], c["message"], c["case"]) for c in e["checks"]],
-                       [(d["id"], d["message"]) for d in e["diagnoses"]]) for e in r["exercises"]]
+    def keep(r):
+        return [(e["id"], e["level"], [(c["id"], c["passed"], c["message"], c["case"]) for c in e["checks"]],
+                 [(d["id"], d["message"]) for d in e["diagnoses"]]) for e in r["exercises"]]
     assert keep(first.to_dict()) == keep(again.to_dict())
     assert first.to_dict()["seed"] == again.to_dict()["seed"] == SEED
     failing = [c for c in first.exercise("decode_mask").checks if not c.passed and c.case]

@@ -3,7 +3,6 @@ import json
 import os
 import shutil
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

@@ -5,6 +5,7 @@ into a failure), a submission can read neither the references nor the hidden tes
 rubrics, cannot write outside its scratch directory, cannot reach the network, and every
 process it starts dies with it. The plain "process" level is always tested too.
 """
+import functools
 import os
 import shutil
 import subprocess
@@ -16,10 +17,15 @@ from pathlib import Path
 import pytest
 
 from grader import catalog, engine
-from grader.sandbox import Limits, ModuleToLoad, Sandbox, isolation, launch
+from grader.sandbox import Limits, ModuleToLoad, Sandbox, launch, policy
 
 KIT = catalog.KIT_ROOT
-HAS_BWRAP = launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
+
+
+@functools.cache
+def has_bwrap() -> bool:
+    """Probed on first use, never at import."""
+    return launch.isolation_level(Limits(isolation="bwrap")) == "bwrap"
 
 
 def mount_points_for_python(folder: Path) -> set[str]:
@@ -31,7 +37,7 @@ def mount_points_for_python(folder: Path) -> set[str]:
 
 
 def needs_bwrap():
-    if HAS_BWRAP:
+    if has_bwrap():
         return
     if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
         pytest.fail("KVGRADE_REQUIRE_BWRAP is set but bubblewrap is missing or does not work here")
@@ -192,7 +198,7 @@ def test_the_level_used_is_in_every_result(submission):
     root = reference(submission)
     result = engine.grade(root, ["decode_mask"], only_checks={"plain_decode"})
     assert result.isolation == launch.isolation_level() and result.isolation in launch.LEVELS
-    if HAS_BWRAP and not os.environ.get("KVGRADE_ISOLATION"):
+    if has_bwrap() and not os.environ.get("KVGRADE_ISOLATION"):
         assert result.isolation == "bwrap"  # the strongest level is the default
 
 
@@ -224,7 +230,7 @@ def test_bwrap_binds_only_what_python_needs_and_the_root_is_read_only(tmp_path):
     try:
         scratch.add_runtime()
         scratch.add_files("work", [("pytest.ini", b"[pytest]\n")])
-        argv = isolation.bwrap_prefix(scratch, 1 << 20)
+        argv = Limits(scratch_bytes=1 << 20).bwrap_args(scratch)
     finally:
         scratch.remove()
     pairs = [(a, argv[i + 1]) for i, a in enumerate(argv[:-1])]
@@ -271,8 +277,8 @@ def test_with_bubblewrap_a_kit_inside_a_python_root_is_still_hidden(probe, monke
     """Were the kit installed inside a folder Python needs (say, site-packages), its secret
     folders are covered by empty ones in the child."""
     needs_bwrap()
-    roots = isolation._python_roots()
-    monkeypatch.setattr(isolation, "_python_roots", lambda: roots + [str(KIT.parent)])
+    roots = policy._python_roots()
+    monkeypatch.setattr(policy, "_python_roots", lambda: roots + [str(KIT.parent)])
     box = probe("bwrap")
     module = box.module
     assert module.can_read(str(KIT / "pyproject.toml"))  # the folder is bound this time ...

@@ -272,7 +272,8 @@ def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_wit
 
 @pytest.mark.parametrize("what,old,new", [
     ("NaN rows", "    cache.append(k, v)\n    return out",
-     "    if len(q) > cache.capacity:\n        out[: len(q) - cache.capacity] = np.nan\n    cache.append(k, v)\n    return out"),
+     "    if len(q) > cache.capacity:\n        out[: len(q) - cache.capacity] = np.nan\n"
+     "    cache.append(k, v)\n    return out"),
     ("a corrupted cache", "kept = slice(max(0, len(k) - self.capacity), len(k))",
      "kept = slice(0, min(len(k), self.capacity))"),
 ])

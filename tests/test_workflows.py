@@ -180,7 +180,8 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     ranking = [line.split()[1] for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert ranking[:2] == ["grace", "ada"] and ranking[-1] == "notes.txt" and len(ranking) == 5
     summary = (out / "summary.md").read_text()
-    assert "| 1 | `grace` | **strong hire (provisional: 3 observations)** |" in summary and "[report](grace/report.html)" in summary
+    assert "| 1 | `grace` | **strong hire (provisional: 3 observations)** |" in summary
+    assert "[report](grace/report.html)" in summary
     assert "broken: SubmissionError" in summary and "not attempted" in summary
     broken = json.loads((out / "broken" / "result.json").read_text())["exercises"][0]
     assert broken["status"] == "error" and "SyntaxError" in broken["error"]

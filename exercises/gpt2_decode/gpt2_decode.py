@@ -23,7 +23,8 @@ def decode_step(model: GPT2, cache: KVCache, token_ids: Sequence[int]) -> np.nda
 
     The new tokens continue the sequence in the cache. Only they are embedded and projected;
     their keys and values are appended to the cache, and attention is causal. The logits equal
-    the matching rows of model.forward on the whole sequence. A step that would go past config.n_ctx raises ValueError, and so do token
-    ids outside [0, vocab_size); a rejected step leaves the cache as it was.
+    the matching rows of model.forward on the whole sequence. A step that would go past
+    config.n_ctx raises ValueError, and so do token ids outside [0, vocab_size); a rejected step
+    leaves the cache as it was.
     """
     raise NotImplementedError

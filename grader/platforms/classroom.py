@@ -52,7 +52,7 @@ def write_starter(directory: str | Path, exercise_ids: list[str] | None, seed: i
                   install: str | None = None):
     """The workspace in ``directory`` (new or empty) with the workflow; the exercises chosen.
     ``install`` is what the workflow pip-installs; None: the kit's sdist, written alongside."""
-    chosen = start(directory, exercise_ids)
+    chosen = start(directory, exercise_ids, classroom_command=grading_command(exercise_ids, seed, fail_under))
     if install is None:
         install = f"./{KIT_FOLDER}/{_copy_sdist(Path(directory) / KIT_FOLDER)}"
     target = Path(directory) / WORKFLOW

@@ -102,19 +102,18 @@ def results_for(root: Path) -> dict:
     """
     from ..engine import grade
     from ..render import gradescope
-    from ..render.common import for_candidate, neutralized
+    from ..render.formats import shown
     from ..sandbox.isolation import require_isolation
     from ..submission import SubmissionError
 
     config = json.loads((root / "source" / CONFIG).read_text())
     require_isolation(trust=False)
     try:
-        result = neutralized(grade(submission_path(root / "submission"), config["exercises"] or None,
-                                   seed=config["seed"]))
+        result = grade(submission_path(root / "submission"), config["exercises"] or None, seed=config["seed"])
     except SubmissionError as exc:
         return {"score": 0.0, "output": f"Your submission could not be graded: {exc}", "visibility": "visible",
                 "stdout_visibility": "hidden", "tests": []}
-    data = gradescope.render(for_candidate(result, config["show_levels"]))
+    data = gradescope.render(shown(result, "summary", config["show_levels"]))
     for test in data["tests"]:
         test["visibility"] = config["tests_visibility"]
     return data

@@ -11,7 +11,7 @@ import re
 import shlex
 
 from ..result import Result
-from ..sandbox.isolation import NOT_ISOLATED
+from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401  (re-exported for the renderers)
 from . import pictures
 
 LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}

@@ -17,6 +17,8 @@ def hint_lines(e, candidate: bool = False) -> list[str]:
     offered = _int(e.hints_offered)
     if not offered or e.status == "not_attempted":
         return []
+    if candidate and not e.timeline:  # not graded in a workspace: the reader has no `kvgrade hint` to run
+        return []
     given, seen = [h for h in e.hints_given if _int(h)], _int((e.timeline or {}).get("hints_seen"))
     out = []
     if given:
@@ -54,7 +56,8 @@ def timeline_lines(e) -> list[str]:
     first = t.get("first_correct_minutes")
     out = [f"timeline: {len(runs)} run{'s' if len(runs) != 1 else ''}, checks passed {spark} "
            f"({runs[0][1]}/{runs[0][2]} at {_min(runs[0][0])} -> {runs[-1][1]}/{runs[-1][2]} at {_min(runs[-1][0])}); "
-           + (f"first all-correct run after {_min(first)}" if isinstance(first, (int, float)) else "no all-correct run yet")]
+           + (f"first all-correct run after {_min(first)}" if isinstance(first, (int, float))
+              else "no all-correct run yet")]
     met = diagnoses_met(e)
     if met:
         out.append("diagnoses along the way (UTC): " + "; ".join(met))

@@ -54,7 +54,8 @@ def render(result: Result) -> str:
     for e in result.exercises:
         checks = f"{e.passed_checks}/{len(e.checks)}" if e.checks else "-"
         level = [f"**{exercise_level(e)}**"] if shown else []
-        out.append("| " + " | ".join([f"{code(e.id)} {text(e.title)}", *level, checks, text(status_text(e, shown))]) + " |")
+        cells = [f"{code(e.id)} {text(e.title)}", *level, checks, text(status_text(e, shown))]
+        out.append("| " + " | ".join(cells) + " |")
     for e in result.exercises:
         out += ["", *_exercise(result, e, shown)]
     return "\n".join(out).rstrip() + "\n"

@@ -40,7 +40,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines.append(head)
         if shown:
             lines += [click.style("      " + line, dim=True) for line in explanation(e)]
-        lines += ["      " + line for line in interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)]
+        session = interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)
+        lines += ["      " + line for line in session]
         lines += _exercise_lines(result, e, detail)
     if shown:
         overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
@@ -61,7 +62,8 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     for c in e.checks:
         if c.passed:
             continue
-        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {(c.message or c.description) if detail else c.description}")
+        said = (c.message or c.description) if detail else c.description
+        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {said}")
         if detail:
             lines += [click.style(f"        rerun: {value}", dim=True)
                       for label, value in failure_parts(result, e.id, c) if label == "reproduce"]
@@ -77,7 +79,7 @@ def single_check(result: Result, check_id: str) -> str:
     lines = header(result)
     for e in result.exercises:
         for c in e.checks:
-            mark = click.style("passed", fg="green", bold=True) if c.passed else click.style("failed", fg="red", bold=True)
+            mark = click.style("passed" if c.passed else "failed", fg="green" if c.passed else "red", bold=True)
             lines.append(f"  {e.id} / {c.id}: {mark}")
             if not c.passed:
                 lines += [f"      {label}: {value}" for label, value in failure_parts(result, e.id, c)]

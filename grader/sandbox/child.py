@@ -129,7 +129,8 @@ def serve(host, module):
         if header.get("op") == "exit":
             return
         host.request_id = header.get("id")
-        np.seterr(all="warn", under="ignore")  # numpy's defaults: exp of a very negative score underflows in any correct softmax
+        # numpy's defaults: exp of a very negative score underflows in any correct softmax
+        np.seterr(all="warn", under="ignore")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

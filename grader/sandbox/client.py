@@ -15,8 +15,8 @@ import time
 from . import wire
 from .errors import BadValue, CandidateCrashed, CandidateFault, CandidateLoadError, CandidateRaised, \
     CandidateTimeout, CandidateUnavailable, error_of
-from .isolation import isolation_level
-from .launch import Limits
+from .launch import isolation_level
+from .policy import Limits
 from .remote import CallStats, RemoteObject
 from .worker import ModuleToLoad, State, Worker
 

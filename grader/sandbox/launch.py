@@ -15,6 +15,7 @@ candidate-tests runner share one policy:
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import secrets
@@ -23,14 +24,12 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import cgroup
-from .isolation import LEVELS, IsolationError, bwrap_prefix, isolation_level  # noqa: F401  (re-exported)
+from .policy import LEVELS, PYTHON, IsolationError, Limits
 
 RUNTIME_DIR = "kvgrade-runtime"  # child.py and wire.py are copied here; also a traceback filter
 SITE_DIR = "kvgrade-site"  # sitecustomize.py, which seeds every child's generators
@@ -47,55 +46,10 @@ except OSError:  # pragma: no cover
     _libc = None
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one child may use. Times are wall-clock seconds."""
-
-    call_seconds: float = 10.0  # one call into candidate code
-    load_seconds: float = 20.0  # importing the candidate module
-    memory_bytes: int = 2 << 30  # per process (RLIMIT_AS) and, with a cgroup, for all it forks
-    output_bytes: int = 8 << 20  # stdout/stderr kept per child (the rest is dropped); also per file written
-    scratch_bytes: int = 64 << 20  # the writable scratch folder under bubblewrap (a sized tmpfs)
-    cpu_seconds: int = 300
-    open_files: int = 256
-    processes: int = 0  # processes and threads of a child and all it starts (0: 64)
-    max_faults: int = 2  # timeouts or crashes before an exercise stops calling the candidate
-    exercise_seconds: float = 120.0  # one exercise's candidate code: import, calls, own tests
-    isolation: str | None = None  # None: the strongest available (or $KVGRADE_ISOLATION)
-
-    @property
-    def max_processes(self) -> int:
-        return self.processes or 64
-
-
-def scrubbed_env(home: Path, marker: str = "", seed: int = 0, site: Path | None = None) -> dict:
+def scrubbed_env(home: Path, marker: str = "", seed: int = 0, site: Path | None = None,
+                 policy: Limits | None = None) -> dict:
     """Only what Python and a single-threaded BLAS need; nothing of the grader's environment."""
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(home),
-        "TMPDIR": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "KVGRADE_SEED": str(int(seed)),
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        # A fixed mmap threshold (setting it turns glibc's adaptive one off): every large array
-        # is its own mapping, returned on free, so the cgroup's peak sees each allocation
-        # instead of reused heap that was charged once, steps ago.
-        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
-    }
-    if site is not None:  # where sitecustomize.py seeds the generators
-        env["PYTHONPATH"] = str(site)
-    # Some machines need these to keep OpenBLAS from crashing; they carry no secrets.
-    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if key in os.environ:
-            env[key] = os.environ[key]
-    if marker:
-        env[MARKER] = marker
-    return env
+    return (policy or Limits()).environment_for(home, marker, seed, site, MARKER)
 
 
 def _unshare_network():
@@ -110,17 +64,15 @@ def _no_new_privs():
 
 
 def _preexec(limits: Limits, level: str, uid: int | None, group: cgroup.Group | None):
+    rlimits = limits.rlimits(level)  # computed before the fork: nothing to allocate in the child
+
     def preexec():
         if group is not None:
             group.join()  # first: everything below, and every fork, is counted
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+        for which, soft, hard in rlimits:
+            resource.setrlimit(which, (soft, hard))
         if level == "uid":
             _unshare_network()
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -307,14 +259,14 @@ def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fd
     control group, under the limits."""
     uid, marker = None, secrets.token_hex(12)
     site = scratch.add_site()
-    command = [sys.executable, "-s", "-P", "-B", *argv]
+    command = [PYTHON, "-s", "-P", "-B", *argv]
     if level == "bwrap":
-        command = bwrap_prefix(scratch, limits.scratch_bytes) + command
+        command = limits.bwrap_args(scratch) + command
     elif level == "uid":
         uid = secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]) + _UID_RANGE[0]
         scratch.give_to(uid)
-    env = scrubbed_env(scratch.work, marker, seed, site)
-    group = cgroup.create(limits.memory_bytes, limits.max_processes)
+    env = scrubbed_env(scratch.work, marker, seed, site, limits)
+    group = cgroup.create(*limits.cgroup_limits())
     out_r, out_w = os.pipe()
     try:
         proc = subprocess.Popen(command, cwd=scratch.work, env=env, stdin=subprocess.DEVNULL, stdout=out_w,
@@ -332,8 +284,77 @@ def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fd
 
 
 def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=(), seed: int = 0) -> Child:
-    """Start a child at the strongest isolation level available (see ``isolation.py``)."""
+    """Start a child at the strongest isolation level available (see ``isolation_level``)."""
     return start(argv, scratch, limits, isolation_level(limits), pass_fds, seed)
+
+
+def isolation_level(limits: Limits | None = None) -> str:
+    """The level children get: the one asked for (or the strongest), if this machine has it.
+
+    A level not installed here gives way to the next; one installed whose probe (a real child
+    running ``import numpy``) fails twice is an ``IsolationError``, never a silent downgrade.
+    """
+    wanted = (limits.isolation if limits else None) or os.environ.get("KVGRADE_ISOLATION") or "bwrap"
+    if wanted not in LEVELS:
+        raise IsolationError(f"unknown isolation level {wanted!r} (KVGRADE_ISOLATION or Limits.isolation); "
+                             f"choose from {', '.join(LEVELS)}")
+    for level in LEVELS[LEVELS.index(wanted):]:
+        if not _installed(level):
+            continue
+        why = _failure(level)
+        if why is None:
+            return level
+        weaker = LEVELS[LEVELS.index(level) + 1]
+        raise IsolationError(f"the {level} isolation level is installed but does not work here: {why} "
+                             f"(tried twice); fix it, or ask for a weaker level with KVGRADE_ISOLATION={weaker}")
+    return "process"
+
+
+def _installed(level: str) -> bool:
+    if level == "bwrap":
+        return shutil.which("bwrap") is not None
+    if level == "uid":  # root, and a Python that a fresh uid may run
+        return os.geteuid() == 0 and _world_executable(Path(os.path.realpath(PYTHON)))
+    return True
+
+
+def _world_executable(path: Path) -> bool:
+    try:
+        return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+    except OSError:
+        return False
+
+
+@functools.cache
+def _failure(level: str) -> str | None:
+    """Why ``level`` does not work here (None: it works); a failed probe is retried once."""
+    if level == "process":
+        return None
+    why = _probe(level)
+    return why and _probe(level)
+
+
+def _probe(level: str) -> str | None:
+    """Run ``import numpy`` in a child at ``level``: None when it works, else why not."""
+    scratch = Scratch(prefix="kvgrade-probe-")
+    try:
+        child = start(["-c", "import numpy; print('kvgrade-ok')"], scratch, Limits(), level)
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        kill(child)
+        output = scratch.output_tail(300)
+        if child.returncode == 0 and "kvgrade-ok" in output:
+            return None
+        last = output.splitlines()[-1][:200] if output else "no output"
+        if child.returncode is None:
+            return "it did not finish within 30 s"
+        return f"it exited with {child.returncode}: {last}"
+    except OSError as exc:
+        return f"it could not start: {exc}"
+    finally:
+        scratch.remove()
 
 
 def kill(child: Child | None) -> None:

@@ -212,7 +212,8 @@ class Worker:
             out_arrays: list = []
             reply = wire.pack({"ok": True, "id": request["id"], "value": wire.encode(value, out_arrays)}, out_arrays)
         except Exception as exc:  # noqa: BLE001  the candidate asked for something invalid
-            reply = wire.pack({"ok": False, "id": request["id"], "error": f"{type(exc).__name__}: {str(exc)[:500]}"}, [])
+            error = f"{type(exc).__name__}: {str(exc)[:500]}"
+            reply = wire.pack({"ok": False, "id": request["id"], "error": error}, [])
         self._write(reply, deadline)
 
 

@@ -64,9 +64,12 @@ POSITION_MISTAKES = [  # (diagnosis id, rule, sentence for a step (P, T))
      lambda P, T: f"with {tokens(P)} cached, the new ones were embedded from position 0, not {P}: "
                   "every step looks like the start of the sequence"),
 ]
-_TOP_LEFT_SENTENCE = (lambda P, T: f"with {tokens(P)} cached and {T} new, new token i saw cached tokens 0 .. i "
-                      f"only, not 0 .. {P} + i: the prefill triangle in the top-left corner instead of the "
-                      "bottom-right")
+def _TOP_LEFT_SENTENCE(P, T):  # noqa: N802  (a sentence, like the lambdas beside it)
+    return (f"with {tokens(P)} cached and {T} new, new token i saw cached tokens 0 .. i only, not 0 .. {P} + i: "
+            "the prefill triangle in the top-left corner instead of the bottom-right")
+
+
+
 MASK_MISTAKES = [
     ("top_left_chunk_mask", Rule("top_left", _right_position, _top_left), _TOP_LEFT_SENTENCE),
     ("top_left_chunk_mask", Rule("top_left_in_chunks", _right_position,

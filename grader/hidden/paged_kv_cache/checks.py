@@ -17,9 +17,9 @@ from grader.checking import expect_array, expect_rejected, fail, odd_size_closed
 from grader.sandbox import CandidateRaised, Lent
 
 from . import diagnosis, oracle
+from .diagnosis import Failure, Layout
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
-from .diagnosis import Failure, Layout
 
 
 
@@ -495,7 +495,7 @@ def check_long_sequence(ex):
 
 def check_numpy_integer_arguments(ex):
     """Sizes and sequence ids given as numpy integers (np.int64) work everywhere."""
-    rng, i = ex.rng, np.int64
+    i = np.int64
     try:
         run = Run(ex, i(50), i(7), i(3), i(5), group=5)
         run.add(i(11)), run.add(i(12))

@@ -420,9 +420,9 @@ def check_numpy_integer_arguments(ex):
             q, k, v = (rng.standard_normal((T, int(D))) for _ in range(3))
             out = ex.candidate.windowed_attention_step(cache, q, k, v, np.int64(W))
             start = ring.length
+            stored = np.concatenate([ring.positions, start + np.arange(T)])
             want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
-                                           oracle.window_mask(start + np.arange(T),
-                                                              np.concatenate([ring.positions, start + np.arange(T)]), W))
+                                           oracle.window_mask(start + np.arange(T), stored, W))
             ring.append(k, v)
             got = expect_array(out, call="windowed_attention_step with numpy ints", shape=(T, int(D)), kind="f")
             if not np.allclose(got, want, rtol=0, atol=diagnosis.TOLERANCE):

@@ -14,9 +14,9 @@ import numpy as np
 from grader.checking import Miss, chunk_sizes, expect_array, expect_rejected, fail, measure, odd_size, settle
 
 from . import diagnosis, oracle
+from .diagnosis import Seen, Step
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
-from .diagnosis import Seen, Step
 
 
 

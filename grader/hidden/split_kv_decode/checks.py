@@ -172,8 +172,8 @@ def _expect_merge(ex, parts: Parts, order=None, label="") -> Miss | None:
 def check_merge_matches_all_keys(ex):
     """Merging N parts (N = 1 .. 13, some empty, some masked) equals attention over all their keys."""
     rng = ex.rng
-    misses = [_expect_merge(ex, _parts(rng, N, odd_size(rng, 3, 25), odd_size(rng, 20, 300), odd_size(rng, 3, 40), ex.seed,
-                                       scale=float(rng.choice([1.0, 4.0]))))
+    misses = [_expect_merge(ex, _parts(rng, N, odd_size(rng, 3, 25), odd_size(rng, 20, 300), odd_size(rng, 3, 40),
+                                       ex.seed, scale=float(rng.choice([1.0, 4.0]))))
               for N in (1, 2, 3, 7, 13)]
     settle(ex, misses)
 

@@ -502,7 +502,6 @@ def check_decode_mask_without_padding(ex):
 
 def check_decode_mask_long_rows(ex):
     """Rows longer than 2**16 columns, padded by more than 2**15 on one."""
-    rng = ex.rng
     expect_decode_masks(ex, [(padded([40_000, 0], LONG), np.int64(3))], "long rows")
 
 

@@ -32,7 +32,8 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if scores.ndim < 1 or mask.shape != scores.shape:
         raise ValueError(f"scores and mask need the same shape [..., S], got {scores.shape} and {mask.shape}")
     out = np.zeros_like(scores)
-    rows, allowed, flat = scores.reshape(-1, scores.shape[-1]), mask.reshape(-1, mask.shape[-1]), out.reshape(-1, scores.shape[-1])
+    width = scores.shape[-1]
+    rows, allowed, flat = scores.reshape(-1, width), mask.reshape(-1, width), out.reshape(-1, width)
     for r in range(rows.shape[0]):
         keep = np.flatnonzero(allowed[r])
         if keep.size:

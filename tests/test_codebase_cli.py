@@ -1,0 +1,175 @@
+"""The CLI is a thin layer over grader.api, and keeps its conventions: one-line errors, --json
+where a script reads the output, no folder created by a hint, the path inside the submission,
+a workspace that shows its own exercises, hints only where they can be run."""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader import api, catalog, engine
+from grader.cli import main
+
+KIT = catalog.KIT_ROOT
+SOLUTIONS = KIT / "solutions"
+
+
+def kvgrade(*args, cwd=None, env=None):
+    """The real command, in a child process: what a user's terminal shows."""
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=cwd or KIT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(KIT), **(env or {})},
+                          check=False)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("args", [
+    ["grade", "no/such/folder"],
+    ["grade", SOLUTIONS, "-e", "nope"],
+    ["show", "nope"],
+    ["grade", SOLUTIONS, "--check", "x"],
+])
+def test_an_error_is_one_line_on_stderr(args, tmp_path):
+    ran = kvgrade(*args, cwd=tmp_path)
+    assert ran.returncode == 2 and ran.stdout == ""
+    lines = ran.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in ran.stderr, ran.stderr
+
+
+def test_a_refusal_for_want_of_isolation_is_one_line_without_usage(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "decode_mask.py").write_text("x = 1\n")
+    ran = kvgrade("batch", tmp_path, "--out", tmp_path / "out", cwd=tmp_path, env={"KVGRADE_ISOLATION": "process"})
+    assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert "refusing to run other people's code" in ran.stderr and "Try " not in ran.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_list_shows_each_time_box_and_has_json():
+    listed = json.loads(invoke("list", "--json").output)
+    assert [e["id"] for e in listed] == [e.id for e in catalog.exercises()]
+    for entry in listed:
+        assert entry["minutes"] == catalog.get(entry["id"]).rubric.time_box_minutes
+    text = invoke("list").output.splitlines()
+    for line, entry in zip(text, listed):
+        assert line.split()[0] == entry["id"] and (f"{entry['minutes']} min" in line if entry["minutes"] else True)
+
+
+def test_show_checks_has_json():
+    shown = json.loads(invoke("show", "tree_mask", "--checks", "--json").output)
+    assert shown and [c["id"] for c in shown] == list(catalog.get("tree_mask").checks)
+    assert invoke("show", "tree_mask", "--json").exit_code == 2  # --json lists checks only
+
+
+def test_batch_feedback_help_names_no_option_batch_lacks():
+    helped = " ".join(invoke("batch", "--help").output.split())
+    assert "--gradescope" not in helped and "--feedback" in helped
+
+
+def test_a_hint_outside_a_workspace_creates_nothing(tmp_path):
+    ran = kvgrade("hint", "decode_mask", cwd=tmp_path)
+    assert ran.returncode == 2 and "not a workspace" in ran.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_hint_inside_a_workspace_is_logged(tmp_path):
+    assert invoke("start", tmp_path / "ws", "-e", "decode_mask").exit_code == 0
+    out = invoke("hint", "decode_mask", tmp_path / "ws")
+    assert out.exit_code == 0 and out.output.startswith("hint 1 of ")
+    assert (tmp_path / "ws" / ".kvgrade" / "hints.jsonl").is_file()
+
+
+def zipped(tmp_path, files: dict) -> Path:
+    archive = tmp_path / "cand.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name, source in files.items():
+            zf.writestr(name, source)
+    return archive
+
+
+def test_a_zip_with_two_top_folders_names_them_and_the_rule(tmp_path):
+    archive = zipped(tmp_path, {"take_home/decode_mask.py": (SOLUTIONS / "decode_mask.py").read_text(),
+                                "scratch/notes.py": "x = 1\n"})
+    out = invoke("grade", archive)
+    assert out.exit_code == 2
+    for needle in ("holds no exercise module", "scratch/", "take_home/", "single top folder",
+                   "take_home/ holds exercise modules"):
+        assert needle in out.output, (needle, out.output)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inside", ["decode_mask.py", "take_home/decode_mask/decode_mask.py"])
+def test_a_zip_is_reported_by_its_path_inside_the_submission(tmp_path, inside):
+    archive = zipped(tmp_path, {inside: (SOLUTIONS / "decode_mask.py").read_text()})
+    out = invoke("grade", archive, "-e", "decode_mask", "--check", "plain_decode", "--json", "-")
+    (ex,) = json.loads(out.output)["exercises"]
+    assert ex["module"] == str(archive / inside) and "kvgrade-zip-" not in out.output
+
+
+@pytest.mark.slow
+def test_a_workspace_shows_its_own_exercises_and_requires_none(tmp_path):
+    ws = tmp_path / "ws"
+    assert invoke("start", ws, "-e", "decode_mask,tree_mask").exit_code == 0
+    (ws / "tree_mask" / "tree_mask.py").write_text((SOLUTIONS / "tree_mask.py").read_text())
+    ran = kvgrade("grade", ws, "--json", "-", cwd=tmp_path)
+    data = json.loads(ran.stdout)
+    assert [e["id"] for e in data["exercises"]] == ["decode_mask", "tree_mask"]
+    assert not any(e["required"] for e in data["exercises"]) and data["overall"]["level"] == "strong_hire"
+    assert "showing this workspace's exercises (decode_mask, tree_mask)" in ran.stderr
+    chosen = json.loads(kvgrade("grade", ws, "-e", "decode_mask", "--json", "-", cwd=tmp_path).stdout)
+    assert [(e["id"], e["required"]) for e in chosen["exercises"]] == [("decode_mask", True)]
+
+
+def test_api_grade_forwards_live_to_the_engine(monkeypatch, tmp_path):
+    """The live room calls api.grade(..., live=True): the engine gets it."""
+    seen = {}
+    real = engine.grade
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        kwargs.pop("live", None)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(engine, "grade", spy)
+    (tmp_path / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    result = api.grade(tmp_path, ["decode_mask"], checks={"plain_decode"}, live=True)
+    assert seen["live"] is True and result.exercise("decode_mask").checks[0].passed
+
+
+def test_hints_are_not_offered_where_they_cannot_be_run(top_left_example, tmp_path):
+    """Gradescope students and candidates holding a summary copy have no `kvgrade hint` to run."""
+    result = api.grade(top_left_example, ["decode_mask"], checks={"plain_decode"})
+    for fmt in ("gradescope", "markdown", "html"):
+        text = api.report(result, fmt, feedback=None if fmt == "gradescope" else "summary")
+        assert "kvgrade hint" not in text and "hints used" not in text, fmt
+
+
+def test_the_classroom_readme_names_no_folder_and_says_how_it_is_graded(tmp_path):
+    from grader.platforms.classroom import write_starter
+
+    write_starter(tmp_path / "my_repo", ["decode_mask"], 7, "hire", install="kvgrade")
+    readme = (tmp_path / "my_repo" / "README.md").read_text()
+    assert "self-study workspace" not in readme and "my_repo" not in readme and "kvgrade hint" not in readme
+    assert "every push" in readme and "install kvgrade" in readme
+    assert "kvgrade grade . -e decode_mask --seed 7 --fail-under hire" in readme
+
+
+def test_every_command_is_a_thin_call_into_the_api():
+    """No command body grades, renders or neutralises by itself: those are the API's."""
+    source = (KIT / "grader" / "cli.py").read_text()
+    for private in ("engine", "neutralized", "for_candidate", "render.html", "render.markdown", "grade_many"):
+        assert private not in source, private
+
+
+def test_notes_naming_a_hint_the_rubric_lacks_are_one_line(tmp_path):
+    (tmp_path / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    (tmp_path / "notes.toml").write_text("[decode_mask]\nhints = [99]\n")
+    ran = kvgrade("grade", tmp_path, "-e", "decode_mask", "--check", "plain_decode", "--notes", tmp_path / "notes.toml",
+                  cwd=tmp_path)
+    assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert ran.stderr.startswith("Error: ") and "--notes" in ran.stderr

@@ -1,0 +1,80 @@
+"""Guardrails for the next contributor: every exercise has the parts that keep it honest
+(mutants, correct variants, an oracle test), the README's counts follow the tree, no two
+modules import each other, and lint stays clean."""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from grader import catalog
+
+KIT = catalog.KIT_ROOT
+EXERCISES = catalog.exercises()
+README = (KIT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=[e.id for e in EXERCISES])
+def test_every_exercise_has_mutants_correct_variants_and_an_oracle_test(ex):
+    assert ex.mutants, f"{ex.id}: no known-wrong solution in solutions/mutants/{ex.id}/"
+    assert ex.correct_variants, f"{ex.id}: no correct variant in solutions/variants/{ex.id}/"
+    assert (KIT / "tests" / f"test_{ex.id}_oracle.py").is_file(), f"{ex.id}: no tests/test_{ex.id}_oracle.py"
+    assert ex.rubric.time_box_minutes, f"{ex.id}: no time_box_minutes in its rubric (kvgrade list shows it)"
+
+
+def test_the_readme_counts_follow_the_tree():
+    rows = re.findall(r"^\| `(\w+)` \| ", README.split("## The exercises", 1)[1].split("\n## ", 1)[0], re.M)
+    assert rows == [e.id for e in EXERCISES] or sorted(rows) == sorted(e.id for e in EXERCISES), rows
+    mutants = sum(len(e.mutants) for e in EXERCISES)
+    variants = sum(len(e.correct_variants) for e in EXERCISES)
+    stated = re.search(r"one known-wrong version per classic mistake \((\d+) in all", README)
+    assert stated and int(stated.group(1)) == mutants, f"the README says {stated and stated.group(1)}; {mutants}"
+    stated = re.search(r"correct answers written\s+differently \((\d+):", README)
+    assert stated and int(stated.group(1)) == variants, f"the README says {stated and stated.group(1)}; {variants}"
+
+
+def _imports(path: Path, names: set[str]) -> set[str]:
+    """The grader modules ``path`` imports (relative or absolute, at any depth of the file)."""
+    me = ".".join(path.relative_to(KIT).with_suffix("").parts).removesuffix(".__init__")
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != me and not me.startswith(target + "."):  # not itself or its package
+                found.add(target)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    """Dependencies run one way: what two modules both need lives below both."""
+    files = sorted((KIT / "grader").rglob("*.py"))
+    names = {".".join(f.relative_to(KIT).with_suffix("").parts).removesuffix(".__init__") for f in files}
+    graph = {".".join(f.relative_to(KIT).with_suffix("").parts).removesuffix(".__init__"): _imports(f, names)
+             for f in files}
+    packages = {n for n in names if any(m.startswith(n + ".") for m in names)}  # an __init__ re-exports
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [m for m in graph[start] if m not in packages]
+        while todo:
+            module = todo.pop()
+            if module == goal:
+                return True
+            if module not in seen:
+                seen.add(module)
+                todo += [m for m in graph.get(module, ()) if m not in packages]
+        return False
+    circles = sorted(f"{a} <-> {b}" for a in graph if a not in packages for b in graph[a]
+                     if b not in packages and a < b and reaches(b, a))
+    assert not circles, circles
