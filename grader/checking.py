@@ -72,28 +72,47 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
 
 
 def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None, **kwargs):
-    """Calling ``fn`` in the candidate must raise ``exception`` (or a subclass of it)."""
+    """Calling ``fn`` in the candidate must raise ``exception`` (or a subclass of it); what it did
+    instead is described as in :func:`expect_rejected`, without naming a diagnosis."""
     try:
         value = fn(*args, **kwargs)
     except CandidateRaised as exc:
         if exc.is_a(exception):
             return exc
-        fail(f"{call} raised {exc.type_name} ({exc.message}); expected {exception}", case, kind="hygiene")
+        _raised_instead(exc, call, exception, case)
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
+
+
+WRONG_REJECTIONS = ("TypeError", "AssertionError")  # deliberate rejections, in another class than asked
 
 
 def expect_rejected(ex: "ExerciseRun", fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
-    """Invalid arguments: calling ``fn`` must raise ValueError. When it returns or raises anything
-    else, ``diagnosis`` (the exercise's own id, named at the call so the rubric's ids can be
-    found in its checks) is named ("<call> did not raise ValueError: <why>") and the hygiene failure
-    of :func:`expect_raises` propagates. A crash or a timeout is not this mistake and names nothing;
-    checks of the state after a rejected call are separate and name nothing either."""
+    """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did:
+    it returned a value (accepted: ``diagnosis``, the exercise's own id named at the call so the
+    rubric's ids can be found in its checks, is named, "<call> did not raise ValueError: <why>",
+    a hygiene failure); it rejected them with TypeError or an assertion (hygiene, nothing named);
+    it reached one of the child's limits (a crash that names the limit and its value); it raised
+    anything else, such as AttributeError or NotImplementedError (a crash). Timeouts and deaths
+    propagate as crashes. Checks of the state after a rejected call are separate."""
     try:
-        return expect_raises(fn, *args, call=call, case=case, **kwargs)
-    except CheckFailure:
-        ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
-        raise
+        value = fn(*args, **kwargs)
+    except CandidateRaised as exc:
+        if exc.is_a("ValueError"):
+            return exc
+        _raised_instead(exc, call, "ValueError", case)
+    ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
+    fail(f"{call} returned {summarize(value)}; expected it to raise ValueError", case, kind="hygiene")
+
+
+def _raised_instead(exc: CandidateRaised, call: str, expected: str, case):
+    """Fail for a call that raised ``exc`` where ``expected`` was due, saying what happened."""
+    if exc.bound:
+        fail(f"{call} raised {exc.type_name}: it reached {exc.bound} ({exc.message[:120]})", case, kind="crash")
+    if any(exc.is_a(name) for name in WRONG_REJECTIONS):
+        fail(f"{call} raised {exc.type_name} ({exc.message[:120]}); expected {expected}", case, kind="hygiene")
+    fail(f"{call} crashed with {exc.type_name} ({exc.message[:120]}) where it should raise {expected}", case,
+         kind="crash")
 
 
 def _article(word: str) -> str:

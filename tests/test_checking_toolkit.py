@@ -114,8 +114,7 @@ def test_a_rejected_call_passes_and_names_nothing():
     assert raised.type_name == "SizeError" and ex.diagnoses == {}
 
 
-@pytest.mark.parametrize("fn, said", [(lambda n, window: [n, window], "returned a list of length 2"),
-                                      (_raising("TypeError"), "raised TypeError")])
+@pytest.mark.parametrize("fn, said", [(lambda n, window: [n, window], "returned a list of length 2")])
 def test_a_call_that_does_not_raise_value_error_names_the_exercises_diagnosis(fn, said):
     ex = _run()
     with pytest.raises(CheckFailure) as failure:

@@ -169,7 +169,7 @@ class Sandbox:
                 raise BadValue(f"{what} returned a value the grader cannot read: {error['message']}")
             if error["type"] == "NotImplementedError":
                 self.calls_not_implemented += 1
-            raise CandidateRaised(what, error)
+            raise CandidateRaised(what, error, self.limits)
         if ok is not True:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))

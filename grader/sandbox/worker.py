@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import os
 import select
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -191,10 +192,21 @@ class Worker:
         except Exception:  # noqa: BLE001  still running: killed below
             pass
         code = exit_status(self.child)
+        bound = self._bound_reached(code)
         kill(self.child)
         tail = self.scratch.output_tail(160).splitlines()
         last = f"; its last output: {tail[-1][:160]!r}" if tail else ""
-        return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{last}")
+        reached = f"; it reached {bound}" if bound else ""
+        return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{reached}{last}")
+
+    def _bound_reached(self, code) -> str | None:
+        """The limit, with its value, that explains how the child ended (None: none we know of)."""
+        if code == -signal.SIGXCPU:
+            return f"the CPU time limit of {self.limits.cpu_seconds} s"
+        group = self.child.group
+        if code == -signal.SIGKILL and group is not None and group.reached_memory_limit():
+            return f"the memory limit of {self.limits.memory_bytes >> 20} MiB"
+        return None
 
     def _write(self, data: bytes, deadline: float):
         write_all(self.to_child, data, deadline)
