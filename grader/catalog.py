@@ -108,7 +108,7 @@ class Exercise:
         """The ids of the hidden checks (``check_<id>`` functions), read without importing them."""
         from .checklist import hidden_checks  # checklist imports this module
 
-        return set(hidden_checks(self))
+        return set(hidden_checks(self, general=False))  # the general rules' checks cap by kind alone
 
     @cached_property
     def mutants(self) -> list[Mutant]:

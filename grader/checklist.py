@@ -15,8 +15,9 @@ from .catalog import Exercise
 GRADER_ROOT = Path(__file__).resolve().parent
 
 
-def hidden_checks(exercise: Exercise) -> dict[str, str]:
-    """``{check id: first docstring line}`` in the order the checks are written.
+def hidden_checks(exercise: Exercise, general: bool = True) -> dict[str, str]:
+    """``{check id: first docstring line}`` in the order the checks are written, then (with
+    ``general``) the general rules' checks every exercise gets (``hidden/_general.py``).
 
     A check is defined there (``def check_x``) or shared: ``check_x = module.check_x`` with
     ``module`` imported from the grader (``from grader import own_tests``), read from that
@@ -33,7 +34,15 @@ def hidden_checks(exercise: Exercise) -> dict[str, str]:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.startswith("check_"):
             found[node.targets[0].id.removeprefix("check_")] = _shared_doc(node.value, imported)
-    return found
+    return found | (general_checks() if general else {})
+
+
+def general_checks() -> dict[str, str]:
+    """The general rules' checks, run after every exercise's own: they sit under no rubric
+    criterion and cap by their failure kind alone."""
+    tree = ast.parse((GRADER_ROOT / "hidden" / "_general.py").read_text())
+    return {node.name.removeprefix("check_"): _first_line(ast.get_docstring(node)) for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")}
 
 
 def _shared_doc(value: ast.expr, imported: dict[str, str]) -> str:

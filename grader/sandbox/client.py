@@ -9,16 +9,67 @@ the grader cannot use.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
 import time
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import wire
 from .errors import BadValue, CandidateCrashed, CandidateFault, CandidateLoadError, CandidateRaised, \
     CandidateTimeout, CandidateUnavailable, error_of
 from .isolation import isolation_level
 from .launch import Limits
-from .remote import CallStats, RemoteObject
+from .remote import CallStats, Lent, RemoteObject
 from .worker import ModuleToLoad, State, Worker
+
+RECORDED_PER_FUNCTION = 24  # module-level calls kept per function, for the general rules' replays
+RECORDED_BYTES = 64 << 10  # the largest call (arguments and answer) kept: small inputs replay fast
+OWNERSHIP_KEPT = 5  # events of each kind kept for messages
+
+
+@dataclass
+class Recorded:
+    """A module-level call that took no object argument, and its answer: copies of both."""
+    name: str
+    args: tuple
+    kwargs: dict
+    value: object
+    what: str
+
+
+@dataclass
+class Ownership:
+    """What the child's probes reported over the candidate's calls (the first few of each kind):
+    arguments a call changed, arrays returned earlier that a later call changed, and replies
+    that carried no valid probe (which count against the candidate, never for)."""
+    probed: int = 0
+    changed: list = field(default_factory=list)  # (call, [argument labels])
+    moved: list = field(default_factory=list)  # (earlier call, later call)
+    unreported: list = field(default_factory=list)  # calls
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(map(_nbytes, value)) + 8 * len(value)
+    if isinstance(value, dict):
+        return sum(map(_nbytes, value.values()))
+    return 8
+
+
+def _plain(value) -> bool:
+    """Data only: no object living in the child, none the grader lends."""
+    if isinstance(value, (RemoteObject, Lent)):
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(map(_plain, value.values()))
+    return True
 
 
 class Sandbox:
@@ -41,6 +92,10 @@ class Sandbox:
         self.spent = 0.0  # seconds spent waiting on candidate code: loads and calls
         self._started_at = 0.0
         self.module = RemoteObject(self, None, module.name, False, 0)
+        self.ownership = Ownership()
+        self.recorded: dict[str, list[Recorded]] = {}  # function name -> calls, for replays
+        self.recording = True
+        self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
 
     def launch(self) -> "Sandbox":
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -138,8 +193,10 @@ class Sandbox:
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "
                                        "candidate process restarted after an earlier fault")
         worker = self.worker
+        kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        probed = header["op"] == "call" and not kit
         tree, arrays = worker.encode_args({"args": list(args), "kwargs": dict(kwargs or {})})
-        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"])
+        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed)
         began = time.monotonic()
         try:
             reply, reply_arrays, stats = worker.request(header, arrays, what, measure)
@@ -148,7 +205,8 @@ class Sandbox:
         finally:
             worker.hosts.clear()
             self.spent += time.monotonic() - began
-        kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        if probed:
+            self._take_probe(reply, what)
         try:
             value = self._value_of(reply, reply_arrays, what, kit)
         except (BadValue, wire.WireError) as exc:
@@ -158,8 +216,40 @@ class Sandbox:
         except Exception as exc:  # noqa: BLE001  anything else the child's data triggers is its fault
             raise self._fault(BadValue(f"{what} sent back a reply the grader cannot use "
                                        f"({type(exc).__name__}: {str(exc)[:200]})")) from None
-        self.calls_ok += header["op"] == "call" and not kit
+        self.calls_ok += probed
+        if probed and obj.handle is None and self.recording:
+            self._record(header["name"], args, kwargs or {}, value, what)
         return value, stats
+
+    def _take_probe(self, reply: dict, what: str):
+        """Keep what the child's probe says about this call; a missing or malformed probe is kept
+        as unreported (the reply is the child's word: only well-typed fields count)."""
+        own = self.ownership
+        own.probed += 1
+        probe = reply.get("probe")
+        self._calls_by_id[self.generation, reply.get("id")] = what
+        while len(self._calls_by_id) > 256:
+            self._calls_by_id.popitem(last=False)
+        changed = probe.get("changed") if isinstance(probe, dict) else None
+        moved = probe.get("moved") if isinstance(probe, dict) else None
+        if not (isinstance(changed, list) and all(isinstance(c, str) for c in changed) and isinstance(moved, list)
+                and all(isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m) for m in moved)):
+            if len(own.unreported) < OWNERSHIP_KEPT:
+                own.unreported.append(what)
+            return
+        if changed and len(own.changed) < OWNERSHIP_KEPT:
+            own.changed.append((what, [c[:40] for c in changed[:10]]))
+        for request, _ in moved[:OWNERSHIP_KEPT - len(own.moved)]:
+            own.moved.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
+
+    def _record(self, name, args, kwargs, value, what):
+        """Keep a copy of a small module-level call on data only, for the general rules to replay."""
+        kept = self.recorded.setdefault(name, [])
+        if len(kept) >= RECORDED_PER_FUNCTION or not _plain((args, kwargs, value)):
+            return
+        if _nbytes((args, kwargs)) + _nbytes(value) <= RECORDED_BYTES:
+            kept.append(Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)),
+                                 copy.deepcopy(value), what))
 
     def _value_of(self, reply: dict, arrays, what: str, kit: bool):
         ok = reply.get("ok")
