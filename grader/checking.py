@@ -225,15 +225,24 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
 # -- evidence: memory and warnings -----------------------------------------------------------------
 
 
-def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **kwargs):
-    """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
+def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, holds: int = 0, **kwargs):
+    """(value, bytes over the budget's base or None, reported warnings) of ``target.name(*args, **kwargs)``.
 
-    The one place a check takes memory and warnings. Memory is measured by the grader, outside
-    the child (``target.measured``: a cgroup's peak, or the child's own high-water mark where no
-    cgroup can be had); ``memory=False`` takes the warnings only (``target.with_stats``, one
-    round trip fewer). A peak of None means nothing could be measured, never "fine". Warnings
-    are what the child reports: they may count against a candidate, never for one. A call that
-    runs out of memory is a broken must-not (the allocation was too large), not a crash.
+    The one place a check takes memory and warnings. The call is an ordinary call (nothing tells
+    the child it is measured) and its value is returned for the check to compare like any other.
+    Memory is the kernel's figure for the child's whole footprint over the whole request
+    (``target.measured``: a cgroup's peak, or the child's own high-water mark where no cgroup can
+    be had), memory held since import included. The figure returned is what is left of that peak
+    after the base every answer may use: a kit-only child's footprint measured in the same run
+    (``Sandbox.floor_bytes``), the arguments as received and twice the answer's own size. A call
+    on state (``holds``: the bytes of the keys and values the contract lets its cache hold,
+    computed by the check, never asked of the child) is judged twice, and the worse counts: what
+    the call added over the footprint the kernel saw as the request was written, and that
+    footprint over the floor and twice ``holds`` (room for a cache that grows by doubling).
+    Checks compare the figure with what their must-not would cost. ``memory=False`` takes the warnings only
+    (``target.with_stats``). None means nothing could be measured, never "fine". Warnings are what
+    the child reports: they may count against a candidate, never for one. A call that runs out of
+    memory is a broken must-not (the allocation was too large), not a crash.
     """
     try:
         if memory:
@@ -249,7 +258,29 @@ def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, **
             raise
         fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
              kind="must_not")
-    return value, stats.peak_bytes if memory else None, list(stats.warnings)
+    over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
+    return value, over, list(stats.warnings)
+
+
+def _over_base(ex, stats, data: int, holds: int) -> int | None:
+    floor = ex.sandbox.floor_bytes() if stats.peak_bytes is not None else None
+    if floor is None:
+        return None
+    if not holds:
+        return max(0, stats.peak_bytes - floor - data)
+    if stats.before_bytes is None:
+        return None
+    return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - 2 * holds)
+
+
+def _data_bytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(map(_data_bytes, value))
+    if isinstance(value, dict):
+        return sum(map(_data_bytes, value.values()))
+    return 0
 
 
 # -- diagnoses -------------------------------------------------------------------------------------

@@ -103,8 +103,7 @@ def _sample(ex, keep) -> list:
 
 
 def _size(recorded) -> int:
-    return sum(np.asarray(a).size for a in (*recorded.args, *recorded.kwargs.values())
-               if isinstance(a, (np.ndarray, list, tuple)))
+    return sum(a.size for a in _arrays((recorded.args, recorded.kwargs))) + len(str(recorded.what))
 
 
 def _replay(ex, recorded, args, kwargs, how):
@@ -154,7 +153,7 @@ def _ints(value):
         yield int(value.min())
         yield int(value.max())
     elif isinstance(value, (list, tuple)) and not all(isinstance(v, int) for v in value):
-        for v in value:  # a list of Python ints is an index list: lists stay lists
+        for v in value:  # a list of Python ints is an index list (or a shape): it stays as given
             yield from _ints(v)
     elif isinstance(value, dict):
         for v in value.values():
@@ -177,10 +176,8 @@ def _retyped(value, dtype):
         return dtype(value)
     if isinstance(value, np.ndarray) and value.dtype.kind == "i":
         return value.astype(dtype)
-    if isinstance(value, tuple):
-        return tuple(_retyped(v, dtype) for v in value)
-    if isinstance(value, list) and not all(isinstance(v, int) for v in value):
-        return [_retyped(v, dtype) for v in value]
+    if isinstance(value, (list, tuple)) and not all(isinstance(v, int) for v in value):
+        return type(value)(_retyped(v, dtype) for v in value)
     if isinstance(value, dict):
         return {k: _retyped(v, dtype) for k, v in value.items()}
     return value

@@ -14,6 +14,7 @@ import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from .launch import Limits
 from .remote import CallStats, Lent, RemoteObject
 from .worker import ModuleToLoad, State, Worker
 
+_FLOORS: dict = {}  # (kit helpers, limits) -> a kit-only child's footprint, once per process
 RECORDED_PER_FUNCTION = 24  # module-level calls kept per function, for the general rules' replays
 RECORDED_BYTES = 64 << 10  # the largest call (arguments and answer) kept: small inputs replay fast
 OWNERSHIP_KEPT = 5  # events of each kind kept for messages
@@ -96,6 +98,7 @@ class Sandbox:
         self.recorded: dict[str, list[Recorded]] = {}  # function name -> calls, for replays
         self.recording = True
         self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
+        self._released: list[int] = []  # handles of objects no check holds any more, for the next request
 
     def launch(self) -> "Sandbox":
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -196,7 +199,9 @@ class Sandbox:
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit
         tree, arrays = worker.encode_args({"args": list(args), "kwargs": dict(kwargs or {})})
-        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed)
+        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed,
+                      release=self._released[:])
+        self._released.clear()
         began = time.monotonic()
         try:
             reply, reply_arrays, stats = worker.request(header, arrays, what, measure)
@@ -263,6 +268,28 @@ class Sandbox:
         if ok is not True:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))
+
+    def floor_bytes(self) -> int | None:
+        """The whole footprint of a child that imported numpy and this exercise's kit helpers and
+        holds nothing else, measured by the same meter during one call (None: not measurable).
+        A measured call's budget starts here, never at a figure the candidate's child sets."""
+        key = (tuple(str(f) for f in self.spec.helper_files), self.limits)
+        if key not in _FLOORS:
+            helpers = "".join(f"import {Path(str(f)).stem}\n" for f in self.spec.helper_files)
+            source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
+            idle = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
+                                        self.spec.helper_files, seed=self.spec.seed), self.limits)
+            try:
+                _FLOORS[key] = idle.module.measured("kvgrade_idle")[1].peak_bytes
+            except CandidateFault:
+                _FLOORS[key] = None
+            finally:
+                idle.close()
+        return _FLOORS[key]
+
+    def release(self, obj: RemoteObject):
+        if obj.handle is not None and obj.generation == self.generation and self.worker is not None:
+            self._released.append(obj.handle)
 
     def helper(self, name: str) -> RemoteObject:
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""

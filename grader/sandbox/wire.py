@@ -128,12 +128,14 @@ def pack(header: dict, arrays: list) -> bytes:
 
 
 def _read_exact(fd: int, n: int, read=os.read) -> bytearray:
-    out = bytearray()
-    while len(out) < n:
-        chunk = read(fd, min(n - len(out), 1 << 20))
+    """``n`` bytes into one buffer allocated once (a message costs its size, not twice that)."""
+    out, got = bytearray(n), 0
+    while got < n:
+        chunk = read(fd, min(n - got, 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the pipe")
-        out += chunk
+        out[got:got + len(chunk)] = chunk
+        got += len(chunk)
     return out
 
 
@@ -188,6 +190,38 @@ def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
 
 
 def write_frame(fd: int, header: dict, arrays: list) -> None:
-    data = memoryview(pack(header, arrays))
+    """Write one frame part by part, each array's bytes straight from the array where it is
+    contiguous: a reply costs the writer no copy of what it carries."""
+    head = json.dumps(dict(header, arrays=len(arrays)), allow_nan=True).encode()
+    if len(head) > MAX_HEADER_BYTES:
+        raise WireError(f"a message header of {len(head):,} bytes exceeds the cap")
+    parts = [_npy_parts(a) for a in arrays]
+    sizes = [len(h) + n for h, _, n in parts]
+    if len(arrays) > MAX_ARRAYS or sum(sizes) > MAX_MESSAGE_BYTES or max(sizes, default=0) > MAX_FRAME_BYTES:
+        raise WireError(f"a message of {len(arrays)} arrays and {sum(sizes):,} bytes exceeds the cap")
+    _write_all(fd, _LEN.pack(len(head)) + head)
+    for (npy_head, body, _), size in zip(parts, sizes):
+        _write_all(fd, _LEN.pack(size) + npy_head)
+        _write_all(fd, body)
+
+
+def _npy_parts(arr: np.ndarray):
+    """(.npy header, body as a buffer, body size) of an array, the body not copied when contiguous."""
+    if arr.dtype.hasobject:
+        raise WireError(f"an array of Python objects ({arr.dtype}) cannot cross the wire")
+    fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+    buf = io.BytesIO()
+    try:
+        np.lib.format.write_array_header_2_0(buf, {"descr": np.lib.format.dtype_to_descr(arr.dtype),
+                                                   "fortran_order": bool(fortran), "shape": arr.shape})
+    except ValueError as exc:
+        raise WireError(str(exc)) from None
+    body = arr.T if fortran else arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+    view = memoryview(body.reshape(-1).view(np.uint8)) if body.size else memoryview(b"")
+    return buf.getvalue(), view, view.nbytes
+
+
+def _write_all(fd: int, data) -> None:
+    data = memoryview(data)
     while data:
         data = data[os.write(fd, data):]

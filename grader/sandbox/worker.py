@@ -149,8 +149,8 @@ class Worker:
         if meter is not None:
             meter.begin()
         reply, reply_arrays = self._exchange(header, arrays, self.limits.call_seconds, what)
-        stats = CallStats(time.monotonic() - began, *(meter.result() if meter else (None, None)),
-                          _warnings_of(reply))
+        peak, source, before = meter.result() if meter else (None, None, None)
+        stats = CallStats(time.monotonic() - began, peak, source, _warnings_of(reply), before)
         return reply, reply_arrays, stats
 
     def _exchange(self, header, arrays, timeout, what):
@@ -287,14 +287,15 @@ class _GroupMeter:
     """The kernel's peak for the child's cgroup, all its processes included: the whole footprint."""
 
     def __init__(self, group):
-        self.group, self.ready = group, False
+        self.group, self.ready, self.before = group, False, None
 
     def begin(self):
         self.ready = self.group.reset_peak()  # v1: the peak restarts from the usage now
+        self.before = self.group.usage() if self.ready else None
 
     def result(self):
         peak = self.group.peak() if self.ready else None
-        return (peak, "cgroup") if peak is not None else (None, None)
+        return (peak, "cgroup", self.before) if peak is not None else (None, None, None)
 
 
 class _HwmMeter:
@@ -302,7 +303,7 @@ class _HwmMeter:
     its resident size before the call (clear_refs); it misses what forked processes use."""
 
     def __init__(self, pid: int):
-        self.pid, self.ready = _python_pid(pid), False
+        self.pid, self.ready, self.before = _python_pid(pid), False, None
 
     def begin(self):
         try:
@@ -310,10 +311,12 @@ class _HwmMeter:
             self.ready = True
         except OSError:
             self.ready = False
+        rss = _status_kib(self.pid, "VmRSS") if self.ready else None
+        self.before = rss * 1024 if rss is not None else None
 
     def result(self):
         peak = _status_kib(self.pid, "VmHWM") if self.ready else None
-        return (peak * 1024, "vmhwm") if peak is not None else (None, None)
+        return (peak * 1024, "vmhwm", self.before) if peak is not None else (None, None, None)
 
 
 def _meter(child: Child):
