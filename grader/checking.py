@@ -32,6 +32,7 @@ import numpy as np
 from .catalog import Exercise
 from .result import FAILURE_KINDS, Diagnosis
 from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
+from .sandbox.wire import HELD_BYTES
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 
@@ -234,7 +235,8 @@ def measure(ex: "ExerciseRun", target, name: str, *args, memory: bool = True, ho
     (``target.measured``: a cgroup's peak, or the child's own high-water mark where no cgroup can
     be had), memory held since import included. The figure returned is what is left of that peak
     after the base every answer may use: a kit-only child's footprint measured in the same run
-    (``Sandbox.floor_bytes``), the arguments as received and twice the answer's own size. A call
+    (``Sandbox.floor_bytes``), the arguments as received, twice the answer's own size, and the
+    results the child holds for the ownership probes (``wire.HELD_BYTES``). A call
     on state (``holds``: the bytes of the keys and values the contract lets its cache hold,
     computed by the check, never asked of the child) is judged twice, and the worse counts: what
     the call added over the footprint the kernel saw as the request was written, and that
@@ -267,10 +269,10 @@ def _over_base(ex, stats, data: int, holds: int) -> int | None:
     if floor is None:
         return None
     if not holds:
-        return max(0, stats.peak_bytes - floor - data)
+        return max(0, stats.peak_bytes - floor - data - HELD_BYTES)
     if stats.before_bytes is None:
         return None
-    return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - 2 * holds)
+    return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - HELD_BYTES - 2 * holds)
 
 
 def _data_bytes(value) -> int:

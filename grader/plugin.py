@@ -18,7 +18,6 @@ from .hidden._general import GENERAL_CHECKS
 from .result import CheckResult
 from .sandbox import CandidateFault
 
-
 GENERAL_IDS = {fn.__name__.removeprefix("check_") for fn in GENERAL_CHECKS}
 
 

@@ -9,7 +9,8 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   gives a later call a visibly wrong answer (the value checks see it). The storage attributes
   an exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache
   or state object a function is given is digested by its type only, so its state may change.
-- Calls in any order and integer types: the sandbox keeps copies of up to
+- Calls in any order and integer types (ints become numpy scalars, int arrays and lists of ints
+  arrays, of the narrowest signed dtype that holds every int of the call): the sandbox keeps copies of up to
   ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
   first and shuffled, and compare with the answers first given.
@@ -152,8 +153,8 @@ def _ints(value):
     elif isinstance(value, np.ndarray) and value.dtype.kind == "i" and value.size:
         yield int(value.min())
         yield int(value.max())
-    elif isinstance(value, (list, tuple)) and not all(isinstance(v, int) for v in value):
-        for v in value:  # a list of Python ints is an index list (or a shape): it stays as given
+    elif isinstance(value, (list, tuple)):
+        for v in value:
             yield from _ints(v)
     elif isinstance(value, dict):
         for v in value.values():
@@ -176,7 +177,9 @@ def _retyped(value, dtype):
         return dtype(value)
     if isinstance(value, np.ndarray) and value.dtype.kind == "i":
         return value.astype(dtype)
-    if isinstance(value, (list, tuple)) and not all(isinstance(v, int) for v in value):
+    if isinstance(value, list) and value and all(type(v) is int for v in value):
+        return np.array(value, dtype=dtype)  # an index list: the contract takes it as an array too
+    if isinstance(value, (list, tuple)):
         return type(value)(_retyped(v, dtype) for v in value)
     if isinstance(value, dict):
         return {k: _retyped(v, dtype) for k, v in value.items()}

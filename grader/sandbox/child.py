@@ -28,7 +28,7 @@ _read, _write = os.read, os.write
 _crc32, _ndarray, _generic = zlib.crc32, np.ndarray, np.generic
 
 HELD_RESULTS = 8  # arrays returned by earlier calls that later replies report on
-HELD_BYTES = 2 << 20  # their total size: they count in the child's footprint, so stay small
+HELD_BYTES = wire.HELD_BYTES  # their total size: in the child's footprint, so small and allowed for
 DIGEST_DEPTH = 8  # nesting a digest follows (a kit object's attributes, a list of arrays)
 
 
@@ -187,7 +187,7 @@ class Probes:
 
     def report(self, before, args, kwargs) -> dict:
         """Which arguments changed during the call, and which held results changed since held."""
-        after = dict((label, digest(value, self.kit_modules)) for label, value in _labels(args, kwargs))
+        after = {label: digest(value, self.kit_modules) for label, value in _labels(args, kwargs)}
         changed = [label for label, d in before if after.get(label) != d]
         moved, kept = [], collections.deque()
         for entry in self.held:

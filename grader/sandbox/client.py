@@ -222,8 +222,11 @@ class Sandbox:
             raise self._fault(BadValue(f"{what} sent back a reply the grader cannot use "
                                        f"({type(exc).__name__}: {str(exc)[:200]})")) from None
         self.calls_ok += probed
-        if probed and obj.handle is None and self.recording:
-            self._record(header["name"], args, kwargs or {}, value, what)
+        if header["op"] == "getattr" and obj.handle is None and isinstance(value, RemoteObject):
+            value.module_attr = header["name"]
+        name = header.get("name") if obj.handle is None else obj.module_attr
+        if probed and name and self.recording:
+            self._record(name, args, kwargs or {}, value, what)
         return value, stats
 
     def _take_probe(self, reply: dict, what: str):

@@ -70,6 +70,7 @@ class RemoteObject:
         self._sandbox, self.handle, self.type_name = sandbox, handle, type_name
         self.is_callable, self.generation = is_callable, generation
         self.kit = kit  # made by a kit helper (ex.helper): its calls do not count as attempts
+        self.module_attr: str | None = None  # the module's attribute it is (a function read off the module)
 
     def _label(self, name=None):
         base = "" if self.handle is None else f"{self.type_name}."

@@ -21,6 +21,8 @@ MAX_HEADER_BYTES = 16 * 1024 * 1024  # the JSON header of a message
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a whole message: header and every array
 MAX_ARRAYS = 4096  # arrays in one message
 MAX_DEPTH = 64  # nesting of lists, tuples and dicts in a value
+HELD_BYTES = 2 << 20  # results the child holds for the ownership probes: the grader's, never charged
+MAX_ITEMS = 1 << 20  # JSON values in one header (each costs the reader a Python object)
 _LEN = struct.Struct(">Q")
 
 
@@ -172,10 +174,23 @@ def _array(buf: bytearray) -> np.ndarray:
     return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
 
 
+def _check_items(raw: bytearray) -> None:
+    """Refuse a header that would expand into more than MAX_ITEMS objects, before parsing it: a
+    16 MB header of ``[{}, {}, ...]`` is 4 million dicts. Every value but the first follows a
+    comma, and an empty container holds none, so commas plus brackets bound the count (from
+    above: a comma or bracket inside a string is counted too)."""
+    count = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if count > MAX_ITEMS:
+        raise WireError(f"a message header of {len(raw):,} bytes holds up to {count:,} values, over the cap of "
+                        f"{MAX_ITEMS:,}")
+
+
 def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
     """Read one frame: (header, arrays). ``read`` may enforce a deadline."""
+    raw = _read_part(fd, read, MAX_HEADER_BYTES)
+    _check_items(raw)
     try:
-        header = json.loads(_read_part(fd, read, MAX_HEADER_BYTES))
+        header = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise WireError(f"a message header is not JSON: {str(exc)[:200]}") from None
     count = header.get("arrays") if isinstance(header, dict) else None
