@@ -123,3 +123,37 @@ def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_boun
     passed, kind, message, peak_kib = __import__("json").loads(out.stdout.strip().splitlines()[-1])
     assert not passed and kind == "crash" and "values, over the cap" in message
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
+
+
+WHERE = '''
+import os, sys
+
+def decode_causal_mask(T, S):
+    seen = [repr(sys.path), repr(sys.argv), os.getcwd(), repr(dict(os.environ)), __file__]
+    seen += [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+    for name in ("/proc/self/mountinfo", "/proc/self/cmdline", "/proc/1/cmdline", "/proc/self/environ"):
+        try:
+            seen.append(open(name, "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+    try:
+        raise ValueError("where am I")
+    except ValueError as exc:
+        import traceback
+        seen.append("".join(traceback.format_exception(exc)))
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(sys.executable))}
+    python |= {os.path.realpath(p) for p in python}
+    for root in sorted(python, key=len, reverse=True):  # the Python installation may live anywhere
+        seen = [text.replace(root, "<python>") for text in seen]
+    leaked = [text[max(0, text.find(KIT) - 40):text.find(KIT) + 60] for text in seen if KIT in text]
+    raise ValueError("leaked: " + repr(leaked[:3]) if leaked else "nothing leaked")
+'''
+
+
+def test_the_kits_location_is_nowhere_the_child_can_read(tmp_path):
+    """Item 13: module files, sys.path, argv, the environment, tracebacks and /proc show scratch, the
+    candidate's files and the Python installation (which may itself sit in the kit's folder, as CI's
+    .venv does), never where the kit lives on this machine."""
+    path = _write(tmp_path, "decode_mask", f"KIT = {str(ROOT)!r}\n" + WHERE)
+    _, check = _check(path, "decode_mask", "plain_decode")
+    assert "nothing leaked" in check.message, check.message
