@@ -77,3 +77,28 @@ def test_the_process_limit_is_named_by_the_real_sandbox():
         sandbox.close()
     assert raised.value.bound == "the limit of 16 processes and threads", str(raised.value)
     assert "it reached the limit of 16 processes and threads" in str(raised.value)
+
+
+BOUNDS = b'''
+import numpy as np
+
+def big():
+    return np.ones(3 << 28).sum()  # 6 GiB of float64: past the memory limit
+
+def write():
+    with open("out.bin", "wb") as fh:
+        fh.write(b"x" * (9 << 20))  # past the file size limit
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, bound", [("big", f"the memory limit of {LIMITS.memory_bytes >> 20} MiB"),
+                                         ("write", f"the file size limit of {LIMITS.output_bytes >> 20} MiB")])
+def test_the_memory_and_file_size_limits_are_named_by_the_real_sandbox(name, bound):
+    sandbox = Sandbox(ModuleToLoad("bounds", [("bounds.py", BOUNDS)], []), LIMITS)
+    try:
+        with pytest.raises(CandidateRaised) as raised:
+            getattr(sandbox.module, name)()
+    finally:
+        sandbox.close()
+    assert raised.value.bound == bound, str(raised.value)
