@@ -65,7 +65,7 @@ def check_same_answer_in_any_order(ex):
 
 def check_any_signed_integer_type(ex):
     """Integers given as numpy scalars and arrays of any signed dtype that holds them work alike."""
-    for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None):
+    for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None, _fill):
         dtype = _narrowest(_widest((recorded.args, recorded.kwargs)))
         args, kwargs = _retyped(recorded.args, dtype), _retyped(recorded.kwargs, dtype)
         what = call_text(recorded.name, args, kwargs)
@@ -90,11 +90,11 @@ def _require_probes(own):
              "results: its reply lacked the probe every call carries", kind="crash")
 
 
-def _sample(ex, keep) -> list:
-    """Up to REPLAYED recorded calls that ``keep`` accepts, the smallest of each function first,
-    spread over every function (one of each, then a second of each, ...)."""
+def _sample(ex, keep, first=None) -> list:
+    """Up to REPLAYED recorded calls that ``keep`` accepts, in the order ``first`` gives (default:
+    the smallest first), spread over every function (one of each, then a second of each, ...)."""
     ex.sandbox.recording = False  # replays are not recorded again
-    by_name = {name: sorted((r for r in calls if keep(r)), key=lambda r: _size(r))
+    by_name = {name: sorted((r for r in calls if keep(r)), key=first or _size)
                for name, calls in sorted(ex.sandbox.recorded.items())}
     sample, depth = [], 0
     while len(sample) < REPLAYED and any(len(calls) > depth for calls in by_name.values()):
@@ -133,6 +133,13 @@ def _same(got, want, inputs) -> bool:
             return close(g, w, floats, min(magnitude, 1e4))
         return bool(np.array_equal(g, w))
     return got == want and type(got) is type(want)
+
+
+def _fill(recorded) -> float:
+    """Calls whose ints come nearest the top of their narrowest dtype first: where arithmetic in
+    that dtype wraps soonest."""
+    widest = _widest((recorded.args, recorded.kwargs))
+    return -widest / np.iinfo(_narrowest(widest)).max
 
 
 def _arrays(value):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,8 @@ class Sandbox:
         self.ownership = Ownership()
         self.recorded: dict[str, list[Recorded]] = {}  # function name -> calls, for replays
         self.recording = True
+        self._recordable: dict[str, int] = {}  # calls seen that could be kept, per function
+        self._sampler = random.Random(module.seed)
         self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
 
@@ -251,13 +254,16 @@ class Sandbox:
             own.moved.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
 
     def _record(self, name, args, kwargs, value, what):
-        """Keep a copy of a small module-level call on data only, for the general rules to replay."""
-        kept = self.recorded.setdefault(name, [])
-        if len(kept) >= RECORDED_PER_FUNCTION or not _plain((args, kwargs, value)):
+        """Keep a copy of a small module-level call on data only, for the general rules to replay:
+        a sample of every such call, the same for the same seed and calls (reservoir sampling)."""
+        if not _plain((args, kwargs, value)) or _nbytes((args, kwargs)) + _nbytes(value) > RECORDED_BYTES:
             return
-        if _nbytes((args, kwargs)) + _nbytes(value) <= RECORDED_BYTES:
-            kept.append(Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)),
-                                 copy.deepcopy(value), what))
+        kept = self.recorded.setdefault(name, [])
+        seen = self._recordable[name] = self._recordable.get(name, 0) + 1
+        slot = len(kept) if len(kept) < RECORDED_PER_FUNCTION else self._sampler.randrange(seen)
+        if slot < RECORDED_PER_FUNCTION:
+            call = Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)), copy.deepcopy(value), what)
+            kept[slot:slot + 1] = [call]
 
     def _value_of(self, reply: dict, arrays, what: str, kit: bool):
         ok = reply.get("ok")
