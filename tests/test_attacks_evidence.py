@@ -2,6 +2,7 @@
 real submission graded through the engine at the default isolation level, or, for the grader's
 own memory, through the CLI in a process of its own.
 """
+import json
 import os
 import subprocess
 import sys
@@ -118,9 +119,9 @@ def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_boun
               f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1, only_checks={{'plain_decode'}})\n"
               "c = r.exercise('decode_mask').checks[0]\n"
               "print(json.dumps([c.passed, c.kind, c.message, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    passed, kind, message, peak_kib = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    passed, kind, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
     assert not passed and kind == "crash" and "values, over the cap" in message
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
 
