@@ -158,3 +158,18 @@ def test_the_kits_location_is_nowhere_the_child_can_read(tmp_path):
     path = _write(tmp_path, "decode_mask", f"KIT = {str(ROOT)!r}\n" + WHERE)
     _, check = _check(path, "decode_mask", "plain_decode")
     assert "nothing leaked" in check.message, check.message
+
+
+def test_every_timed_call_gets_fresh_inputs(tmp_path):
+    """Item 7: the work check repeated identical inputs, so a memo of earlier answers passed it. A
+    submission that refuses to answer the same inputs twice shows that no timed call repeats."""
+    source = (SOLUTIONS / "varlen_attention.py").read_text() + (
+        "\n_seen = set()\n_right = varlen_attention\n\n"
+        "def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):\n"
+        "    key = (np.asarray(q).tobytes(), np.asarray(k).tobytes())\n"
+        "    if key in _seen:\n        raise RuntimeError('the same inputs twice')\n"
+        "    _seen.add(key)\n"
+        "    return _right(q, k, v, cu_seqlens_q, cu_seqlens_k)\n")
+    path = _write(tmp_path, "varlen_attention", source)
+    _, check = _check(path, "varlen_attention", "work_grows_per_sequence")
+    assert "the same inputs twice" not in check.message, check.message
