@@ -1,10 +1,13 @@
 """The hidden checks' toolkit: one sampler, one diagnosis rule, pictures where the mistake is."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from grader.checking import (CheckFailure, ExerciseRun, Variant, describe, expect_rejected, explain, grid_picture,
                              measure, odd_size)
 from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised, CandidateTimeout
+from grader.sandbox.wire import HELD_BYTES
 
 
 def test_odd_size_stays_in_its_half_open_range_and_avoids_powers_of_two():
@@ -59,6 +62,10 @@ def test_an_unknown_failure_kind_is_refused():
         CheckFailure("x", kind="bad")
 
 
+FLOOR = 20 << 20  # a kit-only child's footprint
+_FLOORED = SimpleNamespace(sandbox=SimpleNamespace(floor_bytes=lambda: FLOOR))
+
+
 class _Target:
     """A stand-in for a remote object: records which of measured / with_stats was used."""
 
@@ -69,7 +76,8 @@ class _Target:
         self.used.append((how, name, args))
         if self.fault:
             raise self.fault
-        return sum(args), CallStats(peak_bytes=4096 if how == "measured" else None, warnings=["overflow"])
+        return sum(args), CallStats(peak_bytes=FLOOR + HELD_BYTES + 4096 if how == "measured" else None,
+                                    warnings=["overflow"])
 
     def measured(self, name, *args, **kwargs):
         return self._reply("measured", name, *args)
@@ -80,7 +88,7 @@ class _Target:
 
 def test_measure_takes_memory_from_measured_and_warnings_alone_from_with_stats():
     target = _Target()
-    assert measure(None, target, "f", 1, 2) == (3, 4096, ["overflow"])
+    assert measure(_FLOORED, target, "f", 1, 2) == (3, 4096, ["overflow"])  # the figure over the floor
     assert measure(None, target, "f", 1, memory=False) == (1, None, ["overflow"])
     assert [how for how, *_ in target.used] == ["measured", "with_stats"]
 
