@@ -174,3 +174,17 @@ def test_the_child_reports_changed_arguments_and_scribbles_only_writable_results
         assert sandbox.ownership.unreported == [] and sandbox.ownership.probed == 4
     finally:
         sandbox.close()
+
+
+@pytest.mark.slow
+def test_a_cache_keyed_on_part_of_the_arguments_is_caught_in_a_fresh_process(tmp_path):
+    """Scaled keys kept per chunk shape: the value checks never call twice with one shape, but a
+    fresh process answers new arguments of a recorded shape without the stale keys."""
+    path = _submission(tmp_path, "nan_safe_softmax",
+                       "    s = (q @ k.T) * (1.0 / math.sqrt(D))  # scaled scores",
+                       "    key = (k.shape, k.dtype.str)\n"
+                       "    s = q @ _SCALED.setdefault(key, k.T * (1.0 / math.sqrt(D)))  # scaled scores",
+                       "\n_SCALED = {}\n")
+    _, checks = _graded(path, "nan_safe_softmax")
+    failed = checks["same_answer_in_any_order"]
+    assert not failed.passed and failed.kind == "wrong" and "in a fresh process" in failed.message

@@ -9,7 +9,9 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   gives a later call a visibly wrong answer (the value checks see it). The storage attributes
   an exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache
   or state object a function is given is digested by its type only, so its state may change.
-- Calls in any order and integer types (ints become numpy scalars, int arrays and lists of ints
+- Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
+  bool rows shuffled are answered by a fresh process of the module and then by the running one.
+- Integer types (ints become numpy scalars, int arrays and lists of ints
   arrays, of the narrowest signed dtype that holds every int of the call): the sandbox keeps copies of up to
   ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
@@ -26,6 +28,7 @@ from grader.checking import close, fail
 from grader.sandbox import CandidateRaised, call_text
 
 REPLAYED = 16  # calls each replay check makes at most (twice that for the order check)
+FRESH = 8  # calls the order check also makes with new arguments, in a fresh process and in the running one
 SIGNED = (np.int8, np.int16, np.int32, np.int64)
 
 
@@ -61,6 +64,54 @@ def check_same_answer_in_any_order(ex):
             fail(f"{recorded.what} answered differently when called again after other calls: a function "
                  "that holds no state gives the same answer to the same arguments (a cache keyed on part of "
                  "them breaks this)", case={"call": recorded.what})
+    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: -_size(r))[:FRESH])  # rows to shuffle
+
+
+def _fresh_against_warm(ex, sample):
+    """New arguments of the recorded shapes (rows of float and bool arrays shuffled, the same
+    shuffle for arrays of the same length), answered first by a fresh process of the candidate's
+    module, then by the one that made every earlier call: both must give the same answer. A cache
+    keyed on part of the arguments (a shape, a length) answers the second from the first call."""
+    calls = [(r, *_shuffled(ex.rng, (r.args, r.kwargs))) for r in sample]
+    fresh = ex.sandbox.twin()  # launched as the exercise's checks began
+    try:
+        first = [_outcome(getattr(fresh.module, r.name), args, kwargs) for r, args, kwargs in calls]
+    finally:
+        fresh.close()
+    for (recorded, args, kwargs), (value, raised) in zip(calls, first):
+        again, raised_again = _outcome(getattr(ex.candidate, recorded.name), args, kwargs)
+        what = call_text(recorded.name, args, kwargs)
+        if raised != raised_again or (raised is None and not _same(again, value, args)):
+            fail(f"{what} answered differently after the earlier calls than in a fresh process ("
+                 f"{raised_again or 'a value'} against {raised or 'a value'}): a function that holds no state "
+                 "gives the same answer whatever was called before (a cache keyed on part of the arguments, "
+                 "such as a shape, breaks this)", case={"call": what})
+
+
+def _outcome(fn, args, kwargs):
+    """(value, None), or (None, the exception's type name) when the candidate raised."""
+    try:
+        return fn(*args, **kwargs), None
+    except CandidateRaised as exc:
+        return None, exc.type_name
+
+
+def _shuffled(rng, value):
+    """(args, kwargs) with the rows of every float and bool array permuted: one permutation per
+    row count, so arrays that go together (scores and their mask) stay together."""
+    perms = {}
+
+    def walk(v):
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fb" and v.ndim >= 1 and len(v) > 1:
+            perm = perms.setdefault(len(v), rng.permutation(len(v)))
+            return v[perm]
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
 
 
 def check_any_signed_integer_type(ex):

@@ -102,6 +102,7 @@ class Sandbox:
         self._sampler = random.Random(module.seed)
         self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
+        self._twin: Sandbox | None = None  # a second child of the same module (see twin)
 
     def launch(self) -> "Sandbox":
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -177,6 +178,23 @@ class Sandbox:
 
     def close(self):
         self._discard_worker()
+        if self._twin is not None:
+            self._twin.close()
+
+    def launch_twin(self):
+        """Start a second child of the same module now, without waiting, so its import overlaps
+        the checks: the general rules ask it new calls before the first child has seen them."""
+        if self._twin is None and not self.load_error:
+            self._twin = Sandbox(self.spec, self.limits)
+            try:
+                self._twin.launch()
+            except CandidateFault:
+                pass  # its calls will say why
+
+    def twin(self) -> "Sandbox":
+        """The second child (launched now if it was not): a fresh process, whatever the first did."""
+        self.launch_twin()
+        return self._twin
 
     def _discard_worker(self):
         if self.worker is not None:
