@@ -110,9 +110,10 @@ class Exercise:
         """``{hidden check id: what it tries}``, in order, read without importing the checks."""
         return hidden_checks(self.hidden_checks)
 
-    @property
+    @cached_property
     def check_ids(self) -> set[str]:
-        return set(self.checks)
+        """The exercise's own check ids, which its rubric places; the general rules' checks cap by kind alone."""
+        return set(hidden_checks(self.hidden_checks, general=False))
 
     @cached_property
     def mutants(self) -> list[Mutant]:

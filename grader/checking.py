@@ -32,6 +32,7 @@ import numpy as np
 from .catalog import Exercise
 from .result import FAILURE_KINDS, Diagnosis
 from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
+from .sandbox.wire import HELD_BYTES
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
 _running = None  # the ExerciseRun whose check is running, where note_slip records (one check at a time)
@@ -99,28 +100,47 @@ def note_slip(message: str):
 
 
 def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None, **kwargs):
-    """Calling ``fn`` in the candidate must raise ``exception`` (or a subclass of it)."""
+    """Calling ``fn`` in the candidate must raise ``exception`` (or a subclass of it); what it did
+    instead is described as in :func:`expect_rejected`, without naming a diagnosis."""
     try:
         value = fn(*args, **kwargs)
     except CandidateRaised as exc:
         if exc.is_a(exception):
             return exc
-        fail(f"{call} raised {exc.type_name} ({exc.message}); expected {exception}", case, kind="hygiene")
+        _raised_instead(exc, call, exception, case)
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
+
+
+WRONG_REJECTIONS = ("TypeError", "AssertionError")  # deliberate rejections, in another class than asked
 
 
 def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
-    """Invalid arguments: calling ``fn`` must raise ValueError. When it returns or raises anything
-    else, ``diagnosis`` (the exercise's own id, named at the call so the rubric's ids can be
-    found in its checks) is named ("<call> did not raise ValueError: <why>") and the hygiene failure
-    of :func:`expect_raises` propagates. A crash or a timeout is not this mistake and names nothing;
-    checks of the state after a rejected call are separate and name nothing either."""
+    """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did:
+    it returned a value (accepted: ``diagnosis``, the exercise's own id named at the call so the
+    rubric's ids can be found in its checks, is named, "<call> did not raise ValueError: <why>",
+    a hygiene failure); it rejected them with TypeError or an assertion (hygiene, nothing named);
+    it reached one of the child's limits (a crash that names the limit and its value); it raised
+    anything else, such as AttributeError or NotImplementedError (a crash). Timeouts and deaths
+    propagate as crashes. Checks of the state after a rejected call are separate."""
     try:
-        return expect_raises(fn, *args, call=call, case=case, **kwargs)
-    except CheckFailure:
-        ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
-        raise
+        value = fn(*args, **kwargs)
+    except CandidateRaised as exc:
+        if exc.is_a("ValueError"):
+            return exc
+        _raised_instead(exc, call, "ValueError", case)
+    ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
+    fail(f"{call} returned {summarize(value)}; expected it to raise ValueError", case, kind="hygiene")
+
+
+def _raised_instead(exc: CandidateRaised, call: str, expected: str, case):
+    """Fail for a call that raised ``exc`` where ``expected`` was due, saying what happened."""
+    if exc.bound:
+        fail(f"{call} raised {exc.type_name}: it reached {exc.bound} ({exc.message[:120]})", case, kind="crash")
+    if any(exc.is_a(name) for name in WRONG_REJECTIONS):
+        fail(f"{call} raised {exc.type_name} ({exc.message[:120]}); expected {expected}", case, kind="hygiene")
+    fail(f"{call} crashed with {exc.type_name} ({exc.message[:120]}) where it should raise {expected}", case,
+         kind="crash")
 
 
 def _article(word: str) -> str:
@@ -233,15 +253,25 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
 # -- evidence: memory and warnings -----------------------------------------------------------------
 
 
-def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, **kwargs):
-    """(value, peak bytes or None, reported warnings) of ``target.name(*args, **kwargs)``.
+def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, holds: int = 0, **kwargs):
+    """(value, bytes over the budget's base or None, reported warnings) of ``target.name(*args, **kwargs)``.
 
-    The one place a check takes memory and warnings. Memory is measured by the grader, outside
-    the child (``target.measured``: a cgroup's peak, or the child's own high-water mark where no
-    cgroup can be had); ``memory=False`` takes the warnings only (``target.with_stats``, one
-    round trip fewer). A peak of None means nothing could be measured, never "fine". Warnings
-    are what the child reports: they may count against a candidate, never for one. A call that
-    runs out of memory is a broken must-not (the allocation was too large), not a crash.
+    The one place a check takes memory and warnings. The call is an ordinary call (nothing tells
+    the child it is measured) and its value is returned for the check to compare like any other.
+    Memory is the kernel's figure for the child's whole footprint over the whole request
+    (``target.measured``: a cgroup's peak, or the child's own high-water mark where no cgroup can
+    be had), memory held since import included. The figure returned is what is left of that peak
+    after the base every answer may use: a kit-only child's footprint measured in the same run
+    (``Sandbox.floor_bytes``), the arguments as received, twice the answer's own size, and the
+    results the child holds for the ownership probes (``wire.HELD_BYTES``). A call
+    on state (``holds``: the bytes of the keys and values the contract lets its cache hold,
+    computed by the check, never asked of the child) is judged twice, and the worse counts: what
+    the call added over the footprint the kernel saw as the request was written, and that
+    footprint over the floor and twice ``holds`` (room for a cache that grows by doubling).
+    Checks compare the figure with what their must-not would cost. ``memory=False`` takes the warnings only
+    (``target.with_stats``). None means nothing could be measured, never "fine". Warnings are what
+    the child reports: they may count against a candidate, never for one. A call that runs out of
+    memory is a broken must-not (the allocation was too large), not a crash.
     """
     try:
         if memory:
@@ -257,7 +287,29 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, **kw
             raise
         fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
              kind="must_not")
-    return value, stats.peak_bytes if memory else None, list(stats.warnings)
+    over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
+    return value, over, list(stats.warnings)
+
+
+def _over_base(ex, stats, data: int, holds: int) -> int | None:
+    floor = ex.sandbox.floor_bytes() if stats.peak_bytes is not None else None
+    if floor is None:
+        return None
+    if not holds:
+        return max(0, stats.peak_bytes - floor - data - HELD_BYTES)
+    if stats.before_bytes is None:
+        return None
+    return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - HELD_BYTES - 2 * holds)
+
+
+def _data_bytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(map(_data_bytes, value))
+    if isinstance(value, dict):
+        return sum(map(_data_bytes, value.values()))
+    return 0
 
 
 # -- diagnoses -------------------------------------------------------------------------------------

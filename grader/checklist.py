@@ -13,8 +13,9 @@ from pathlib import Path
 GRADER_ROOT = Path(__file__).resolve().parent
 
 
-def hidden_checks(checks_py: Path) -> dict[str, str]:
-    """``{check id: first docstring line}`` of one exercise's ``checks.py``, in the order written.
+def hidden_checks(checks_py: Path, general: bool = True) -> dict[str, str]:
+    """``{check id: first docstring line}`` of one exercise's ``checks.py`` in the order written,
+    then (with ``general``) the general rules' checks every exercise gets (``hidden/_general.py``).
 
     A check is defined there (``def check_x``) or shared: ``check_x = module.check_x`` with
     ``module`` imported from the grader (``from grader import own_tests``), read from that
@@ -31,7 +32,15 @@ def hidden_checks(checks_py: Path) -> dict[str, str]:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.startswith("check_"):
             found[node.targets[0].id.removeprefix("check_")] = _shared_doc(node.value, imported)
-    return found
+    return found | (general_checks() if general else {})
+
+
+def general_checks() -> dict[str, str]:
+    """The general rules' checks, run after every exercise's own: they sit under no rubric
+    criterion and cap by their failure kind alone."""
+    tree = ast.parse((GRADER_ROOT / "hidden" / "_general.py").read_text())
+    return {node.name.removeprefix("check_"): _first_line(ast.get_docstring(node)) for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")}
 
 
 def _shared_doc(value: ast.expr, imported: dict[str, str]) -> str:

@@ -1,9 +1,11 @@
 """The pytest plugin through which the grader runs hidden checks and collects their results.
 
-Registered for one ``pytest.main`` run: it provides the ``ex`` fixture, restricts the run to
+Registered for one ``pytest.main`` run: it provides the ``ex`` fixture, adds the general
+rules' checks (``grader/hidden/_general.py``) after each exercise's own, restricts the run to
 chosen checks, and records one ``CheckResult`` per check from the report of each phase (a
 failure while setting up counts like a failure of the check). Collection errors are kit
-bugs and are kept apart.
+bugs and are kept apart. A general check chosen alone still needs the calls the exercise's own
+checks make: they run too, unreported.
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import time
 import pytest
 
 from .checking import CheckFailure, ExerciseRun
+from .hidden._general import GENERAL_CHECKS
 from .result import CheckResult
 from .sandbox import CandidateFault
+
+GENERAL_IDS = {fn.__name__.removeprefix("check_") for fn in GENERAL_CHECKS}
 
 
 def check_id(item) -> str:
@@ -26,6 +31,7 @@ class CollectChecks:
         self.results: dict[str, list[CheckResult]] = {eid: [] for eid in runs}
         self.kit_errors: dict[str, list[str]] = {eid: [] for eid in runs}
         self._started: dict[str, float] = {}
+        self._unreported: set[str] = set()  # node ids run only to feed a chosen general check
 
     def _exercise_of(self, module_name: str) -> str:
         # grader.hidden.<id>.checks
@@ -35,11 +41,16 @@ class CollectChecks:
     def ex(self, request) -> ExerciseRun:
         run = self.runs[self._exercise_of(request.module.__name__)]
         run.begin_check(check_id(request.node))
+        if self.only is None or self.only & GENERAL_IDS:
+            run.sandbox.launch_twin()  # its import overlaps the exercise's own checks
         return run
 
     def pytest_collection_modifyitems(self, items, config):
+        items[:] = _with_general_checks(items)
         if self.only:
-            keep = [i for i in items if check_id(i) in self.only]
+            feeding = bool(self.only & GENERAL_IDS)
+            keep = [i for i in items if check_id(i) in self.only or (feeding and check_id(i) not in GENERAL_IDS)]
+            self._unreported = {i.nodeid for i in keep if check_id(i) not in self.only}
             config.hook.pytest_deselected(items=[i for i in items if i not in keep])
             items[:] = keep
 
@@ -55,7 +66,7 @@ class CollectChecks:
         if report.when == "setup" and report.passed:
             return
         eid = self._exercise_of(item.module.__name__)
-        if any(r.id == check_id(item) for r in self.results[eid]):
+        if item.nodeid in self._unreported or any(r.id == check_id(item) for r in self.results[eid]):
             return  # a teardown failure after a recorded result changes nothing
         doc = (item.function.__doc__ or "").strip().splitlines()
         result = CheckResult(check_id(item), report.passed, description=doc[0] if doc else "",
@@ -88,3 +99,16 @@ class CollectChecks:
             for eid in self.runs:
                 if f"/{eid}/" in f"/{report.nodeid}":
                     self.kit_errors[eid].append(f"hidden checks failed to load: {report.longreprtext[-500:]}")
+
+
+def _with_general_checks(items) -> list:
+    """``items`` with the general checks appended to each exercise's own, on the same module."""
+    out, last = [], None
+    for item in [*items, None]:
+        module = item.getparent(pytest.Module) if item is not None else None
+        if last is not None and module is not last:
+            out += [pytest.Function.from_parent(last, name=fn.__name__, callobj=fn) for fn in GENERAL_CHECKS]
+        if item is not None:
+            out.append(item)
+        last = module
+    return out

@@ -352,9 +352,9 @@ def test_the_memory_peak_is_measured_by_the_grader_forks_included(bounds):
     box = bounds()
     value, stats = box.module.measured("hold_in_a_fork", 300 << 20)
     assert value == 1 and stats.peak_source == "cgroup"
-    assert 300 << 20 <= stats.peak_bytes < 400 << 20
-    _, small = box.module.measured("draws")
-    assert small.peak_bytes < 16 << 20
+    _, small = box.module.measured("draws")  # the child's whole footprint: Python and numpy
+    assert small.peak_bytes < 100 << 20
+    assert 300 << 20 <= stats.peak_bytes - small.peak_bytes < 400 << 20
 
 
 def test_the_memory_peak_falls_back_to_vmhwm_and_says_so(bounds, monkeypatch):

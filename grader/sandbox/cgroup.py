@@ -67,6 +67,17 @@ class Group:
     def peak(self) -> int | None:
         return _read_int(self.memory_dir / "memory.max_usage_in_bytes")
 
+    def reached_memory_limit(self) -> bool:
+        """The kernel refused the group memory at its limit at least once (v1 ``failcnt``, v2
+        ``memory.events``' max and oom_kill counts)."""
+        if self.version == 1:
+            return (_read_int(self.memory_dir / "memory.failcnt") or 0) > 0
+        try:
+            events = dict(line.split() for line in (self.memory_dir / "memory.events").read_text().splitlines())
+        except (OSError, ValueError):
+            return False
+        return any(events.get(key, "0") != "0" for key in ("max", "oom_kill"))
+
     # -- the end -------------------------------------------------------------------------------
     def kill_all(self) -> int:
         """SIGKILL every process still in the group, however it detached; returns how many."""

@@ -8,21 +8,28 @@ Objects that cannot cross the wire (a cache instance, a bound method) stay here 
 as handles. Objects the grader lends (``{"$host": ...}``, such as a KV source) become local
 stand-ins whose methods ask the grader over the same pipes.
 """
+import collections
 import importlib.util
 import os
 import signal
 import sys
 import traceback
 import warnings
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402  (our sibling, copied beside us)
+import wire
 
 del sys.path[0]
-import numpy as np  # noqa: E402
+import numpy as np
 
 # Captured before candidate code runs, so a monkeypatched os does not cut the line.
 _read, _write = os.read, os.write
+_crc32, _ndarray, _generic = zlib.crc32, np.ndarray, np.generic
+
+HELD_RESULTS = 8  # arrays returned by earlier calls that later replies report on
+HELD_BYTES = wire.HELD_BYTES  # their total size: in the child's footprint, so small and allowed for
+DIGEST_DEPTH = 8  # nesting a digest follows (a kit object's attributes, a list of arrays)
 
 
 class Host:
@@ -32,6 +39,8 @@ class Host:
         self.in_fd, self.out_fd = in_fd, out_fd
         self.objects, self.next_id = {}, 1
         self.request_id = None  # the request being served: every frame we send carries it
+        self.probes = Probes(())
+        self.probe = None  # the probe report of the call being served
 
     def send(self, header, arrays=()):
         wire.write_frame(self.out_fd, dict(header, id=self.request_id), list(arrays))
@@ -55,9 +64,11 @@ class Host:
         raise wire.WireError(f"unknown reference {sorted(tagged)}")
 
     def encode_reply(self, value, **extra):
+        """Send ``value`` as the reply; returns the arrays it carried."""
         arrays = []
         tree = wire.encode(value, arrays, self.export)
         self.send(dict(extra, ok=True, value=tree), arrays)
+        return arrays
 
     def callback(self, host_id, name, args):
         arrays = []
@@ -101,6 +112,128 @@ def error_reply(exc):
     }
 
 
+# -- ownership probes: what a call did to its arguments and to results it returned earlier ----------
+# The grader judges; a reply whose probe is missing or malformed counts against the candidate.
+
+
+def _bytes_of(arr):
+    try:
+        return memoryview(arr).cast("B") if arr.flags.c_contiguous else arr.tobytes()
+    except (TypeError, ValueError, BufferError):  # formats memoryview does not carry
+        return arr.tobytes()
+
+
+def _feed(h, value, kit_modules, depth):
+    """Hash ``value``'s contents: arrays by dtype, shape and bytes; containers item by item; an
+    object of a kit helper (the model) by its public attributes; any other object (the cache
+    the exercise names, an object the grader lends) by its type only: its state may change."""
+    if depth > DIGEST_DEPTH:
+        h.update(b"<deep>")
+    elif isinstance(value, (_ndarray, _generic)):
+        arr = value if isinstance(value, _ndarray) else np.asarray(value)
+        h.update(f"nd{arr.dtype.str}{arr.shape}".encode())
+        if not arr.dtype.hasobject:
+            h.update(_bytes_of(arr))
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}[".encode())
+        for item in value:
+            _feed(h, item, kit_modules, depth + 1)
+        h.update(b"]")
+    elif isinstance(value, dict):
+        h.update(f"dict{len(value)}{{".encode())
+        for key in sorted(value, key=repr):
+            h.update(repr(key).encode())
+            _feed(h, value[key], kit_modules, depth + 1)
+    elif value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        h.update(f"{type(value).__name__}:{value!r}".encode())
+    elif type(value).__module__ in kit_modules and hasattr(value, "__dict__"):
+        public = {k: v for k, v in vars(value).items() if not k.startswith("_")}  # _ names: the kit's tallies
+        _feed(h, public, kit_modules, depth + 1)
+    else:
+        h.update(f"<{type(value).__qualname__}>".encode())
+
+
+class _Crc:
+    """A running CRC-32: fast enough for every argument of every call (a probe for honest
+    mistakes; the child's own process could forge any digest anyway)."""
+
+    def __init__(self):
+        self.value, self.size = 0, 0
+
+    def update(self, data):
+        self.value = _crc32(data, self.value)
+        self.size += len(data)
+
+
+def digest(value, kit_modules=frozenset()) -> str:
+    h = _Crc()
+    _feed(h, value, kit_modules, 0)
+    return f"{h.value:08x}-{h.size}"
+
+
+def _labels(args, kwargs):
+    return [(str(i), a) for i, a in enumerate(args)] + [(k, v) for k, v in kwargs.items()]
+
+
+class Probes:
+    """Arguments before and after each candidate call, and the arrays earlier calls returned."""
+
+    def __init__(self, kit_modules):
+        self.kit_modules = frozenset(kit_modules)
+        self.held = collections.deque()  # (request id, index, array, digest)
+
+    def before(self, args, kwargs):
+        return [(label, digest(value, self.kit_modules)) for label, value in _labels(args, kwargs)]
+
+    def report(self, before, args, kwargs) -> dict:
+        """Which arguments changed during the call, and which held results changed since held."""
+        after = {label: digest(value, self.kit_modules) for label, value in _labels(args, kwargs)}
+        changed = [label for label, d in before if after.get(label) != d]
+        moved, kept = [], collections.deque()
+        for entry in self.held:
+            if digest(entry[2]) == entry[3]:
+                kept.append(entry)
+            else:
+                moved.append([entry[0], entry[1]])
+        self.held = kept
+        return {"changed": changed, "moved": moved}
+
+    def hand_over(self, request_id, arrays):
+        """After the reply is sent: scribble over each writable array it carried (a memo handed
+        out writable then gives a later call a visibly wrong answer), and hold it."""
+        for index, arr in enumerate(arrays):
+            if not isinstance(arr, _ndarray) or arr.dtype.hasobject or arr.ndim == 0:
+                continue
+            if arr.flags.writeable:
+                _scribble(arr)
+            if arr.nbytes <= HELD_BYTES // HELD_RESULTS:
+                self.held.append((request_id, index, arr, digest(arr)))
+        while len(self.held) > HELD_RESULTS:
+            self.held.popleft()
+
+
+def _scribble(arr):
+    kind = arr.dtype.kind
+    try:
+        if kind == "b":
+            np.logical_not(arr, out=arr)
+        elif kind in "iu":
+            arr[...] = np.iinfo(arr.dtype).max if kind == "u" else np.iinfo(arr.dtype).min
+        elif kind in "fc":
+            arr[...] = np.nan
+    except (TypeError, ValueError):  # a view numpy will not write through
+        pass
+
+
+def _quietly(probe, *args):
+    """A probe's answer, or None when it fails: the grader then counts the report as missing,
+    and the call's own outcome is kept."""
+    try:
+        return probe(*args)
+    except Exception:  # noqa: BLE001  (whatever candidate objects do when read)
+        return None
+
+
 def run_call(host, header, arrays, module):
     target = module if header.get("target") is None else host.objects[header["target"]]
     op = header["op"]
@@ -114,21 +247,25 @@ def run_call(host, header, arrays, module):
         fn = target if header.get("name") is None else getattr(target, header["name"])
         args = wire.decode(header.get("args", []), arrays, host.resolve)
         kwargs = wire.decode(header.get("kwargs", {}), arrays, host.resolve)
-        if header.get("measure"):  # the grader reads the memory baseline now, the arguments in place
-            host.send({"op": "ready"})
-            go, _ = host.receive()
-            if go.get("op") != "go":
-                raise wire.WireError("the grader did not start the measured call")
-        return fn(*args, **kwargs)
+        before = _quietly(host.probes.before, args, kwargs) if header.get("probe") else None
+        if before is None:  # a kit helper's call, or arguments the probe cannot read: no report
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            host.probe = _quietly(host.probes.report, before, args, kwargs)
     raise wire.WireError(f"unknown operation {op!r}")
 
 
 def serve(host, module):
     while True:
+        header = arrays = value = failure = sent = None  # nothing of the last request outlives it
         header, arrays = host.receive()
         if header.get("op") == "exit":
             return
         host.request_id = header.get("id")
+        for handle in header.get("release", []):  # objects the grader no longer holds
+            host.objects.pop(handle, None)
         # numpy's defaults: exp of a very negative score underflows in any correct softmax
         np.seterr(all="warn", under="ignore")
         with warnings.catch_warnings(record=True) as caught:
@@ -138,13 +275,18 @@ def serve(host, module):
             except BaseException as exc:  # noqa: BLE001  (SystemExit too: report, keep serving)
                 value, failure = None, exc
         said = {"warnings": [f"{w.category.__name__}: {w.message}" for w in caught][:20]}
+        if host.probe is not None:
+            said["probe"], host.probe = host.probe, None
         if failure is not None:
             host.send(dict(error_reply(failure), **said))
             continue
         try:
-            host.encode_reply(value, **said)
+            sent = host.encode_reply(value, **said)
         except wire.WireError as exc:
             host.send(dict(error_reply(exc), **said, bad_value=True))
+            continue
+        if "probe" in said:
+            host.probes.hand_over(host.request_id, sent)
 
 
 def main():
@@ -154,6 +296,8 @@ def main():
     header, _ = host.receive()  # {"op": "load", "id": ..., "path": ..., "name": ..., "sys_path": [...]}
     host.request_id = header.get("id")
     sys.path[:0] = header["sys_path"]
+    kit = header["sys_path"][0]
+    host.probes = Probes(name[:-3] for name in os.listdir(kit) if name.endswith(".py"))
     try:
         spec = importlib.util.spec_from_file_location(header["name"], header["path"])
         module = importlib.util.module_from_spec(spec)

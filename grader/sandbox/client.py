@@ -9,16 +9,78 @@ the grader cannot use.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
+import random
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
 
 from . import wire
-from .errors import BadValue, CandidateCrashed, CandidateFault, CandidateLoadError, CandidateRaised, \
-    CandidateTimeout, CandidateUnavailable, error_of
+from .errors import (
+    BadValue,
+    CandidateCrashed,
+    CandidateFault,
+    CandidateLoadError,
+    CandidateRaised,
+    CandidateTimeout,
+    CandidateUnavailable,
+    error_of,
+)
 from .launch import isolation_level
 from .policy import Limits
-from .remote import CallStats, RemoteObject
+from .remote import CallStats, Lent, RemoteObject
 from .worker import ModuleToLoad, State, Worker
+
+_FLOORS: dict = {}  # (kit helpers, limits) -> a kit-only child's footprint, once per process
+RECORDED_PER_FUNCTION = 24  # module-level calls kept per function, for the general rules' replays
+RECORDED_BYTES = 64 << 10  # the largest call (arguments and answer) kept: small inputs replay fast
+OWNERSHIP_KEPT = 5  # events of each kind kept for messages
+
+
+@dataclass
+class Recorded:
+    """A module-level call that took no object argument, and its answer: copies of both."""
+    name: str
+    args: tuple
+    kwargs: dict
+    value: object
+    what: str
+
+
+@dataclass
+class Ownership:
+    """What the child's probes reported over the candidate's calls (the first few of each kind):
+    arguments a call changed, arrays returned earlier that a later call changed, and replies
+    that carried no valid probe (which count against the candidate, never for)."""
+    probed: int = 0
+    changed: list = field(default_factory=list)  # (call, [argument labels])
+    moved: list = field(default_factory=list)  # (earlier call, later call)
+    unreported: list = field(default_factory=list)  # calls
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(map(_nbytes, value)) + 8 * len(value)
+    if isinstance(value, dict):
+        return sum(map(_nbytes, value.values()))
+    return 8
+
+
+def _plain(value) -> bool:
+    """Data only: no object living in the child, none the grader lends."""
+    if isinstance(value, (RemoteObject, Lent)):
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(map(_plain, value.values()))
+    return True
 
 
 class Sandbox:
@@ -41,8 +103,16 @@ class Sandbox:
         self.spent = 0.0  # seconds spent waiting on candidate code: loads and calls
         self._started_at = 0.0
         self.module = RemoteObject(self, None, module.name, False, 0)
+        self.ownership = Ownership()
+        self.recorded: dict[str, list[Recorded]] = {}  # function name -> calls, for replays
+        self.recording = True
+        self._recordable: dict[str, int] = {}  # calls seen that could be kept, per function
+        self._sampler = random.Random(module.seed)
+        self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
+        self._released: list[int] = []  # handles of objects no check holds any more, for the next request
+        self._twin: Sandbox | None = None  # a second child of the same module (see twin)
 
-    def launch(self) -> "Sandbox":
+    def launch(self) -> Sandbox:
         """Start the child and let it import the module, without waiting (see ``start``).
 
         Launch every exercise's child from the same long-lived thread that later uses it:
@@ -61,7 +131,7 @@ class Sandbox:
             raise CandidateUnavailable(f"the candidate process could not start: {exc}") from None
         return self
 
-    def start(self) -> "Sandbox":
+    def start(self) -> Sandbox:
         """Start the child and import the module; a failed import is kept in ``load_error``."""
         if self.worker is not None and self.worker.state is State.READY and self.worker.alive():
             return self
@@ -116,6 +186,23 @@ class Sandbox:
 
     def close(self):
         self._discard_worker()
+        if self._twin is not None:
+            self._twin.close()
+
+    def launch_twin(self):
+        """Start a second child of the same module now, without waiting, so its import overlaps
+        the checks: the general rules ask it new calls before the first child has seen them."""
+        if self._twin is None and not self.load_error:
+            self._twin = Sandbox(self.spec, self.limits)
+            try:
+                self._twin.launch()
+            except CandidateFault:
+                pass  # its calls will say why
+
+    def twin(self) -> Sandbox:
+        """The second child (launched now if it was not): a fresh process, whatever the first did."""
+        self.launch_twin()
+        return self._twin
 
     def _discard_worker(self):
         if self.worker is not None:
@@ -138,8 +225,12 @@ class Sandbox:
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "
                                        "candidate process restarted after an earlier fault")
         worker = self.worker
+        kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        probed = header["op"] == "call" and not kit
         tree, arrays = worker.encode_args({"args": list(args), "kwargs": dict(kwargs or {})})
-        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"])
+        header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed,
+                      release=self._released[:])
+        self._released.clear()
         began = time.monotonic()
         try:
             reply, reply_arrays, stats = worker.request(header, arrays, what, measure)
@@ -148,7 +239,8 @@ class Sandbox:
         finally:
             worker.hosts.clear()
             self.spent += time.monotonic() - began
-        kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
+        if probed:
+            self._take_probe(reply, what)
         try:
             value = self._value_of(reply, reply_arrays, what, kit)
         except (BadValue, wire.WireError) as exc:
@@ -158,8 +250,46 @@ class Sandbox:
         except Exception as exc:  # noqa: BLE001  anything else the child's data triggers is its fault
             raise self._fault(BadValue(f"{what} sent back a reply the grader cannot use "
                                        f"({type(exc).__name__}: {str(exc)[:200]})")) from None
-        self.calls_ok += header["op"] == "call" and not kit
+        self.calls_ok += probed
+        if header["op"] == "getattr" and obj.handle is None and isinstance(value, RemoteObject):
+            value.module_attr = header["name"]
+        name = header.get("name") if obj.handle is None else obj.module_attr
+        if probed and name and self.recording:
+            self._record(name, args, kwargs or {}, value, what)
         return value, stats
+
+    def _take_probe(self, reply: dict, what: str):
+        """Keep what the child's probe says about this call; a missing or malformed probe is kept
+        as unreported (the reply is the child's word: only well-typed fields count)."""
+        own = self.ownership
+        own.probed += 1
+        probe = reply.get("probe")
+        self._calls_by_id[self.generation, reply.get("id")] = what
+        while len(self._calls_by_id) > 256:
+            self._calls_by_id.popitem(last=False)
+        changed = probe.get("changed") if isinstance(probe, dict) else None
+        moved = probe.get("moved") if isinstance(probe, dict) else None
+        if not (isinstance(changed, list) and all(isinstance(c, str) for c in changed) and isinstance(moved, list)
+                and all(isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m) for m in moved)):
+            if len(own.unreported) < OWNERSHIP_KEPT:
+                own.unreported.append(what)
+            return
+        if changed and len(own.changed) < OWNERSHIP_KEPT:
+            own.changed.append((what, [c[:40] for c in changed[:10]]))
+        for request, _ in moved[:OWNERSHIP_KEPT - len(own.moved)]:
+            own.moved.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
+
+    def _record(self, name, args, kwargs, value, what):
+        """Keep a copy of a small module-level call on data only, for the general rules to replay:
+        a sample of every such call, the same for the same seed and calls (reservoir sampling)."""
+        if not _plain((args, kwargs, value)) or _nbytes((args, kwargs)) + _nbytes(value) > RECORDED_BYTES:
+            return
+        kept = self.recorded.setdefault(name, [])
+        seen = self._recordable[name] = self._recordable.get(name, 0) + 1
+        slot = len(kept) if len(kept) < RECORDED_PER_FUNCTION else self._sampler.randrange(seen)
+        if slot < RECORDED_PER_FUNCTION:
+            call = Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)), copy.deepcopy(value), what)
+            kept[slot:slot + 1] = [call]
 
     def _value_of(self, reply: dict, arrays, what: str, kit: bool):
         ok = reply.get("ok")
@@ -169,10 +299,32 @@ class Sandbox:
                 raise BadValue(f"{what} returned a value the grader cannot read: {error['message']}")
             if error["type"] == "NotImplementedError":
                 self.calls_not_implemented += 1
-            raise CandidateRaised(what, error)
+            raise CandidateRaised(what, error, self.limits)
         if ok is not True:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))
+
+    def floor_bytes(self) -> int | None:
+        """The whole footprint of a child that imported numpy and this exercise's kit helpers and
+        holds nothing else, measured by the same meter during one call (None: not measurable).
+        A measured call's budget starts here, never at a figure the candidate's child sets."""
+        key = (tuple(str(f) for f in self.spec.helper_files), self.limits)
+        if key not in _FLOORS:
+            helpers = "".join(f"import {Path(str(f)).stem}\n" for f in self.spec.helper_files)
+            source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
+            idle = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
+                                        self.spec.helper_files, seed=self.spec.seed), self.limits)
+            try:
+                _FLOORS[key] = idle.module.measured("kvgrade_idle")[1].peak_bytes
+            except CandidateFault:
+                _FLOORS[key] = None
+            finally:
+                idle.close()
+        return _FLOORS[key]
+
+    def release(self, obj: RemoteObject):
+        if obj.handle is not None and obj.generation == self.generation and self.worker is not None:
+            self._released.append(obj.handle)
 
     def helper(self, name: str) -> RemoteObject:
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""

@@ -7,13 +7,18 @@ class CandidateFault(Exception):
 
 
 class CandidateRaised(CandidateFault):
-    def __init__(self, call: str, error: dict):
+    """The candidate's code raised; ``bound`` names the child's limit it reached (with its
+    value) when the exception is how that limit shows (None otherwise)."""
+
+    def __init__(self, call: str, error: dict, limits=None):
         self.type_name = error.get("type", "Exception")
         self.mro = error.get("mro", [])
         self.message = error.get("message", "")
+        self.bound = bound_reached(self.mro, self.message, limits) if limits is not None else None
         where = f" at {error['where']}" if error.get("where") else ""
         said = f": {self.message}" if self.message else ""
-        super().__init__(f"{call} raised {self.type_name}{said}{where}")
+        reached = f" (it reached {self.bound})" if self.bound else ""
+        super().__init__(f"{call} raised {self.type_name}{said}{where}{reached}")
 
     def is_a(self, name: str) -> bool:
         return name in self.mro
@@ -49,3 +54,17 @@ def error_of(reply: dict) -> dict:
             "mro": [str(m) for m in mro[:50]] if isinstance(mro, list) else [],
             "message": str(error.get("message", ""))[:2000],
             "where": str(error.get("where", ""))[:200]}
+
+
+def bound_reached(mro: list, message: str, limits) -> str | None:
+    """The child's limit (a ``launch.Limits``) that an exception of these classes shows, in words
+    with its value: fork or thread creation failing (BlockingIOError, errno 11; "can't start
+    new thread") is the process limit; MemoryError the memory limit; EFBIG (errno 27) the file size limit."""
+    if "BlockingIOError" in mro or ("OSError" in mro and "[Errno 11]" in message) or (
+            "RuntimeError" in mro and "can't start new thread" in message):
+        return f"the limit of {limits.max_processes} processes and threads"
+    if "MemoryError" in mro:
+        return f"the memory limit of {limits.memory_bytes >> 20} MiB"
+    if "OSError" in mro and "[Errno 27]" in message:
+        return f"the file size limit of {limits.output_bytes >> 20} MiB"
+    return None

@@ -49,9 +49,10 @@ class Lent:
 
 @dataclass
 class CallStats:
-    """What a measured call cost. ``peak_bytes``: memory above the usage before the call, as the
-    kernel counts it for the child and all it forked (``peak_source`` "cgroup"), or the child's
-    own high-water mark ("vmhwm") where no cgroup can be had; None if neither could be read.
+    """What a measured call cost. ``peak_bytes``: the child's whole footprint at its highest
+    during the request, as the kernel counts it for the child and all it forked (``peak_source``
+    "cgroup"), or the child's own high-water mark ("vmhwm") where no cgroup can be had; None if
+    neither could be read. ``before_bytes``: the footprint as the request was written.
     ``warnings``: what the child reported (numpy warnings); they may count against a candidate,
     never for one. ``seconds``: wall time of the round trip, measured by the grader."""
 
@@ -59,6 +60,7 @@ class CallStats:
     peak_bytes: int | None = None
     peak_source: str | None = None
     warnings: list = field(default_factory=list)
+    before_bytes: int | None = None
 
 
 class RemoteObject:
@@ -68,6 +70,7 @@ class RemoteObject:
         self._sandbox, self.handle, self.type_name = sandbox, handle, type_name
         self.is_callable, self.generation = is_callable, generation
         self.kit = kit  # made by a kit helper (ex.helper): its calls do not count as attempts
+        self.module_attr: str | None = None  # the module's attribute it is (a function read off the module)
 
     def _label(self, name=None):
         base = "" if self.handle is None else f"{self.type_name}."
@@ -106,3 +109,10 @@ class RemoteObject:
 
     def __repr__(self):
         return f"<candidate {self.type_name}>"
+
+    def __del__(self):
+        # the child may drop its object once no check holds it: its memory is the child's footprint
+        try:
+            self._sandbox.release(self)
+        except Exception:  # noqa: BLE001, S110  (interpreter shutdown, a half-built proxy)
+            pass

@@ -1,6 +1,8 @@
 """Copied into every child's runtime folder as ``sitecustomize.py`` (Python imports it at start):
-seeds Python's ``random`` and numpy's global generator from the grading seed, so a run that
-draws from either replays exactly, whatever the candidate's code or tests do."""
+seeds Python's ``random`` and numpy's global generator from the grading seed, and makes
+``numpy.random.default_rng()`` without a seed draw its n-th generator from (grading seed, n),
+so a run that draws from any of them replays exactly, whatever the candidate's code or tests do."""
+import itertools
 import os
 import random
 
@@ -12,3 +14,14 @@ except ImportError:  # a child that never needs numpy
     pass
 else:
     numpy.random.seed(_SEED % 2**32)
+    _unseeded = itertools.count()
+    _default_rng = numpy.random.default_rng
+
+    def default_rng(seed=None):
+        """numpy's ``default_rng``; without a seed, the next generator of this grading seed."""
+        if seed is None:
+            seed = numpy.random.SeedSequence([_SEED, next(_unseeded)])
+        return _default_rng(seed)
+
+    default_rng.__doc__ = _default_rng.__doc__
+    numpy.random.default_rng = default_rng

@@ -1,7 +1,7 @@
 """One child process holding one imported candidate module, and the conversation with it.
 
-Every request carries an id; every frame the child sends back (a callback, the "ready" of a
-measured call, the reply) must carry the same id, so a stray frame is a fault of the
+Every request carries an id; every frame the child sends back (a callback, the reply) must
+carry the same id, so a stray frame is a fault of the
 candidate's and can never shift later replies. Every wait has a deadline.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import os
 import select
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ class Worker:
 
     def finish_load(self):
         what = f"importing {self.module.name}"
-        header, _, _ = self._exchange(None, [], self.limits.load_seconds, what)
+        header, _ = self._exchange(None, [], self.limits.load_seconds, what)
         if header.get("ok") is not True:
             raise CandidateLoadError(str(CandidateRaised(f"{what}.py", error_of(header))))
         self.state = State.READY
@@ -138,16 +139,21 @@ class Worker:
 
     # -- one request, with the callbacks it triggers -----------------------------------------
     def request(self, header: dict, arrays, what: str, measure: bool = False):
-        """Send ``header`` (given a fresh id) and wait for its reply: (reply, arrays, CallStats)."""
-        header = dict(header, id=self._new_id(), measure=measure)
+        """Send ``header`` (given a fresh id) and wait for its reply: (reply, arrays, CallStats).
+
+        ``measure``: the kernel's figure for the child's whole footprint, from before the request
+        is written to after the reply is read; nothing in the request says it is measured."""
+        header = dict(header, id=self._new_id())
         began = time.monotonic()
         meter = _meter(self.child) if measure else None
-        reply, reply_arrays, meter = self._exchange(header, arrays, self.limits.call_seconds, what, meter)
-        stats = CallStats(time.monotonic() - began, *(meter.result() if meter else (None, None)),
-                          _warnings_of(reply))
+        if meter is not None:
+            meter.begin()
+        reply, reply_arrays = self._exchange(header, arrays, self.limits.call_seconds, what)
+        peak, source, before = meter.result() if meter else (None, None, None)
+        stats = CallStats(time.monotonic() - began, peak, source, _warnings_of(reply), before)
         return reply, reply_arrays, stats
 
-    def _exchange(self, header, arrays, timeout, what, meter=None):
+    def _exchange(self, header, arrays, timeout, what):
         """Send a request (None: the load, already sent) and wait for its reply, serving callbacks."""
         deadline = time.monotonic() + timeout
         expected = header["id"] if header is not None else self._last_id
@@ -162,11 +168,8 @@ class Worker:
                 op = reply.get("op")
                 if op == "callback":
                     self._serve_callback(reply, reply_arrays, deadline)
-                elif op == "ready" and meter is not None:
-                    meter.begin()
-                    self._write(wire.pack({"op": "go", "id": expected}, []), deadline)
                 elif op is None:
-                    return reply, reply_arrays, meter
+                    return reply, reply_arrays
                 else:
                     raise BadValue(f"{what}: the candidate process sent an unexpected {str(op)[:40]!r} frame")
         except Deadline:
@@ -191,10 +194,21 @@ class Worker:
         except Exception:  # noqa: BLE001  still running: killed below
             pass
         code = exit_status(self.child)
+        bound = self._bound_reached(code)
         kill(self.child)
         tail = self.scratch.output_tail(160).splitlines()
         last = f"; its last output: {tail[-1][:160]!r}" if tail else ""
-        return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{last}")
+        reached = f"; it reached {bound}" if bound else ""
+        return CandidateCrashed(f"the candidate process died during {what}: {describe_exit(code)}{reached}{last}")
+
+    def _bound_reached(self, code) -> str | None:
+        """The limit, with its value, that explains how the child ended (None: none we know of)."""
+        if code == -signal.SIGXCPU:
+            return f"the CPU time limit of {self.limits.cpu_seconds} s"
+        group = self.child.group
+        if code == -signal.SIGKILL and group is not None and group.reached_memory_limit():
+            return f"the memory limit of {self.limits.memory_bytes >> 20} MiB"
+        return None
 
     def _write(self, data: bytes, deadline: float):
         write_all(self.to_child, data, deadline)
@@ -271,40 +285,39 @@ def _shift(tree, offset):
 
 
 class _GroupMeter:
-    """The kernel's count for the child's cgroup, all its processes included."""
+    """The kernel's peak for the child's cgroup, all its processes included: the whole footprint."""
 
     def __init__(self, group):
-        self.group, self.base = group, None
+        self.group, self.ready, self.before = group, False, None
 
     def begin(self):
-        self.base = self.group.usage() if self.group.reset_peak() else None
+        self.ready = self.group.reset_peak()  # v1: the peak restarts from the usage now
+        self.before = self.group.usage() if self.ready else None
 
     def result(self):
-        peak = self.group.peak()
-        if self.base is None or peak is None:
-            return None, None
-        return max(0, peak - self.base), "cgroup"
+        peak = self.group.peak() if self.ready else None
+        return (peak, "cgroup", self.before) if peak is not None else (None, None, None)
 
 
 class _HwmMeter:
-    """Where no cgroup can be had: the Python process's own high-water mark (VmHWM), reset
-    before the call (clear_refs); it misses what forked processes use."""
+    """Where no cgroup can be had: the Python process's own high-water mark (VmHWM), reset to
+    its resident size before the call (clear_refs); it misses what forked processes use."""
 
     def __init__(self, pid: int):
-        self.pid, self.base = _python_pid(pid), None
+        self.pid, self.ready, self.before = _python_pid(pid), False, None
 
     def begin(self):
         try:
             Path(f"/proc/{self.pid}/clear_refs").write_text("5")  # resets VmHWM to VmRSS
-            self.base = _status_kib(self.pid, "VmRSS")
+            self.ready = True
         except OSError:
-            self.base = None
+            self.ready = False
+        rss = _status_kib(self.pid, "VmRSS") if self.ready else None
+        self.before = rss * 1024 if rss is not None else None
 
     def result(self):
-        peak = _status_kib(self.pid, "VmHWM")
-        if self.base is None or peak is None:
-            return None, None
-        return max(0, peak - self.base) * 1024, "vmhwm"
+        peak = _status_kib(self.pid, "VmHWM") if self.ready else None
+        return (peak * 1024, "vmhwm", self.before) if peak is not None else (None, None, None)
 
 
 def _meter(child: Child):

@@ -361,14 +361,14 @@ def _unchanged(cache, before, call):
 
 # ---- efficiency ----------------------------------------------------------------------------------
 
-def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
+def _typical_peak(ex, cache, H, D, T, parents, times, holds) -> int | None:
     """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``,
     measured through checking.measure (None when any step could not be measured)."""
     peaks = []
     for _ in range(times):
         x = _tokens(ex.rng, T, H, D)
         _, peak, _ = measure(ex, ex.candidate, "rope_attention_step", cache, x, x, x,
-                             *([] if parents is None else [parents]))
+                             *([] if parents is None else [parents]), holds=holds)
         peaks.append(peak)
     return None if None in peaks else sorted(peaks)[times // 2]
 
@@ -384,7 +384,8 @@ def check_decode_step_memory(ex):
     cached_keys = S * H * D * 8
     for T, parents, what in [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"),
                              (4, [-1, 0, 0, 1], "trees of 4 drafts")]:
-        typical = _typical_peak(ex, cache, H, D, T, parents, 5 if parents is None else 3)
+        typical = _typical_peak(ex, cache, H, D, T, parents, 5 if parents is None else 3,
+                                holds=2 * (S + 64) * H * D * 8)  # keys and values; the steps add < 64 tokens
         if typical is None or typical < cached_keys // 2:
             continue
         ex.diagnose("cache_copied_each_step",

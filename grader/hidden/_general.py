@@ -1,0 +1,248 @@
+"""The general rules of CONTRACT section 1, checked for every exercise by one mechanism.
+
+The plugin (``grader/plugin.py``) runs these checks after each exercise's own checks, on the same
+``ex``, so they see every call those checks made: no exercise writes code for them.
+
+- Ownership: the child probes every candidate call (``sandbox/child.py``): it digests each argument
+  before and after, holds the arrays a call returned and reports when a later call changed them,
+  and scribbles over a writable result once it has been sent, so a memo handed out writable
+  gives a later call a visibly wrong answer (the value checks see it). The storage attributes
+  an exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache
+  or state object a function is given is digested by its type only, so its state may change.
+- Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
+  bool rows shuffled are answered by a fresh process of the module and then by the running one.
+- Integer types (ints become numpy scalars, int arrays and lists of ints
+  arrays, of the narrowest signed dtype that holds every int of the call): the sandbox keeps copies of up to
+  ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
+  (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
+  first and shuffled, and compare with the answers first given.
+
+Rerunning one of these with ``--check`` runs the exercise's own checks too (their results are
+not reported), so the replayed calls are the same as in the full run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.checking import close, fail
+from grader.sandbox import CandidateRaised, call_text
+
+REPLAYED = 16  # calls each replay check makes at most (twice that for the order check)
+FRESH = 8  # calls the order check also makes with new arguments, in a fresh process and in the running one
+SIGNED = (np.int8, np.int16, np.int32, np.int64)
+
+
+def check_leaves_arguments_unchanged(ex):
+    """Every function leaves its arguments unchanged (arrays, lists, the model's parameters)."""
+    own = ex.sandbox.ownership
+    _require_probes(own)
+    if own.changed:
+        what, labels = own.changed[0]
+        said = ", ".join(f"argument {int(label) + 1}" if label.isdigit() else label for label in labels)
+        fail(f"{what} changed its {said}: a function leaves its arguments unchanged (only the cache or state "
+             f"object the exercise names may change); {len(own.changed)} call(s) did so", kind="hygiene")
+
+
+def check_results_belong_to_the_caller(ex):
+    """An array a function returned is the caller's: no later call changes it."""
+    own = ex.sandbox.ownership
+    _require_probes(own)
+    if own.moved:
+        earlier, later = own.moved[0]
+        fail(f"the array returned by {earlier} changed during a later call, {later}: a result belongs to the "
+             "caller (a reused output buffer, or a memo handed out writable)")
+
+
+def check_same_answer_in_any_order(ex):
+    """A function without state gives the same answer to the same arguments, in any order."""
+    sample = _sample(ex, lambda r: True)
+    order = list(ex.rng.permutation(len(sample))) + list(ex.rng.permutation(len(sample)))
+    for i in order:
+        recorded = sample[i]
+        got = _replay(ex, recorded, recorded.args, recorded.kwargs, "the same arguments again")
+        if not _same(got, recorded.value, recorded.args):
+            fail(f"{recorded.what} answered differently when called again after other calls: a function "
+                 "that holds no state gives the same answer to the same arguments (a cache keyed on part of "
+                 "them breaks this)", case={"call": recorded.what})
+    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: -_size(r))[:FRESH])  # rows to shuffle
+
+
+def _fresh_against_warm(ex, sample):
+    """New arguments of the recorded shapes (rows of float and bool arrays shuffled, the same
+    shuffle for arrays of the same length), answered first by a fresh process of the candidate's
+    module, then by the one that made every earlier call: both must give the same answer. A cache
+    keyed on part of the arguments (a shape, a length) answers the second from the first call."""
+    calls = [(r, *_shuffled(ex.rng, (r.args, r.kwargs))) for r in sample]
+    fresh = ex.sandbox.twin()  # launched as the exercise's checks began
+    try:
+        first = [_outcome(getattr(fresh.module, r.name), args, kwargs) for r, args, kwargs in calls]
+    finally:
+        fresh.close()
+    for (recorded, args, kwargs), (value, raised) in zip(calls, first):
+        again, raised_again = _outcome(getattr(ex.candidate, recorded.name), args, kwargs)
+        what = call_text(recorded.name, args, kwargs)
+        if raised != raised_again or (raised is None and not _same(again, value, args)):
+            fail(f"{what} answered differently after the earlier calls than in a fresh process ("
+                 f"{raised_again or 'a value'} against {raised or 'a value'}): a function that holds no state "
+                 "gives the same answer whatever was called before (a cache keyed on part of the arguments, "
+                 "such as a shape, breaks this)", case={"call": what})
+
+
+def _outcome(fn, args, kwargs):
+    """(value, None), or (None, the exception's type name) when the candidate raised."""
+    try:
+        return fn(*args, **kwargs), None
+    except CandidateRaised as exc:
+        return None, exc.type_name
+
+
+def _shuffled(rng, value):
+    """(args, kwargs) with the rows of every float and bool array permuted: one permutation per
+    row count, so arrays that go together (scores and their mask) stay together."""
+    perms = {}
+
+    def walk(v):
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fb" and v.ndim >= 1 and len(v) > 1:
+            perm = perms.setdefault(len(v), rng.permutation(len(v)))
+            return v[perm]
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
+
+
+def check_any_signed_integer_type(ex):
+    """Integers given as numpy scalars and arrays of any signed dtype that holds them work alike."""
+    for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None, _fill):
+        dtype = _narrowest(_widest((recorded.args, recorded.kwargs)))
+        args, kwargs = _retyped(recorded.args, dtype), _retyped(recorded.kwargs, dtype)
+        what = call_text(recorded.name, args, kwargs)
+        try:
+            got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
+        except CandidateRaised as exc:
+            kind = "hygiene" if exc.is_a("ValueError") else "crash"
+            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as Python ints "
+                 f"and int64 were answered: integers of any signed dtype that holds them are valid", kind=kind,
+                 case={"call": what})
+        if not _same(got, recorded.value, recorded.args):
+            fail(f"{what} gave another answer than {recorded.what}: integers of any signed dtype that holds "
+                 "their values are the same input", case={"call": what})
+
+
+# -- shared -----------------------------------------------------------------------------------------
+
+
+def _require_probes(own):
+    if own.unreported:
+        fail(f"the candidate process did not report what {own.unreported[0]} did to its arguments and "
+             "results: its reply lacked the probe every call carries", kind="crash")
+
+
+def _sample(ex, keep, first=None) -> list:
+    """Up to REPLAYED recorded calls that ``keep`` accepts, in the order ``first`` gives (default:
+    the smallest first), spread over every function (one of each, then a second of each, ...)."""
+    ex.sandbox.recording = False  # replays are not recorded again
+    by_name = {name: sorted((r for r in calls if keep(r)), key=first or _size)
+               for name, calls in sorted(ex.sandbox.recorded.items())}
+    sample, depth = [], 0
+    while len(sample) < REPLAYED and any(len(calls) > depth for calls in by_name.values()):
+        sample += [calls[depth] for calls in by_name.values() if len(calls) > depth]
+        depth += 1
+    return sample[:REPLAYED]
+
+
+def _size(recorded) -> int:
+    return sum(a.size for a in _arrays((recorded.args, recorded.kwargs))) + len(str(recorded.what))
+
+
+def _replay(ex, recorded, args, kwargs, how):
+    try:
+        return getattr(ex.candidate, recorded.name)(*args, **kwargs)
+    except CandidateRaised as exc:
+        fail(f"{recorded.what} raised {exc.type_name} ({exc.message[:120]}) when called with {how}, after "
+             "answering the first time", case={"call": recorded.what})
+
+
+def _same(got, want, inputs) -> bool:
+    """The same answer: the same structure, exact integers and bools, floats within section 1's
+    precision (a replay may round differently, never answer differently)."""
+    if isinstance(want, (tuple, list)):
+        return isinstance(got, type(want)) and len(got) == len(want) and all(
+            _same(g, w, inputs) for g, w in zip(got, want))
+    if isinstance(want, dict):
+        return isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k], inputs) for k in want)
+    if isinstance(want, (np.ndarray, np.generic, int, float)) and not isinstance(want, bool):
+        g, w = np.asarray(got), np.asarray(want)
+        if g.shape != w.shape or g.dtype.kind not in "biuf" or w.dtype.kind not in "biuf":
+            return False
+        if w.dtype.kind == "f" or g.dtype.kind == "f":
+            floats = [a for a in _arrays(inputs) if a.dtype.kind == "f"]
+            magnitude = max((float(np.max(np.abs(a[np.isfinite(a)]), initial=1.0)) for a in floats), default=1.0)
+            return close(g, w, floats, min(magnitude, 1e4))
+        return bool(np.array_equal(g, w))
+    return got == want and type(got) is type(want)
+
+
+def _fill(recorded) -> float:
+    """Calls whose ints come nearest the top of their narrowest dtype first: where arithmetic in
+    that dtype wraps soonest."""
+    widest = _widest((recorded.args, recorded.kwargs))
+    return -widest / np.iinfo(_narrowest(widest)).max
+
+
+def _arrays(value):
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _arrays(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _arrays(v)
+
+
+def _ints(value):
+    """Every integer a value carries: Python and numpy ints (never bools), signed int arrays."""
+    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
+        yield int(value)
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "i" and value.size:
+        yield int(value.min())
+        yield int(value.max())
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _ints(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _ints(v)
+
+
+def _widest(value):
+    """The largest magnitude among the integers ``value`` carries, or None when it has none."""
+    found = list(_ints(value))
+    return max(max(found), -min(found) - 1) if found else None
+
+
+def _narrowest(widest: int):
+    return next(t for t in SIGNED if widest <= np.iinfo(t).max)
+
+
+def _retyped(value, dtype):
+    """``value`` with each int a numpy scalar of ``dtype`` and each signed int array cast to it."""
+    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
+        return dtype(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "i":
+        return value.astype(dtype)
+    if isinstance(value, list) and value and all(type(v) is int for v in value):
+        return np.array(value, dtype=dtype)  # an index list: the contract takes it as an array too
+    if isinstance(value, (list, tuple)):
+        return type(value)(_retyped(v, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _retyped(v, dtype) for k, v in value.items()}
+    return value
+
+
+GENERAL_CHECKS = (check_leaves_arguments_unchanged, check_results_belong_to_the_caller,
+                  check_same_answer_in_any_order, check_any_signed_integer_type)

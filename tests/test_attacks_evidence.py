@@ -1,0 +1,175 @@
+"""Evidence the child cannot steer (issue 23 items 3-7 and 10, issue 24 item 3): each attack is a
+real submission graded through the engine at the default isolation level, or, for the grader's
+own memory, through the CLI in a process of its own.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import engine
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+
+# Candidate code that speaks on the child's pipe itself, through the child's own Host object.
+HOST = """
+import gc as _gc
+
+def _host():
+    return next(o for o in _gc.get_objects() if type(o).__name__ == "Host" and hasattr(o, "request_id"))
+"""
+
+
+def _write(tmp_path: Path, exercise: str, source: str) -> Path:
+    (tmp_path / f"{exercise}.py").write_text(source)
+    return tmp_path
+
+
+def _check(path: Path, exercise: str, check: str):
+    result = engine.grade(path, [exercise], seed=11, only_checks={check}).exercise(exercise)
+    return result, next(c for c in result.checks if c.id == check)
+
+
+def _wrapped(source: str, name: str, body: str) -> str:
+    """``source`` with function ``name`` wrapped: ``body`` runs around ``_inner(*args, **kwargs)``."""
+    return source + f"\n_inner = {name}\n\ndef {name}(*args, **kwargs):\n{body}\n"
+
+
+@pytest.mark.parametrize("readies", [1, 2])
+def test_a_ready_frame_sent_by_the_child_starts_nothing_and_is_a_fault(tmp_path, readies):
+    """Items 3 and 4: work done before a "ready" frame, or a second "ready" after it, used to move
+    the baseline. The grader sends no "go" and takes no frame of the child's as a signal."""
+    dense = (SOLUTIONS / "mutants" / "split_kv_decode" / "ignores_splits.py").read_text() + HOST
+    body = (f"    out = _inner(*args, **kwargs)\n    for _ in range({readies}):\n"
+            "        _host().send({'op': 'ready'})\n    return out")
+    path = _write(tmp_path, "split_kv_decode", _wrapped(dense, "split_kv_attention", body))
+    result, check = _check(path, "split_kv_decode", "split_kv_memory_per_split")
+    assert not check.passed and check.kind == "crash" and "unexpected 'ready' frame" in check.message
+    assert result.status == "graded"
+
+
+def test_a_memory_bank_held_from_import_fails_the_memory_check(tmp_path):
+    """Item 5: 512 MiB held from import, freed inside each call and filled again before it returns."""
+    bank = ("\nimport numpy as _np\n_bank = _np.ones(64 << 20)\n")
+    body = ("    global _bank\n    _bank = None\n    try:\n        return _inner(*args, **kwargs)\n"
+            "    finally:\n        _bank = _np.ones(64 << 20)")
+    source = (SOLUTIONS / "split_kv_decode.py").read_text() + bank
+    path = _write(tmp_path, "split_kv_decode", _wrapped(source, "split_kv_attention", body))
+    result, check = _check(path, "split_kv_decode", "split_kv_memory_per_split")
+    assert not check.passed and check.kind == "efficiency", check.message
+    assert "dense_scores_not_split" in [d.id for d in result.diagnoses]
+
+
+def test_the_reference_passes_the_same_memory_check(tmp_path):
+    path = _write(tmp_path, "split_kv_decode", (SOLUTIONS / "split_kv_decode.py").read_text())
+    _, check = _check(path, "split_kv_decode", "split_kv_memory_per_split")
+    assert check.passed, check.message
+
+
+def test_a_measured_call_cannot_be_told_apart_and_its_answer_counts(tmp_path):
+    """Item 6: a dense kernel that looks for a "measure" flag in its caller's frames, and also
+    answers zeros on the large inputs memory is measured on."""
+    dense = (SOLUTIONS / "mutants" / "fused_attention" / "dense_mask.py").read_text()
+    body = ("    import sys\n    import numpy as np\n    frame, flagged = sys._getframe(1), False\n"
+            "    while frame is not None:\n"
+            "        flagged |= any(isinstance(v, dict) and 'measure' in v for v in frame.f_locals.values())\n"
+            "        frame = frame.f_back\n"
+            "    q = args[0]\n"
+            "    if flagged or len(args[2]) > 300:\n"
+            "        return np.zeros(q.shape), np.zeros(len(q))\n"
+            "    return _inner(*args, **kwargs)")
+    path = _write(tmp_path, "fused_attention", _wrapped(dense, "flash_attention", body))
+    result, check = _check(path, "fused_attention", "no_dense_allocation")
+    assert not check.passed and check.kind in ("wrong", "must_not"), check.message
+    assert result.status == "graded"
+
+
+def test_unseeded_default_rng_replays_with_the_grading_seed(tmp_path):
+    """Item 10: a mask that is wrong when an unseeded generator says so gives the same verdict
+    every time for a seed (and the draws follow the seed)."""
+    source = (SOLUTIONS / "decode_mask.py").read_text() + (
+        "\n_right = decode_causal_mask\n\ndef decode_causal_mask(T, S):\n"
+        "    mask = _right(T, S)\n"
+        "    return mask if np.random.default_rng().random() < 0.5 else ~mask\n")
+    path = _write(tmp_path, "decode_mask", source)
+
+    def verdicts(seed):
+        result = engine.grade(path, ["decode_mask"], seed=seed).exercise("decode_mask")
+        return [(c.id, c.passed) for c in result.checks]
+
+    first = verdicts(3)
+    assert verdicts(3) == first
+    assert not all(passed for _, passed in first)
+
+
+def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_bound(tmp_path):
+    """Issue 24 item 3: a 16 MB header of [{}] * 4e6 is refused before it is expanded; the
+    grader's peak RSS stays within the README's bound of about 600 MiB."""
+    source = (SOLUTIONS / "decode_mask.py").read_text() + HOST + (
+        "\n_right = decode_causal_mask\n\ndef decode_causal_mask(T, S):\n"
+        "    _host().send({'ok': True, 'value': [{}] * 4_000_000})\n"
+        "    return _right(T, S)\n")
+    path = _write(tmp_path, "decode_mask", source)
+    script = ("import json, resource, sys\nfrom grader import engine\n"
+              f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1, only_checks={{'plain_decode'}})\n"
+              "c = r.exercise('decode_mask').checks[0]\n"
+              "print(json.dumps([c.passed, c.kind, c.message, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    passed, kind, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not passed and kind == "crash" and "values, over the cap" in message
+    assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
+
+
+WHERE = '''
+import os, sys
+
+def decode_causal_mask(T, S):
+    seen = [repr(sys.path), repr(sys.argv), os.getcwd(), repr(dict(os.environ)), __file__]
+    seen += [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+    for name in ("/proc/self/mountinfo", "/proc/self/cmdline", "/proc/1/cmdline", "/proc/self/environ"):
+        try:
+            seen.append(open(name, "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+    try:
+        raise ValueError("where am I")
+    except ValueError as exc:
+        import traceback
+        seen.append("".join(traceback.format_exception(exc)))
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(sys.executable))}
+    python |= {os.path.realpath(p) for p in python}
+    for root in sorted(python, key=len, reverse=True):  # the Python installation may live anywhere
+        seen = [text.replace(root, "<python>") for text in seen]
+    leaked = [text[max(0, text.find(KIT) - 40):text.find(KIT) + 60] for text in seen if KIT in text]
+    raise ValueError("leaked: " + repr(leaked[:3]) if leaked else "nothing leaked")
+'''
+
+
+def test_the_kits_location_is_nowhere_the_child_can_read(tmp_path):
+    """Item 13: module files, sys.path, argv, the environment, tracebacks and /proc show scratch, the
+    candidate's files and the Python installation (which may itself sit in the kit's folder, as CI's
+    .venv does), never where the kit lives on this machine."""
+    path = _write(tmp_path, "decode_mask", f"KIT = {str(ROOT)!r}\n" + WHERE)
+    _, check = _check(path, "decode_mask", "plain_decode")
+    assert "nothing leaked" in check.message, check.message
+
+
+def test_every_timed_call_gets_fresh_inputs(tmp_path):
+    """Item 7: the work check repeated identical inputs, so a memo of earlier answers passed it. A
+    submission that refuses to answer the same inputs twice shows that no timed call repeats."""
+    source = (SOLUTIONS / "varlen_attention.py").read_text() + (
+        "\n_seen = set()\n_right = varlen_attention\n\n"
+        "def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):\n"
+        "    key = (np.asarray(q).tobytes(), np.asarray(k).tobytes())\n"
+        "    if key in _seen:\n        raise RuntimeError('the same inputs twice')\n"
+        "    _seen.add(key)\n"
+        "    return _right(q, k, v, cu_seqlens_q, cu_seqlens_k)\n")
+    path = _write(tmp_path, "varlen_attention", source)
+    _, check = _check(path, "varlen_attention", "work_grows_per_sequence")
+    assert "the same inputs twice" not in check.message, check.message

@@ -1,0 +1,190 @@
+"""The general rules of CONTRACT section 1 (ownership, calls in any order, signed integer types),
+checked for every exercise by one mechanism: probes in the child, checks in grader/hidden/_general.py.
+
+Real submissions (the reference with one mistake written in) graded through the engine, at the
+default isolation level, plus the pieces that need no child.
+"""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import catalog, engine
+from grader.checklist import general_checks, hidden_checks
+from grader.hidden import _general
+from grader.plugin import GENERAL_IDS
+from grader.sandbox import ModuleToLoad, Sandbox
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+GENERAL = ["leaves_arguments_unchanged", "results_belong_to_the_caller", "same_answer_in_any_order",
+           "any_signed_integer_type"]
+
+
+def _submission(tmp_path: Path, exercise: str, old: str = "", new: str = "", extra: str = "") -> Path:
+    source = (SOLUTIONS / f"{exercise}.py").read_text()
+    assert old in source, "the mistake must be written into the reference"
+    (tmp_path / f"{exercise}.py").write_text(source.replace(old, new, 1) + extra)
+    return tmp_path
+
+
+def _graded(path: Path, exercise: str, only=None):
+    result = engine.grade(path, [exercise], seed=7, only_checks=only).exercise(exercise)
+    return result, {c.id: c for c in result.checks}
+
+
+def test_every_exercise_lists_the_general_checks_after_its_own_and_rubrics_need_not_name_them():
+    for ex in catalog.exercises():
+        listed = list(hidden_checks(ex.hidden_checks))
+        assert listed[-len(GENERAL):] == GENERAL
+        assert not set(GENERAL) & ex.check_ids  # they cap by failure kind alone
+    assert set(general_checks()) == set(GENERAL) == GENERAL_IDS
+    assert all(general_checks().values()), "each has a first docstring line to show a candidate"
+
+
+@pytest.mark.slow
+def test_the_reference_passes_every_general_check(tmp_path):
+    result, checks = _graded(_submission(tmp_path, "tree_mask"), "tree_mask")
+    assert [checks[c].passed for c in GENERAL] == [True] * 4, [checks[c].message for c in GENERAL]
+    assert result.level == "strong_hire"
+
+
+@pytest.mark.slow
+def test_an_argument_changed_in_place_caps_at_hire(tmp_path):
+    path = _submission(tmp_path, "tree_mask", "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n",
+                       "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n"
+                       "    if isinstance(parents, np.ndarray):\n        parents.sort()\n")
+    result, checks = _graded(path, "tree_mask")
+    failed = checks["leaves_arguments_unchanged"]
+    assert not failed.passed and failed.kind == "hygiene"
+    assert failed.message.startswith("tree_attention_mask(int64[") and "changed its argument 1" in failed.message
+    assert result.level == "hire"
+
+
+@pytest.mark.slow
+def test_a_memo_handed_out_writable_is_caught(tmp_path):
+    memo = ("\n_memo = {}\n_plain = tree_attention_mask\n\n"
+            "def tree_attention_mask(parents, P):\n"
+            "    key = (tuple(int(p) for p in parents), int(P))\n"
+            "    if key not in _memo:\n        _memo[key] = _plain(parents, P)\n"
+            "    return _memo[key]\n")
+    result, checks = _graded(_submission(tmp_path, "tree_mask", extra=memo), "tree_mask")
+    assert not checks["same_answer_in_any_order"].passed
+    assert result.level == "weak"
+
+
+@pytest.mark.slow
+def test_a_reused_output_buffer_is_a_result_that_changes(tmp_path):
+    reuse = ("\n_out = {}\n_fresh = tree_positions\n\n"
+             "def tree_positions(parents, P):\n"
+             "    got = _fresh(parents, P)\n"
+             "    buf = _out.setdefault(len(got), np.empty(len(got), np.int64))\n"
+             "    buf.flags.writeable = True\n    buf[:] = got\n    buf.flags.writeable = False\n    return buf\n")
+    result, checks = _graded(_submission(tmp_path, "tree_mask", extra=reuse), "tree_mask")
+    moved = checks["results_belong_to_the_caller"]
+    assert not moved.passed and moved.kind == "wrong" and "changed during a later call" in moved.message
+    assert result.level == "weak"
+
+
+@pytest.mark.slow
+def test_a_narrow_integer_dtype_read_as_int64_is_wrong(tmp_path):
+    path = _submission(tmp_path, "tree_mask", "    array = np.asarray(parents)\n",
+                       "    array = np.asarray(parents)\n"
+                       "    if array.dtype.kind == 'i':\n        array = array.view(np.int64)  # no copy\n")
+    _, checks = _graded(path, "tree_mask")
+    failed = checks["any_signed_integer_type"]
+    assert not failed.passed and failed.kind in ("wrong", "hygiene", "crash")
+    assert "int8" in failed.message or "int16" in failed.message or "int32" in failed.message
+
+
+@pytest.mark.slow
+def test_a_general_check_reruns_alone_with_the_same_verdict(tmp_path):
+    path = _submission(tmp_path, "tree_mask", "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n",
+                       "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n"
+                       "    if isinstance(parents, np.ndarray):\n        parents.sort()\n")
+    _, checks = _graded(path, "tree_mask", only={"leaves_arguments_unchanged"})
+    assert list(checks) == ["leaves_arguments_unchanged"]
+    assert not checks["leaves_arguments_unchanged"].passed
+
+
+@pytest.mark.slow
+def test_a_reply_without_its_probe_is_a_failure_never_a_pass(tmp_path):
+    forge = ("\nimport __main__ as _child\n_send = _child.Host.send\n\n"
+             "def _quiet(self, header, arrays=()):\n    header.pop('probe', None)\n"
+             "    return _send(self, header, arrays)\n\n_child.Host.send = _quiet\n")
+    result, checks = _graded(_submission(tmp_path, "tree_mask", extra=forge), "tree_mask")
+    for check in ("leaves_arguments_unchanged", "results_belong_to_the_caller"):
+        assert not checks[check].passed and checks[check].kind == "crash"
+        assert "lacked the probe" in checks[check].message
+    assert result.level == "weak"
+
+
+# -- pieces that need no grading run --------------------------------------------------------------
+
+
+def test_integers_are_retyped_to_the_narrowest_signed_dtype_that_holds_them():
+    args = (np.array([-1, 0, 1, 120]), 7, [3, 4], (np.int64(5), 2.5, True))
+    assert _general._widest(args) == 120
+    dtype = _general._narrowest(_general._widest(args))
+    assert dtype is np.int8
+    retyped = _general._retyped(args, dtype)
+    assert retyped[0].dtype == np.int8 and type(retyped[1]) is np.int8
+    assert retyped[2].dtype == np.int8 and retyped[2].tolist() == [3, 4]  # an index list as an array
+    assert type(retyped[3][0]) is np.int8 and retyped[3][1] == 2.5 and retyped[3][2] is True
+    assert _general._narrowest(_general._widest([np.array([-129])])) is np.int16
+
+
+def test_answers_compare_by_structure_exact_integers_and_floats_within_precision():
+    same = _general._same
+    x = np.linspace(-3, 3, 7)
+    assert same((x, np.arange(3)), (x + 1e-15, np.arange(3)), [x])
+    assert not same((x, np.arange(3)), (x + 1e-6, np.arange(3)), [x])
+    assert not same([np.arange(3)], (np.arange(3),), [])
+    assert not same(np.array([True, False]), np.array([True, True]), [])
+    assert same(np.array([np.nan, -np.inf]), np.array([np.nan, -np.inf]), [])
+
+
+ECHO = b"""
+import numpy as np
+_kept = np.zeros(4)
+
+def scale(x, factor):
+    x *= factor
+    return x.sum()
+
+def kept():
+    return _kept
+
+def kept_read_only():
+    out = _kept.view()
+    out.flags.writeable = False
+    return out
+"""
+
+
+@pytest.mark.slow
+def test_the_child_reports_changed_arguments_and_scribbles_only_writable_results():
+    sandbox = Sandbox(ModuleToLoad("echo", [("echo.py", ECHO)], []))
+    try:
+        sandbox.module.scale(np.ones(3), 2.0)
+        assert sandbox.ownership.changed[0][1] == ["0"]
+        assert not sandbox.module.kept_read_only().any()
+        first = sandbox.module.kept()
+        assert not first.any()
+        assert np.isnan(sandbox.module.kept()).all(), "the first result was scribbled once sent"
+        assert sandbox.ownership.unreported == [] and sandbox.ownership.probed == 4
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.slow
+def test_a_cache_keyed_on_part_of_the_arguments_is_caught_in_a_fresh_process(tmp_path):
+    """Scaled keys kept per chunk shape: the value checks never call twice with one shape, but a
+    fresh process answers new arguments of a recorded shape without the stale keys."""
+    path = _submission(tmp_path, "nan_safe_softmax",
+                       "    s = (q @ k.T) * (1.0 / math.sqrt(D))  # scaled scores",
+                       "    key = (k.shape, k.dtype.str)\n"
+                       "    s = q @ _SCALED.setdefault(key, k.T * (1.0 / math.sqrt(D)))  # scaled scores",
+                       "\n_SCALED = {}\n")
+    _, checks = _graded(path, "nan_safe_softmax")
+    failed = checks["same_answer_in_any_order"]
+    assert not failed.passed and failed.kind == "wrong" and "in a fresh process" in failed.message
