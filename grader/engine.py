@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,14 +26,11 @@ from . import __version__, catalog, interview, own_tests
 from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
-from .plugin import CollectChecks
+from .plugin import CollectChecks, check_id
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
-from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
-from .sandbox import isolation_report
+from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .submission import Refused, candidate_files, locate, open_submission, skipped_links
-
-OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
 
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
@@ -62,16 +58,14 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
             for eid, path in found.items()}
     bounds = isolation_report(limits)  # the level is probed once per process, then cached
     _start_all(runs)
-    own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
-        for run in runs.values():
-            _start_own_tests(run, own_tests_pool, limits, only_checks)
-        collected = _run_checks(runs, only_checks, progress)
-        facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
+        collected = _run_checks(runs, only_checks, progress, own_tests_stage=False)
     finally:
-        own_tests_pool.shutdown(wait=True, cancel_futures=True)
         for run in runs.values():
             run.sandbox.close()
+    _run_own_tests(runs, limits, only_checks)  # no candidate child of this submission is alive now
+    _run_checks(runs, only_checks, progress, own_tests_stage=True, plugin=collected)
+    facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
     if blame_reference:
         _blame(facts, seed, limits)
     else:
@@ -93,13 +87,19 @@ def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path
     return ExerciseRun(exercise, seed, Sandbox(spec, limits), module)
 
 
-def _start_own_tests(run: ExerciseRun, pool, limits: Limits, only_checks: set[str] | None):
-    """Start the runs of the candidate's own tests the rubric declares, beside the checks."""
-    if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
-        return
+def _run_own_tests(runs: dict[str, ExerciseRun], limits: Limits, only_checks: set[str] | None):
+    """Run the candidate's own tests the rubrics declare, one exercise at a time.
+
+    Only once every candidate child of the submission has ended: an own-tests run holds a
+    proxy to the reference, and candidate code alive beside it could relay the proxy's answers
+    through any kernel-wide channel (file locks on a shared file, IPC) that no namespace closes.
+    """
     if only_checks is not None and not any(c.startswith(own_tests.CHECK_PREFIX) for c in only_checks):
         return
-    run.own_tests = own_tests.schedule(pool, run.exercise, run.own_tests_path, run.sandbox, limits, run.seed)
+    for run in runs.values():
+        if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
+            continue
+        run.own_tests = own_tests.run_all(run.exercise, run.own_tests_path, run.sandbox, limits, run.seed)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
@@ -119,20 +119,36 @@ def _start_all(runs: dict[str, ExerciseRun]):
             pass  # kept in sandbox.load_error and reported as the exercise's error
 
 
-def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:
-    plugin = CollectChecks(runs, only, progress)
-    paths = [str(r.exercise.hidden_checks) for r in runs.values() if not r.sandbox.load_error]
+def _run_checks(runs: dict[str, ExerciseRun], only, progress, own_tests_stage: bool,
+                plugin: CollectChecks | None = None) -> CollectChecks:
+    """Run one stage of the hidden checks into ``plugin``: the checks calling candidate code, or
+    (``own_tests_stage``) those judging the candidate's own tests."""
+    plugin = plugin or CollectChecks(runs, only, progress)
+    paths = [str(r.exercise.hidden_checks) for r in runs.values() if not r.sandbox.load_error
+             and (not own_tests_stage or own_tests.declaration(r.exercise) is not None)]
     if paths:
         ini = str(catalog.HIDDEN_ROOT / "pytest.ini")
         args = ["-c", ini, "--rootdir", str(catalog.HIDDEN_ROOT), "-p", "no:terminal",
                 "-p", "no:cacheprovider", "-p", "no:stepwise", "--assert=plain", *paths]
-        code = pytest.main(args, plugins=[plugin])
+        code = pytest.main(args, plugins=[plugin, _Stage(own_tests_stage)])
         if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             raise RuntimeError(f"the grader's pytest run failed to start (exit {int(code)})")
     return plugin
 
 
-def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
+class _Stage:
+    """Keeps the checks of one stage: those judging own tests, or all the others."""
+
+    def __init__(self, own_tests_stage: bool):
+        self.own_tests_stage = own_tests_stage
+
+    def pytest_collection_modifyitems(self, items, config):
+        keep = [i for i in items if check_id(i).startswith(own_tests.CHECK_PREFIX) == self.own_tests_stage]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+def _blame(facts: dict[str, ExerciseFacts], seed: int, limits: Limits):
     """For each exercise whose checks broke unexpectedly, grade the reference on those checks."""
     from .verify import reference_submission  # verify grades through this module
 
