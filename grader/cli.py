@@ -31,9 +31,13 @@ def _exercise_ids(ctx, param, values):
 
 
 def _seed(ctx, param, value):
-    if value < 0 or value >= 2**63:
+    if value is not None and (value < 0 or value >= 2**63):
         raise click.BadParameter("the seed is a non-negative integer below 2**63")
     return value
+
+
+def _seed_words(seed) -> str:
+    return "fresh for each grading" if seed is None else str(seed)
 
 
 # -- options, each declared once ---------------------------------------------------------------
@@ -41,8 +45,10 @@ def _seed(ctx, param, value):
 EXERCISES = click.option(
     "-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
     help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
-SEED = click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
-                    help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
+SEED = click.option("--seed", type=int, default=None, callback=_seed,
+                    help="Seed for the hidden tests' random shapes. The same seed gives the same result. "
+                         "Default: a fresh, unpredictable seed for each grading, recorded in the result "
+                         "and in every rerun line.")
 OUTPUTS = [
     click.option("--json", "json_out", metavar="FILE|-", help="Write the result JSON to FILE, or to stdout with '-'."),
     click.option("--html", "html_out", metavar="FILE", help="Write a self-contained HTML report (opens offline, prints well)."),
@@ -450,7 +456,7 @@ def autograder(out, exercises, seed, show_levels, after_published):
         raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {seed}")
+    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {_seed_words(seed)}")
 
 
 @main.command()
@@ -477,7 +483,7 @@ def classroom(directory, exercises, seed, fail_under, install):
         raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
     except PackageError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
+    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {_seed_words(seed)}, "
                f"passes at {fail_under}")
 
 
@@ -509,17 +515,19 @@ def verify(exercises, seed):
     rubric breaks the calibration, a reference falls short, a mutant slips through or a
     correct variant is judged below hire (or below the level it states).
     """
+    from .engine import fresh_seed
     from .verify import verify as run_verify
 
+    seed = fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
     failed = 0
     for outcome in run_verify(exercises or None, seed=seed):
         mark = click.style("ok  ", fg="green") if outcome.ok else click.style("FAIL", fg="red", bold=True)
         click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
         failed += not outcome.ok
     if failed:
-        click.echo(f"{failed} self-check(s) failed")
+        click.echo(f"{failed} self-check(s) failed at seed {seed}")
         sys.exit(1)
-    click.echo("all self-checks passed")
+    click.echo(f"all self-checks passed at seed {seed}")
 
 
 @main.command(name="list")

@@ -15,6 +15,7 @@ Who is to blame, and what counts:
 """
 from __future__ import annotations
 
+import secrets
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,14 +34,27 @@ from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_re
 from .submission import Refused, candidate_files, locate, open_submission, skipped_links
 
 
-def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
+SEED_BOUND = 1 << 32  # fresh seeds are below this: too many to tabulate answers for, short in a rerun line
+
+
+def fresh_seed() -> int:
+    """A seed nobody can predict, for a grading given none: hidden inputs are a pure function of
+    the seed, so a fixed default would let a table of answers recorded at it pass."""
+    return secrets.randbelow(SEED_BOUND)
+
+
+def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int | None = None,
           notes: Notes | None = None, only_checks: set[str] | None = None,
           limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
     """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
 
+    ``seed`` None draws a fresh one (:func:`fresh_seed`); the result records it, so the grading
+    can be replayed.
+
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
     kit's faults from the candidate's (off when grading the reference itself).
     """
+    seed = fresh_seed() if seed is None else seed
     with open_submission(submission) as root:  # a folder or a .zip, read safely
         return _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
                            progress, blame_reference)

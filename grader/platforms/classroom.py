@@ -30,16 +30,18 @@ MAX_SCORE = 100
 TIMEOUT_MINUTES = 20
 
 
-def grading_command(exercise_ids: list[str] | None, seed: int, fail_under: str) -> str:
-    """The shell command the workflow runs in the student's repository."""
+def grading_command(exercise_ids: list[str] | None, seed: int | None, fail_under: str) -> str:
+    """The shell command the workflow runs in the student's repository (without a seed, each
+    run draws a fresh one)."""
     words = ["kvgrade", "grade", "."]
     for exercise_id in exercise_ids or []:
         words += ["-e", exercise_id]
-    words += ["--seed", str(seed), "--fail-under", fail_under]
+    words += ["--seed", str(seed)] if seed is not None else []
+    words += ["--fail-under", fail_under]
     return shlex.join(words)
 
 
-def workflow(exercise_ids: list[str] | None, seed: int, fail_under: str, install: str) -> str:
+def workflow(exercise_ids: list[str] | None, seed: int | None, fail_under: str, install: str) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     return env.get_template("classroom.yml.j2").render(
@@ -48,7 +50,7 @@ def workflow(exercise_ids: list[str] | None, seed: int, fail_under: str, install
         command=grading_command(exercise_ids, seed, fail_under))
 
 
-def write_starter(directory: str | Path, exercise_ids: list[str] | None, seed: int, fail_under: str,
+def write_starter(directory: str | Path, exercise_ids: list[str] | None, seed: int | None, fail_under: str,
                   install: str | None = None):
     """The workspace in ``directory`` (new or empty) with the workflow; the exercises chosen.
     ``install`` is what the workflow pip-installs; None: the kit's sdist, written alongside."""

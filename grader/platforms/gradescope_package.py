@@ -34,9 +34,10 @@ class PackageError(Exception):
     """The autograder cannot be built here (one line, for the CLI)."""
 
 
-def build(out: str | Path, exercise_ids: list[str] | None, seed: int, show_levels: bool = False,
+def build(out: str | Path, exercise_ids: list[str] | None, seed: int | None, show_levels: bool = False,
           after_published: bool = False) -> Path:
-    """Write the autograder zip to ``out``; returns it."""
+    """Write the autograder zip to ``out``; returns it. ``seed`` None: a fresh seed for each submission
+    (a fixed one, shown in every result, would let a student tabulate answers for the next try)."""
     out = Path(out)
     config = {"kvgrade": __version__, "exercises": list(exercise_ids or []), "seed": seed,
               "show_levels": show_levels, "tests_visibility": "after_published" if after_published else "visible"}
