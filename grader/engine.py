@@ -33,7 +33,6 @@ from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .submission import Refused, candidate_files, locate, open_submission, skipped_links
 
-
 SEED_BOUND = 1 << 32  # fresh seeds are below this: too many to tabulate answers for, short in a rerun line
 
 
