@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import stat
 import threading
 from collections import Counter
@@ -111,7 +112,9 @@ def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: di
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     waiting = iter(todo)
     running = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    # Workers ignore Ctrl-C (the terminal sends it to them too): the parent decides what stops.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
         while True:
             while len(running) < jobs and not stop.is_set() and (item := next(waiting, None)):
                 name, path, key = item

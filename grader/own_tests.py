@@ -177,18 +177,20 @@ def _case_outcome(case) -> str:
 # -- scheduling -----------------------------------------------------------------------------
 
 
-def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: int = 0) -> dict[str, OwnTestsRun]:
+def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: int = 0,
+            before_each=lambda: None) -> dict[str, OwnTestsRun]:
     """``{variant: OwnTestsRun}`` for every declared variant, on the exercise's time budget,
     seeded from the grading ``seed``.
 
     One run at a time, the reference's last: no two candidate processes ever overlap (a run
     against a mutant cannot ask a run against the reference for its answers), and no candidate
     code starts after the reference's proxy existed. The engine calls this only once every
-    candidate child of the submission has ended.
+    candidate child of the submission has ended. ``before_each()`` may raise to stop.
     """
     declared = variants(exercise)
     done = {}
     for variant in sorted(declared, key=lambda v: v == REFERENCE):  # stable: mutants in order, then the reference
+        before_each()
         with sandbox.budgeted(TIMEOUT_SECONDS) as timeout:  # the tests are candidate code too
             done[variant] = (OwnTestsRun("error", detail=sandbox.over_budget()) if timeout is None
                              else run(test_file, declared[variant], exercise, limits, timeout, seed))
