@@ -7,7 +7,9 @@ that built it), ``run_autograder`` (grades ``$AUTOGRADER_ROOT/submission``, defa
 ``/autograder/source`` and copies ``run_autograder`` to ``/autograder``; see its autograder
 specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 
-Run as ``python -m grader.platforms.gradescope_package ROOT`` by ``run_autograder``.
+Run as ``python -m grader.platforms.gradescope_package ROOT`` by ``run_autograder``, and with
+``--lock ROOT`` by ``setup.sh``: submissions run under fresh uids, so everything under the root
+that holds answers becomes root's alone (:func:`lock`).
 """
 from __future__ import annotations
 
@@ -121,9 +123,41 @@ def results_for(root: Path) -> dict:
     return data
 
 
+# -- after setup: nothing a fresh uid can read holds answers -------------------------------------
+
+VENV = "kvgrade-venv"
+INSTALLED_SECRETS = ("kit", "hidden")  # in the installed grader package: references, mutants, rubrics; hidden checks
+
+
+def private_paths(root: Path) -> list[Path]:
+    """What holds answer material under the autograder root: the zip's own files (the kit's
+    source distribution among them), and the installed kit's data and hidden checks."""
+    installed = sorted(root.glob(f"{VENV}/lib/python3*/site-packages/grader"))
+    return [root / "source", *(package / name for package in installed for name in INSTALLED_SECRETS)]
+
+
+def lock(root: Path) -> list[Path]:
+    """Make each of :func:`private_paths` readable by root alone (the grader runs as root; the
+    children never import the grader package, and the rest of the venv stays readable for
+    them: its Python, numpy, pytest). Returns what was locked."""
+    locked = [path for path in private_paths(root) if path.is_dir()]
+    for path in locked:
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                full = os.path.join(dirpath, name)
+                if not os.path.islink(full):
+                    os.chmod(full, os.stat(full).st_mode & 0o700)
+        os.chmod(path, 0o700)
+    return locked
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--lock":
+        locked = lock(Path(argv[1]))
+        print(f"kvgrade {__version__}: readable by root only: {', '.join(str(p) for p in locked)}")
+        return 0
     if len(argv) != 1:
-        print("usage: python -m grader.platforms.gradescope_package AUTOGRADER_ROOT", file=sys.stderr)
+        print("usage: python -m grader.platforms.gradescope_package [--lock] AUTOGRADER_ROOT", file=sys.stderr)
         return 2
     from ..sandbox.isolation import IsolationError
 

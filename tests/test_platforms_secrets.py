@@ -1,0 +1,171 @@
+"""What a course's platform hands students, or lets their code read, carries no answer key
+(issue 23, items 11 and 12); Gradescope totals come in whole hundredths (issue 24, item 9)."""
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader import catalog
+from grader.platforms import gradescope_package
+from grader.render import gradescope
+from grader.result import CheckResult, ExerciseResult, Result
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET_FOLDERS = {"solutions", "rubrics", "hidden", "mutants", "variants", "kit"}
+ARCHIVES = (".tar.gz", ".whl", ".zip", ".egg")
+
+
+def _kvgrade(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=600,
+                          cwd=cwd or ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def needs_root_to_setuid():
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("KVGRADE_REQUIRE_BWRAP"):
+        pytest.fail("KVGRADE_REQUIRE_BWRAP is set, and walking as a fresh uid needs root (CI runs as root)")
+    pytest.skip("walking the autograder root as a fresh uid needs root, to setuid")
+
+
+def answer_digests() -> set[str]:
+    """Every file of the kit's answers: references, mutants, variants, rubrics, hidden checks."""
+    folders = [catalog.KIT_ROOT / "solutions", catalog.KIT_ROOT / "rubrics", catalog.HIDDEN_ROOT]
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for folder in folders for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.stat().st_size}  # an empty file holds nothing
+
+
+def readable_by_a_fresh_uid(root: Path) -> list[Path]:
+    """Every regular file under ``root`` that a fresh unprivileged uid can open, found by
+    walking it as that uid (in a forked child), as a submission's code would."""
+    uid = 1_950_000_000 + secrets.randbelow(1_000_000)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child)
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            found = []
+            for dirpath, _, filenames in os.walk(root):  # folders it cannot open are skipped
+                for name in filenames:
+                    path = os.path.join(dirpath, name)
+                    try:
+                        with open(path, "rb") as fh:
+                            fh.read(1)
+                        found.append(path)
+                    except OSError:
+                        pass
+            os.write(w, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        found = json.loads(fh.read() or "[]")
+    os.waitpid(pid, 0)
+    return [Path(p) for p in found]
+
+
+def answers_among(paths: list[Path], root: Path, digests: set[str]) -> list[str]:
+    return [str(p.relative_to(root)) for p in paths
+            if SECRET_FOLDERS & set(p.relative_to(root).parts) or p.name.endswith(ARCHIVES)
+            or hashlib.sha256(p.read_bytes()).hexdigest() in digests]
+
+
+@pytest.fixture(scope="module")
+def autograder_root():
+    """A mimicked /autograder after setup.sh: the zip unpacked into source/, the kit installed
+    from its sdist into kvgrade-venv (apt and PyPI skipped: numpy and friends come from this
+    Python), then setup.sh's own last lines, which make the answers root's alone."""
+    needs_root_to_setuid()
+    base = Path(tempfile.mkdtemp(prefix="kvgrade-autograder-test-", dir="/tmp"))
+    os.chmod(base, 0o755)  # traversable by the fresh uid, as /autograder is
+    root = base / "autograder"
+    try:
+        built = _kvgrade("autograder", str(base / "autograder.zip"), "-e", "decode_mask")
+        assert built.returncode == 0, built.stderr
+        with zipfile.ZipFile(base / "autograder.zip") as zf:
+            zf.extractall(root / "source")
+        shutil.copyfile(root / "source" / "run_autograder", root / "run_autograder")
+        (root / "submission").mkdir()
+        venv = root / gradescope_package.VENV
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                       check=True, timeout=120)
+        (sdist,) = (root / "source").glob("kvgrade-*.tar.gz")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-cache-dir", "--prefix",
+                        str(venv), str(sdist)], check=True, capture_output=True, timeout=600)
+        for dirpath, dirnames, filenames in os.walk(root):  # as an unzip and a pip install under umask 022 leave it
+            for name in dirnames + filenames:
+                path = os.path.join(dirpath, name)
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | 0o444 | (0o111 if os.path.isdir(path) else 0))
+        before = readable_by_a_fresh_uid(root)
+        setup = (root / "source" / "setup.sh").read_text()
+        tail = setup[setup.index('chmod -R a+rX "$ROOT/kvgrade-venv"'):]
+        ran = subprocess.run(["bash", "-c", f"set -euo pipefail\nROOT={str(root)!r}\n{tail}"], capture_output=True,
+                             text=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert ran.returncode == 0, ran.stderr
+        yield root, before
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_after_setup_a_fresh_uid_reads_nothing_of_the_answers(autograder_root):
+    root, before = autograder_root
+    digests = answer_digests()
+    assert "source/kvgrade-0.1.0.tar.gz" in answers_among(before, root, digests)  # the walk sees what is there
+    after = readable_by_a_fresh_uid(root)
+    assert answers_among(after, root, digests) == []
+    site = next(root.glob("kvgrade-venv/lib/python3*/site-packages"))
+    assert site / "grader" / "__init__.py" in after and root / "run_autograder" in after  # the rest stays readable
+
+
+@pytest.mark.slow
+def test_setup_locks_with_the_installed_kit_after_the_install():
+    setup = gradescope_package._script("setup.sh", "kvgrade-0.1.0.tar.gz")
+    install = setup.index("pip\" install -q --no-cache-dir")
+    assert install < setup.index('chmod -R a+rX "$ROOT/kvgrade-venv"') < setup.index(
+        '"$ROOT/kvgrade-venv/bin/python" -m grader.platforms.gradescope_package --lock "$ROOT"')
+
+
+def test_what_is_locked_covers_each_answer_folder(tmp_path):
+    site = tmp_path / "kvgrade-venv" / "lib" / "python3.12" / "site-packages" / "grader"
+    assert gradescope_package.private_paths(tmp_path) == [tmp_path / "source"]  # nothing installed yet
+    for name in ("kit", "hidden"):
+        (site / name).mkdir(parents=True)
+    assert gradescope_package.private_paths(tmp_path) == [tmp_path / "source", site / "kit", site / "hidden"]
+
+
+# -- Gradescope totals --------------------------------------------------------------------------
+
+@st.composite
+def graded_results(draw) -> Result:
+    exercises = []
+    for i in range(draw(st.integers(1, 11))):
+        status = draw(st.sampled_from(["graded", "graded", "graded", "not_attempted", "error"]))
+        passes = draw(st.lists(st.booleans(), min_size=1, max_size=60)) if status == "graded" else []
+        exercises.append(ExerciseResult(f"ex{i}", status, checks=[CheckResult(f"c{j}", p) for j, p in enumerate(passes)],
+                                        error=None if status == "graded" else "no module found"))
+    return Result(seed=0, submission="s", exercises=exercises)
+
+
+@settings(max_examples=400, deadline=None)
+@given(graded_results())
+def test_gradescope_scores_are_whole_hundredths_that_add_up(result):
+    data = json.loads(json.dumps(gradescope.render(result)))  # as results.json is written and read
+    for value in [data["score"], data["max_score"]] + [t[k] for t in data["tests"] for k in ("score", "max_score")]:
+        assert round(value, 2) == value and len(repr(float(value)).split(".")[1]) <= 2, value
+    assert round(sum(t["score"] for t in data["tests"]) * 100) == round(data["score"] * 100)
+    assert data["max_score"] == gradescope.POINTS * len(result.exercises)
