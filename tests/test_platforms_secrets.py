@@ -114,7 +114,8 @@ def autograder_root():
         setup = (root / "source" / "setup.sh").read_text()
         tail = setup[setup.index('chmod -R a+rX "$ROOT/kvgrade-venv"'):]
         ran = subprocess.run(["bash", "-c", f"set -euo pipefail\nROOT={str(root)!r}\n{tail}"], capture_output=True,
-                             check=False, text=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                             check=False, text=True, timeout=120,
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         assert ran.returncode == 0, ran.stderr
         yield root, before
     finally:
