@@ -149,7 +149,7 @@ def _run_own_tests(runs: dict[str, ExerciseRun], limits: Limits, only_checks: se
     if only_checks is not None and not any(c.startswith(own_tests.CHECK_PREFIX) for c in only_checks):
         return
     for run in runs.values():
-        if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
+        if run.sandbox.load_error or run.own_tests_path is None or not own_tests.judgeable(run.exercise):
             continue
         run.own_tests = own_tests.run_all(run.exercise, run.own_tests_path, run.sandbox, limits, run.seed,
                                           before_each=_stop_if_signalled)
@@ -178,7 +178,7 @@ def _run_checks(runs: dict[str, ExerciseRun], only, progress, own_tests_stage: b
     (``own_tests_stage``) those judging the candidate's own tests."""
     plugin = plugin or CollectChecks(runs, only, progress)
     paths = [str(r.exercise.hidden_checks) for r in runs.values() if not r.sandbox.load_error
-             and (not own_tests_stage or own_tests.declaration(r.exercise) is not None)]
+             and (not own_tests_stage or own_tests.judgeable(r.exercise))]
     if paths:
         ini = str(catalog.HIDDEN_ROOT / "pytest.ini")
         args = ["-c", ini, "--rootdir", str(catalog.HIDDEN_ROOT), "-p", "no:terminal",
@@ -210,6 +210,9 @@ def _blame(facts: dict[str, ExerciseFacts], seed: int, limits: Limits):
     for eid, f in facts.items():
         if not f.unexpected or f.load_error:
             continue
+        if not catalog.get(eid).reference_path.is_file():  # a grader-only build: nobody to compare with
+            f.reference_shows_unexpected = f.blame_unknown = True
+            continue
         broken = {c.id for c in f.checks if not c.passed and c.kind is None} or None
         with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
             reference = grade(reference_submission(Path(tmp)), [eid], seed=seed, only_checks=broken,
@@ -227,6 +230,7 @@ class ExerciseFacts:
     diagnoses: list[tuple[str, str]] = field(default_factory=list)  # (id, concrete sentence)
     unexpected: list[str] = field(default_factory=list)  # the plugin: errors no check expected
     reference_shows_unexpected: bool = False  # the same checks broke on the reference too
+    blame_unknown: bool = False  # ... or could not be run there: this build holds no reference
     own_tests: dict | None = None  # the own-tests stage: score, caught, missed, set_aside (None: not run)
     output_note: str | None = None  # the sandbox: the child printed past the output cap
 
@@ -270,7 +274,9 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
         result.status, result.checks = "error", facts.checks
         if facts.reference_shows_unexpected:
             result.kit_error, result.error = True, "grader error: " + facts.unexpected[0]
-            result.reason = "no level: the kit failed on the reference solution too"
+            result.reason = ("no level: this grader-only build has no reference solution to tell the kit's fault "
+                             "from the candidate's" if facts.blame_unknown
+                             else "no level: the kit failed on the reference solution too")
         else:
             result.level = "weak"
             result.error = "the candidate's code broke the grader's handling: " + facts.unexpected[0]
@@ -283,6 +289,6 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
     observed = notes.observed(exercise.id) if notes else {}
     hints = notes.hints(exercise.id) if notes else ()
     try:
-        return result.judged(judge(rubric, result.checks, result.diagnoses, observed, hints))
+        return result.judged(judge(own_tests.rubric_for(exercise), result.checks, result.diagnoses, observed, hints))
     except ValueError as exc:  # a hint number the rubric does not have
         raise NotesError(f"notes for [{exercise.id}]: {exc}") from None

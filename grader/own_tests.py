@@ -25,12 +25,12 @@ import subprocess
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .catalog import Exercise
+from .catalog import CatalogError, Exercise
 from .checking import fail
-from .rubric import OwnTests
+from .rubric import OwnTests, Rubric
 from .sandbox import CandidateFault, Limits, relay
 from .sandbox.launch import RUNTIME_DIR, Scratch, kill, spawn
 
@@ -47,6 +47,32 @@ def declaration(exercise: Exercise) -> OwnTests | None:
     """The rubric's ``[own_tests]`` (classic, scored, strong_hire_score), or None where the
     exercise asks for no tests. The one place that reads it."""
     return exercise.rubric.own_tests
+
+
+def judgeable(exercise: Exercise) -> bool:
+    """Whether the exercise asks for own tests and this build holds what they run against (a
+    grader-only build has no reference solutions or known-wrong versions)."""
+    try:
+        return declaration(exercise) is not None and all(p.is_file() for p in variants(exercise).values())
+    except CatalogError:
+        return False
+
+
+NOT_JUDGED = ("not judged by this grader-only build, which holds no reference or known-wrong versions to run "
+              "the tests against; the full kit (Gradescope, kvgrade batch) judges them")
+
+
+def rubric_for(exercise: Exercise) -> Rubric:
+    """The rubric to judge with. Where this build cannot run the own tests, their checks leave
+    each criterion, and one left without checks is to be observed: it neither raises nor lowers
+    the level, which is provisional; its text says why. No guess either way."""
+    rubric = exercise.rubric
+    if declaration(exercise) is None or judgeable(exercise):
+        return rubric
+    criteria = tuple(
+        replace(c, checks=tuple(k for k in c.checks if not k.startswith(CHECK_PREFIX)), text=f"{c.text} ({NOT_JUDGED})")
+        if any(k.startswith(CHECK_PREFIX) for k in c.checks) else c for c in rubric.criteria)
+    return replace(rubric, criteria=criteria)
 
 
 def variants(exercise: Exercise) -> dict[str, Path]:

@@ -38,10 +38,12 @@ def needs_root_to_setuid():
     pytest.skip("walking the autograder root as a fresh uid needs root, to setuid")
 
 
-def answer_digests() -> set[str]:
-    """Every file of the kit's answers: references, mutants, variants, rubrics, hidden checks."""
-    folders = [catalog.KIT_ROOT / "solutions", catalog.KIT_ROOT / "rubrics", catalog.HIDDEN_ROOT]
-    return {hashlib.sha256(p.read_bytes()).hexdigest() for folder in folders for p in folder.rglob("*")
+def answer_digests(hidden_checks: bool = True) -> set[str]:
+    """Every file of the kit's answers: references, mutants, variants, rubrics and (unless a
+    grader-only build, which must hold them, is looked at) the hidden checks."""
+    files = [*(catalog.KIT_ROOT / "solutions").rglob("*"), *(catalog.KIT_ROOT / "rubrics").glob("*.toml"),
+             *(catalog.HIDDEN_ROOT.rglob("*") if hidden_checks else [])]
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in files
             if p.is_file() and "__pycache__" not in p.parts and p.stat().st_size}  # an empty file holds nothing
 
 
@@ -171,3 +173,108 @@ def test_gradescope_scores_are_whole_hundredths_that_add_up(result):
         assert round(value, 2) == value and len(repr(float(value)).split(".")[1]) <= 2, value
     assert round(sum(t["score"] for t in data["tests"]) * 100) == round(data["score"] * 100)
     assert data["max_score"] == gradescope.POINTS * len(result.exercises)
+
+
+# -- Classroom: a grader-only build, installed at run time -------------------------------------
+
+def _interviewer_texts() -> list[str]:
+    """Sentences only an interviewer should read: each rubric's hints, checkpoints and follow-ups (its
+    telltales are code fragments, which the hidden checks' messages use too)."""
+    import tomllib
+    texts = []
+    for path in (catalog.KIT_ROOT / "rubrics").glob("*.toml"):
+        data = tomllib.loads(path.read_text())
+        texts += [h["text"] for h in data.get("hints", [])] + [c["expect"] for c in data.get("checkpoints", [])]
+        texts += [f["ask"] for f in data.get("follow_ups", [])] + [f["listen_for"] for f in data.get("follow_ups", [])]
+    return [" ".join(t.split())[:60] for t in texts]
+
+
+@pytest.fixture(scope="module")
+def grader_only_sdist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("grader-only")
+    built = subprocess.run([sys.executable, "-m", "grader.platforms.grader_only", str(out)], capture_output=True,
+                           text=True, timeout=600, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert built.returncode == 0, built.stderr
+    (sdist,) = out.glob("*.tar.gz")
+    return sdist
+
+
+@pytest.mark.slow
+def test_the_grader_only_build_holds_no_answer_material(grader_only_sdist, tmp_path):
+    import tarfile
+    import tomllib
+    with tarfile.open(grader_only_sdist) as tar:
+        tar.extractall(tmp_path, filter="data")
+    (top,) = tmp_path.iterdir()
+    files = [p for p in top.rglob("*") if p.is_file()]
+    assert [p.relative_to(top).as_posix() for p in files if "solutions" in p.parts] == ["solutions/README.md"]
+    digests = answer_digests(hidden_checks=False)
+    assert [p for p in files if hashlib.sha256(p.read_bytes()).hexdigest() in digests] == []  # no answer file, as is
+    everything = "\n".join(" ".join(p.read_text(errors="replace").split()) for p in files)
+    leaked = [t for t in _interviewer_texts() if t in everything]
+    assert leaked == [], leaked[:3]
+    for rubric in (top / "rubrics").glob("*.toml"):
+        data = tomllib.loads(rubric.read_text())
+        assert not {"hints", "checkpoints", "telltales"} & data.keys() and data["follow_ups"] == []
+    assert 'name = "kvgrade-grader"' in (top / "pyproject.toml").read_text()
+
+
+@pytest.mark.slow
+def test_the_grader_only_build_grades_and_says_what_it_cannot_judge(grader_only_sdist, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-cache-dir", "--prefix", str(venv),
+                    str(grader_only_sdist)], check=True, capture_output=True, timeout=600)
+    work = tmp_path / "work"
+    work.mkdir()
+    solutions = catalog.KIT_ROOT / "solutions"
+    for name in ("decode_mask.py", "test_decode_mask.py"):
+        shutil.copyfile(solutions / name, work / name)
+    shutil.copyfile(solutions / "mutants" / "tree_mask" / "triangle.py", work / "tree_mask.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed build, not this checkout
+    graded = subprocess.run([str(venv / "bin" / "python"), "-m", "grader", "grade", str(work), "-e",
+                             "decode_mask,tree_mask", "--seed", "0", "--json", "-"], capture_output=True, text=True,
+                            timeout=600, check=False, cwd=tmp_path, env=env)
+    assert graded.returncode == 0, graded.stderr
+    result = {e["id"]: e for e in json.loads(graded.stdout)["exercises"]}
+    decode, tree = result["decode_mask"], result["tree_mask"]
+    assert (decode["level"], decode["provisional"], decode["own_tests"]) == ("strong_hire", True, None)
+    own = [c for c in decode["criteria"] if c["id"].startswith("own_tests")]
+    assert own and all(c["status"] == "to_observe" and "not judged by this grader-only build" in c["text"] for c in own)
+    assert not [c for c in decode["checks"] if c["id"].startswith("own_tests")]
+    assert tree["level"] == "weak" and "triangle_tree_mask" in {d["id"] for d in tree["diagnoses"]}
+    assert decode["interviewer"]["hints"] == [] and decode["follow_ups"] == []
+
+
+def test_without_a_reference_an_unexpected_error_has_no_verdict(monkeypatch):
+    from grader import engine
+    from grader.catalog import Exercise
+    tree = catalog.get("tree_mask")
+    monkeypatch.setattr(Exercise, "reference_path", property(lambda self: Path("/nonexistent/reference.py")))
+    facts = {"tree_mask": engine.ExerciseFacts(Path("tree_mask.py"), checks=[CheckResult("random_trees", False)],
+                                               unexpected=["random_trees: unexpected error while checking"])}
+    engine._blame(facts, 0, None)
+    ex = engine.build_result(tree, facts["tree_mask"], required=True)
+    assert ex.kit_error and ex.level is None and "grader-only build has no reference" in ex.reason
+
+
+@pytest.mark.parametrize("spec", [None, "", "kvgrade-grader", "./kvgrade-grader-0.1.0.tar.gz", "/srv/k.tar.gz",
+                                  "https://example.org/kvgrade-grader-0.1.0.tar.gz",
+                                  "git+https://example.org/kvgrade.git@main", "kvgrade-grader>=0.1"])
+def test_a_classroom_starter_needs_a_pinned_grader_only_build(tmp_path, spec):
+    from grader.platforms.classroom import write_starter
+    from grader.platforms.gradescope_package import PackageError
+    with pytest.raises(PackageError, match="--install"):
+        write_starter(tmp_path / "starter", ["decode_mask"], None, "hire", install=spec)
+    assert not (tmp_path / "starter").exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("spec", ["kvgrade-grader==0.1.0", "https://example.org/k-0.1.0.tar.gz#sha256=" + "a" * 64,
+                                  "git+https://example.org/kvgrade.git@" + "0123456789" * 4])
+def test_a_pinned_spec_is_installed_at_run_time_and_nothing_of_the_kit_is_committed(tmp_path, spec):
+    from grader.platforms.classroom import write_starter
+    write_starter(tmp_path / "starter", ["decode_mask"], None, "hire", install=spec)
+    files = [p for p in (tmp_path / "starter").rglob("*") if p.is_file()]
+    assert answers_among(files, tmp_path, answer_digests()) == []
+    assert spec in (tmp_path / "starter" / ".github" / "workflows" / "classroom.yml").read_text()

@@ -61,18 +61,21 @@ def build(out: str | Path, exercise_ids: list[str] | None, seed: int | None, sho
     return out
 
 
-def build_sdist(work: Path) -> Path:
+def build_sdist(work: Path, prepare=None) -> Path:
     """A source distribution of this kit (its exercises/, rubrics/ and solutions/ included),
     built offline from a copy of the source checkout, so the checkout gets no build files.
-    An sdist, not a wheel: building a wheel here would need the ``wheel`` package."""
+    An sdist, not a wheel: building a wheel here would need the ``wheel`` package.
+    ``prepare(source)`` may change the copy first (see ``grader_only``)."""
     if not (catalog.KIT_ROOT / "setup.py").is_file():
         raise PackageError(f"the kit at {catalog.KIT_ROOT} is installed, not a source checkout: build the "
                            f"autograder from a clone of kvgrade's repository")
     source = work / "source"
     shutil.copytree(catalog.KIT_ROOT, source, ignore=_SOURCE_IGNORED)
+    if prepare is not None:
+        prepare(source)
     built = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--formats=gztar", "-d", str(work / "dist")],
                            cwd=source, capture_output=True, text=True, timeout=600)
-    found = sorted((work / "dist").glob("kvgrade-*.tar.gz"))
+    found = sorted((work / "dist").glob("*.tar.gz"))
     if built.returncode != 0 or len(found) != 1:
         last = (built.stderr.strip().splitlines() or ["nothing was built"])[-1][:200]
         raise PackageError(f"building the kit's source distribution failed: {last}")
