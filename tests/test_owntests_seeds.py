@@ -63,3 +63,13 @@ def test_a_classroom_workflow_without_a_seed_passes_none(tmp_path):
     steps = next(iter(yaml.safe_load((tmp_path / "starter" / WORKFLOW).read_text())["jobs"].values()))["steps"]
     command = next(s for s in steps if s.get("uses") == ACTIONS["grader"])["with"]["command"]
     assert command == "kvgrade grade . -e decode_mask --fail-under hire"
+
+
+@pytest.mark.slow
+def test_an_autograder_built_without_a_seed_draws_one_for_each_submission(tmp_path):
+    import zipfile
+
+    from grader.platforms.gradescope_package import CONFIG, build
+    build(tmp_path / "autograder.zip", ["decode_mask"], None)
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as zf:
+        assert json.loads(zf.read(CONFIG))["seed"] is None  # results_for passes it on: engine.grade draws
