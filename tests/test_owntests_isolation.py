@@ -199,3 +199,27 @@ def test_two_tests_set_aside_keep_the_score_and_three_do_not(monkeypatch):
     own_tests.check_own_tests_mutation_score(ex_with(2))
     with pytest.raises(CheckFailure, match="3 of your tests fail on a correct implementation"):
         own_tests.check_own_tests_mutation_score(ex_with(3))
+
+
+def test_at_the_uid_level_the_implementation_folder_is_its_own_uids(tmp_path):
+    """The tests' process runs under another fresh uid, beside the implementation it calls."""
+    from grader.sandbox import relay
+    from grader.sandbox.launch import Scratch
+    from tests.test_platforms_secrets import (
+        needs_root_to_setuid,
+        readable_by_a_fresh_uid,
+    )
+
+    needs_root_to_setuid()
+    served = relay.Implementation("decode_mask", DECODE_MASK.reference_path, [], {}, Limits())
+    scratch = Scratch(prefix="kvgrade-uid-test-")
+    scratch.add_files("candidate", [("decode_mask.py", DECODE_MASK.reference_path)])
+    child = type("Child", (), {"uid": 1_960_000_123})()
+    served.worker = type("Worker", (), {"launch": lambda self: None, "child": child, "scratch": scratch})()
+    try:
+        assert scratch.root / "candidate" / "decode_mask.py" in readable_by_a_fresh_uid(scratch.root)  # as it was
+        served.launch()
+        assert readable_by_a_fresh_uid(scratch.root) == []
+        assert scratch.root.stat().st_gid == child.uid and scratch.root.stat().st_mode & 0o777 == 0o750
+    finally:
+        scratch.remove()
