@@ -9,7 +9,8 @@ At scale: rows stream out (``on_done``) as submissions finish; only a few submis
 flight at once, and the parent keeps one small row per submission, never a full result.
 ``OUT/manifest.json`` (rewritten atomically after each submission) records every finished
 one, so a batch that was interrupted and run again skips a submission whose files, seed,
-interview set, feedback and kit version are unchanged, and grades only the rest.
+interview set, feedback and kit version are unchanged, and grades only the rest (without a
+seed given, it goes on at the seed the manifest recorded).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import stat
 import threading
 from collections import Counter
@@ -63,7 +65,7 @@ class Interrupted(Exception):
     """``stop`` was set: what was running finished and is recorded; the rest waits for a resume."""
 
 
-def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
+def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | None = None, seed: int | None = None,
                feedback: str = "detail", jobs: int | None = None, on_done=None,
                show_levels: bool = False, stop: threading.Event | None = None) -> list[dict]:
     """Grade every path into ``out``; returns the rows, ranked (best first, broken ones last).
@@ -72,10 +74,18 @@ def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | Non
     (unchanged since it was graded) has ``"reused": True``. Once ``stop`` is set (by a signal
     handler: a flag, never an exception thrown into the middle of the bookkeeping), nothing new
     starts, what runs finishes and is recorded, and :class:`Interrupted` is raised.
+
+    ``seed`` None: the seed this ``out`` was graded at before (so a batch run again resumes),
+    else a fresh one; every submission of the batch is graded at that one seed.
     """
+    from .engine import fresh_seed
+
     out = Path(out)
     out.mkdir(exist_ok=True)  # its parent must exist: the CLI checked it
     manifest = Manifest(out)
+    if seed is None:
+        seed = manifest.seed if manifest.seed is not None else fresh_seed()
+    manifest.seed = seed
     settings = {"seed": seed, "exercises": exercise_ids, "feedback": feedback, "show_levels": show_levels}
     named = list(zip(names(paths), paths))
     todo = []
@@ -102,7 +112,9 @@ def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: di
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     waiting = iter(todo)
     running = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    # Workers ignore Ctrl-C (the terminal sends it to them too): the parent decides what stops.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
         while True:
             while len(running) < jobs and not stop.is_set() and (item := next(waiting, None)):
                 name, path, key = item
@@ -164,7 +176,11 @@ class Manifest:
 
     def __init__(self, out: Path):
         self.path = out / self.FILE
-        self.entries = self._load()
+        data = self._load()
+        self.entries = {name: entry for name, entry in data.get("entries", {}).items()
+                        if isinstance(entry, dict) and isinstance(entry.get("row"), dict)}
+        seed = data.get("seed")
+        self.seed = seed if type(seed) is int and seed >= 0 else None  # the seed the batch was graded at
 
     def _load(self) -> dict:
         try:
@@ -172,8 +188,7 @@ class Manifest:
         except (OSError, ValueError):
             return {}  # none yet, or unreadable: grade everything again
         ok = isinstance(data, dict) and data.get("schema") == self.SCHEMA and isinstance(data.get("entries"), dict)
-        return {name: entry for name, entry in data["entries"].items()
-                if isinstance(entry, dict) and isinstance(entry.get("row"), dict)} if ok else {}
+        return data if ok else {}
 
     def reusable(self, name: str, key: str) -> dict | None:
         """The recorded row when ``name`` was graded under ``key`` and its reports are still there."""
@@ -191,7 +206,7 @@ class Manifest:
         """Keep ``row``; a None key is never reused (a failure of the grader, not of the submission)."""
         self.entries[name] = {"key": key, "row": row}
         partial = self.path.with_name(f".{self.FILE}.partial")
-        partial.write_text(json.dumps({"schema": self.SCHEMA, "entries": self.entries}))
+        partial.write_text(json.dumps({"schema": self.SCHEMA, "seed": self.seed, "entries": self.entries}))
         os.replace(partial, self.path)
 
 

@@ -28,9 +28,13 @@ def _exercise_ids(ctx, param, values):
 
 
 def _seed(ctx, param, value):
-    if value < 0 or value >= 2**63:
+    if value is not None and (value < 0 or value >= 2**63):
         raise click.BadParameter("the seed is a non-negative integer below 2**63")
     return value
+
+
+def _seed_words(seed) -> str:
+    return "fresh for each grading" if seed is None else str(seed)
 
 
 # -- options, each declared once ---------------------------------------------------------------
@@ -38,8 +42,10 @@ def _seed(ctx, param, value):
 EXERCISES = click.option(
     "-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
     help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
-SEED = click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
-                    help="Seed for the hidden tests' random shapes. The same seed gives the same result.")
+SEED = click.option("--seed", type=int, default=None, callback=_seed,
+                    help="Seed for the hidden tests' random shapes. The same seed gives the same result. "
+                         "Default: a fresh, unpredictable seed for each grading, recorded in the result "
+                         "and in every rerun line.")
 OUTPUTS = [
     click.option("--json", "json_out", metavar="FILE|-",
                  help="Write the result JSON to FILE, or to stdout with '-'."),
@@ -452,7 +458,7 @@ def autograder(out, exercises, seed, show_levels, after_published):
         raise Refused(str(exc)) from None
     except OSError as exc:
         raise Refused(f"cannot write {out}: {exc.strerror or exc}") from None
-    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {seed}")
+    click.echo(f"autograder {out}: {', '.join(exercises) or 'every exercise'}, seed {_seed_words(seed)}")
 
 
 @main.command()
@@ -479,7 +485,7 @@ def classroom(directory, exercises, seed, fail_under, install):
         raise click.BadParameter(str(exc), param_hint="OUT_DIR") from None
     except PackageError as exc:
         raise Refused(str(exc)) from None
-    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {seed}, "
+    click.echo(f"classroom starter {directory}: {', '.join(e.id for e in chosen)}, seed {_seed_words(seed)}, "
                f"passes at {fail_under}")
 
 
@@ -535,9 +541,11 @@ def verify(exercises, seed, as_json):
     rubric breaks the calibration, a reference falls short, a mutant slips through or a
     correct variant is judged below hire (or below the level it states).
     """
+    from .engine import fresh_seed
     from .verify import verify as run_verify
 
-    outcomes = []
+    seed = fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
+    failed = 0
     for outcome in run_verify(exercises or None, seed=seed):
         outcomes.append(outcome)
         if not as_json:
@@ -549,7 +557,9 @@ def verify(exercises, seed, as_json):
     else:
         click.echo(f"{failed} self-check(s) failed" if failed else "all self-checks passed")
     if failed:
+        click.echo(f"{failed} self-check(s) failed at seed {seed}")
         sys.exit(1)
+    click.echo(f"all self-checks passed at seed {seed}")
 
 
 @main.command(name="list")

@@ -15,9 +15,12 @@ Who is to blame, and what counts:
 """
 from __future__ import annotations
 
+import contextlib
+import secrets
+import signal
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,27 +30,36 @@ from . import __version__, catalog, interview, own_tests
 from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
-from .plugin import CollectChecks
+from .plugin import CollectChecks, check_id
 from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge
-from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox
-from .sandbox import isolation_report
+from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
 
-OWN_TESTS_WORKERS = 2  # own-test runs at once (each is a tests process and an implementation process)
+SEED_BOUND = 1 << 32  # fresh seeds are below this: too many to tabulate answers for, short in a rerun line
 
 
-def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int = 0,
+def fresh_seed() -> int:
+    """A seed nobody can predict, for a grading given none: hidden inputs are a pure function of
+    the seed, so a fixed default would let a table of answers recorded at it pass."""
+    return secrets.randbelow(SEED_BOUND)
+
+
+def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int | None = None,
           notes: Notes | None = None, only_checks: set[str] | None = None,
           limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
     """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
     Every string of the result is neutralised here, where candidate text enters (``render.common``).
 
+    ``seed`` None draws a fresh one (:func:`fresh_seed`); the result records it, so the grading
+    can be replayed.
+
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
     kit's faults from the candidate's (off when grading the reference itself).
     """
-    with open_submission(submission) as root:  # a folder or a .zip, read safely
+    seed = fresh_seed() if seed is None else seed
+    with _ended_by_signals(), open_submission(submission) as root:  # a folder or a .zip, read safely
         result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
                              progress, blame_reference)
     return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it
@@ -64,17 +76,17 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
     runs = {eid: _prepare(catalog.get(eid), path, modules, seed, limits, root)
             for eid, path in found.items()}
     bounds = isolation_report(limits)  # the level is probed once per process, then cached
-    _start_all(runs)
-    own_tests_pool = ThreadPoolExecutor(max_workers=OWN_TESTS_WORKERS, thread_name_prefix="own-tests")
     try:
-        for run in runs.values():
-            _start_own_tests(run, own_tests_pool, limits, only_checks)
-        collected = _run_checks(runs, only_checks, progress)
-        facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
+        _start_all(runs)
+        collected = _run_checks(runs, only_checks, progress, own_tests_stage=False)
     finally:
-        own_tests_pool.shutdown(wait=True, cancel_futures=True)
         for run in runs.values():
             run.sandbox.close()
+    _stop_if_signalled()
+    _run_own_tests(runs, limits, only_checks)  # no candidate child of this submission is alive now
+    _stop_if_signalled()
+    _run_checks(runs, only_checks, progress, own_tests_stage=True, plugin=collected)
+    facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
     if blame_reference:
         _blame(facts, seed, limits)
     else:
@@ -88,6 +100,40 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
+_SIGNALLED: list[int] = []  # signals the main thread's grading received (see _ended_by_signals)
+
+
+@contextlib.contextmanager
+def _ended_by_signals():
+    """Ctrl-C and SIGTERM end a grading as a KeyboardInterrupt in the main thread, so every child
+    is killed and every scratch folder removed on the way out. Only signals at their default are
+    taken (a batch's handlers, or a worker ignoring SIGINT, stay). Python drops an exception
+    raised where it cannot propagate (a fork hook), so each signal is also recorded, and
+    :func:`_stop_if_signalled` raises it again between stages."""
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    ours = [s for s, handler in defaults.items() if threading.current_thread() is threading.main_thread()
+            and signal.getsignal(s) is handler]
+
+    def end(signum, frame):
+        _SIGNALLED.append(signum)
+        raise KeyboardInterrupt
+
+    for s in ours:
+        signal.signal(s, end)
+    try:
+        yield
+    finally:
+        for s in ours:
+            signal.signal(s, defaults[s])
+        if ours:
+            _SIGNALLED.clear()
+
+
+def _stop_if_signalled():
+    if _SIGNALLED:
+        raise KeyboardInterrupt
+
+
 def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path) -> ExerciseRun:
     others = {eid: p for eid, p in modules.items() if p is not None and eid != exercise.id}
     try:  # a link or non-regular file where a module is read refuses the exercise
@@ -98,13 +144,20 @@ def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path
     return ExerciseRun(exercise, seed, Sandbox(spec, limits), module)
 
 
-def _start_own_tests(run: ExerciseRun, pool, limits: Limits, only_checks: set[str] | None):
-    """Start the runs of the candidate's own tests the rubric declares, beside the checks."""
-    if run.sandbox.load_error or run.own_tests_path is None or own_tests.declaration(run.exercise) is None:
-        return
+def _run_own_tests(runs: dict[str, ExerciseRun], limits: Limits, only_checks: set[str] | None):
+    """Run the candidate's own tests the rubrics declare, one exercise at a time.
+
+    Only once every candidate child of the submission has ended: an own-tests run holds a
+    proxy to the reference, and candidate code alive beside it could relay the proxy's answers
+    through any kernel-wide channel (file locks on a shared file, IPC) that no namespace closes.
+    """
     if only_checks is not None and not any(c.startswith(own_tests.CHECK_PREFIX) for c in only_checks):
         return
-    run.own_tests = own_tests.schedule(pool, run.exercise, run.own_tests_path, run.sandbox, limits, run.seed)
+    for run in runs.values():
+        if run.sandbox.load_error or run.own_tests_path is None or not own_tests.judgeable(run.exercise):
+            continue
+        run.own_tests = own_tests.run_all(run.exercise, run.own_tests_path, run.sandbox, limits, run.seed,
+                                          before_each=_stop_if_signalled)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
@@ -124,23 +177,44 @@ def _start_all(runs: dict[str, ExerciseRun]):
             pass  # kept in sandbox.load_error and reported as the exercise's error
 
 
-def _run_checks(runs: dict[str, ExerciseRun], only, progress) -> CollectChecks:
-    plugin = CollectChecks(runs, only, progress)
-    paths = [str(r.exercise.hidden_checks) for r in runs.values() if not r.sandbox.load_error]
+def _run_checks(runs: dict[str, ExerciseRun], only, progress, own_tests_stage: bool,
+                plugin: CollectChecks | None = None) -> CollectChecks:
+    """Run one stage of the hidden checks into ``plugin``: the checks calling candidate code, or
+    (``own_tests_stage``) those judging the candidate's own tests."""
+    plugin = plugin or CollectChecks(runs, only, progress)
+    paths = [str(r.exercise.hidden_checks) for r in runs.values() if not r.sandbox.load_error
+             and (not own_tests_stage or own_tests.judgeable(r.exercise))]
     if paths:
         ini = str(catalog.HIDDEN_ROOT / "pytest.ini")
         args = ["-c", ini, "--rootdir", str(catalog.HIDDEN_ROOT), "-p", "no:terminal",
                 "-p", "no:cacheprovider", "-p", "no:stepwise", "--assert=plain", *paths]
-        code = pytest.main(args, plugins=[plugin])
+        code = pytest.main(args, plugins=[plugin, _Stage(own_tests_stage)])
+        if code == pytest.ExitCode.INTERRUPTED:  # pytest caught our KeyboardInterrupt: end the grading
+            raise KeyboardInterrupt
         if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             raise RuntimeError(f"the grader's pytest run failed to start (exit {int(code)})")
     return plugin
 
 
-def _blame(facts: dict[str, "ExerciseFacts"], seed: int, limits: Limits):
+class _Stage:
+    """Keeps the checks of one stage: those judging own tests, or all the others."""
+
+    def __init__(self, own_tests_stage: bool):
+        self.own_tests_stage = own_tests_stage
+
+    def pytest_collection_modifyitems(self, items, config):
+        keep = [i for i in items if check_id(i).startswith(own_tests.CHECK_PREFIX) == self.own_tests_stage]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+def _blame(facts: dict[str, ExerciseFacts], seed: int, limits: Limits):
     """For each exercise whose checks broke unexpectedly, grade the reference on those checks."""
     for eid, f in facts.items():
         if not f.unexpected or f.load_error:
+            continue
+        if not catalog.get(eid).reference_path.is_file():  # a grader-only build: nobody to compare with
+            f.reference_shows_unexpected = f.blame_unknown = True
             continue
         broken = {c.id for c in f.checks if not c.passed and c.kind is None} or None
         with tempfile.TemporaryDirectory(prefix="kvgrade-blame-") as tmp:
@@ -159,6 +233,7 @@ class ExerciseFacts:
     diagnoses: list[tuple[str, str]] = field(default_factory=list)  # (id, concrete sentence)
     unexpected: list[str] = field(default_factory=list)  # the plugin: errors no check expected
     reference_shows_unexpected: bool = False  # the same checks broke on the reference too
+    blame_unknown: bool = False  # ... or could not be run there: this build holds no reference
     own_tests: dict | None = None  # the own-tests stage: score, caught, missed, set_aside (None: not run)
     output_note: str | None = None  # the sandbox: the child printed past the output cap
 
@@ -202,7 +277,9 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
         result.status, result.checks = "error", facts.checks
         if facts.reference_shows_unexpected:
             result.kit_error, result.error = True, "grader error: " + facts.unexpected[0]
-            result.reason = "no level: the kit failed on the reference solution too"
+            result.reason = ("no level: this grader-only build has no reference solution to tell the kit's fault "
+                             "from the candidate's" if facts.blame_unknown
+                             else "no level: the kit failed on the reference solution too")
         else:
             result.level = "weak"
             result.error = "the candidate's code broke the grader's handling: " + facts.unexpected[0]
@@ -215,6 +292,6 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
     observed = notes.observed(exercise.id) if notes else {}
     hints = notes.hints(exercise.id) if notes else ()
     try:
-        return result.judged(judge(rubric, result.checks, result.diagnoses, observed, hints))
+        return result.judged(judge(own_tests.rubric_for(exercise), result.checks, result.diagnoses, observed, hints))
     except ValueError as exc:  # a hint number the rubric does not have
         raise NotesError(f"notes for [{exercise.id}]: {exc}") from None

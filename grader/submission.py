@@ -22,10 +22,13 @@ therefore graded as that one candidate.
 from __future__ import annotations
 
 import contextlib
+import lzma
 import os
 import stat
+import struct
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from .sandbox.launch import Oversized, read_descriptor
@@ -34,6 +37,10 @@ MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50
 MAX_ZIP_BYTES = 64 << 20  # everything a zip may unpack to
 MAX_ZIP_ENTRIES = 2000
+MAX_ZIP_DIRECTORY_BYTES = 4 << 20  # the central directory zipfile reads whole: 2,000 entries with long names
+# Everything a malformed archive raises while it is read (a corrupt deflate stream is a zlib.error)
+UNREADABLE_ZIP = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, zlib.error,
+                  lzma.LZMAError, struct.error, ValueError)
 IGNORED_TOP = "__MACOSX"
 
 
@@ -264,6 +271,7 @@ def _with_modules(folder: Path, shown: Path) -> Path:
 
 def _unzip(archive: Path, target: Path):
     try:
+        _check_directory(archive)
         with zipfile.ZipFile(archive) as zf:
             entries = zf.infolist()
             if len(entries) > MAX_ZIP_ENTRIES:
@@ -271,10 +279,27 @@ def _unzip(archive: Path, target: Path):
             budget = MAX_ZIP_BYTES
             for info in entries:
                 budget -= _extract(zf, info, target, archive, budget)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
-        raise SubmissionError(f"{archive} is not a readable zip: {exc}") from None
+    except UNREADABLE_ZIP as exc:
+        raise SubmissionError(f"{archive} is not a readable zip: {_one_line(exc)}") from None
     except OSError as exc:
-        raise SubmissionError(f"{archive} cannot be unpacked: {exc.strerror or exc}") from None
+        raise SubmissionError(f"{archive} cannot be unpacked: {exc.strerror or _one_line(exc)}") from None
+
+
+def _check_directory(archive: Path):
+    """Refuse, from the end-of-central-directory record alone, a zip whose directory is too
+    large to parse: Python's zipfile would read and parse all of it before we could count."""
+    with open(archive, "rb") as fp:
+        end = zipfile._EndRecData(fp)  # the record zipfile itself reads (zip64 too), from the file's tail
+    if end is None:
+        raise zipfile.BadZipFile("no end-of-central-directory record")
+    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
+    if entries > MAX_ZIP_ENTRIES or size > MAX_ZIP_DIRECTORY_BYTES:
+        raise SubmissionError(f"{archive} holds {entries:,} entries in a directory of {size:,} bytes; at most "
+                              f"{MAX_ZIP_ENTRIES:,} entries ({MAX_ZIP_DIRECTORY_BYTES >> 20} MiB) are read")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, archive: Path, budget: int) -> int:
@@ -291,6 +316,8 @@ def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, archive: 
     if info.is_dir():
         dest.mkdir(parents=True, exist_ok=True)
         return 0
+    if info.flag_bits & 0x1:
+        raise SubmissionError(f"{archive} holds an encrypted entry ({name[:100]!r}); zip it without a password")
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     written = 0

@@ -212,7 +212,7 @@ def test_python_m_grader_in_a_submission_folder_does_not_import_its_modules(tmp_
         (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').write('{name}')\n"
                                              "raise SystemExit('the candidate module ran in the grader')\n")
     env = dict(os.environ, PYTHONPATH=str(KIT))
-    out = subprocess.run([sys.executable, "-m", "grader", "grade", ".", "-e", "decode_mask", "--json", "-"],
+    out = subprocess.run([sys.executable, "-m", "grader", "grade", "--seed", "0", ".", "-e", "decode_mask", "--json", "-"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert not marker.exists()
@@ -487,7 +487,7 @@ def test_the_cli_grades_a_zip_and_refuses_a_folder_without_modules(tmp_path):
     from grader.cli import main
 
     archive = zip_folder(reference_with_tests(tmp_path / "work"), tmp_path / "cand.zip", prefix="bundle/")
-    out = CliRunner().invoke(main, ["grade", str(archive), "-e", "decode_mask", "--json", "-"])
+    out = CliRunner().invoke(main, ["grade", "--seed", "0", str(archive), "-e", "decode_mask", "--json", "-"])
     assert out.exit_code == 0 and json.loads(out.output)["exercises"][0]["level"] == "strong_hire"
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("no module here")

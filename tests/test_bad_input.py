@@ -51,7 +51,7 @@ def test_report_names_the_first_problem_of_a_file_that_is_not_a_result(tmp_path,
 
 
 def test_an_unknown_check_lists_the_exercises_checks():
-    out = invoke("grade", SOLUTIONS, "-e", "decode_mask", "--check", "random_shape")
+    out = invoke("grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask", "--check", "random_shape")
     assert_usage_error(out, "no check 'random_shape' in decode_mask", "random_shapes", "plain_decode")
 
 
@@ -62,7 +62,7 @@ def test_check_needs_exactly_one_exercise():
 
 
 def test_a_one_check_rerun_prints_the_check_not_a_level():
-    out = invoke("grade", SOLUTIONS, "-e", "decode_mask", "--check", "random_shapes")
+    out = invoke("grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask", "--check", "random_shapes")
     assert out.exit_code == 0, out.output
     assert "decode_mask / random_shapes: passed" in out.output
     assert "overall" not in out.output and "strong hire" not in out.output
@@ -72,7 +72,7 @@ def test_a_one_check_rerun_prints_the_check_not_a_level():
 def test_show_checks_lists_the_checks_the_grader_runs():
     listed = invoke("show", "decode_mask", "--checks")
     assert listed.exit_code == 0
-    graded = json.loads(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--json", "-").output)
+    graded = json.loads(invoke("grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask", "--json", "-").output)
     ran = {c["id"]: c["description"] for c in graded["exercises"][0]["checks"]}
     lines = listed.output.splitlines()
     assert [line.split()[0] for line in lines] == list(ran)
@@ -92,7 +92,7 @@ def test_every_output_path_follows_one_rule_its_folder_must_exist(tmp_path, monk
     """Nothing creates a missing parent folder: grade, report, batch, start and bundle refuse it alike."""
     monkeypatch.chdir(tmp_path)
     saved = tmp_path / "r.json"
-    saved.write_text(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--json", "-").output)
+    saved.write_text(invoke("grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask", "--json", "-").output)
     missing = tmp_path / "no_such_dir"
     commands = [
         ["grade", SOLUTIONS, "-e", "decode_mask", "--html", missing / "r.html"],

@@ -30,7 +30,7 @@ def cohort(folder: Path, slow_seconds: float = 0.0) -> Path:
 
 
 def batch_command(folder: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "grader", "batch", str(folder), "-e", "decode_mask", "--out", str(out),
+    return [sys.executable, "-m", "grader", "batch", "--seed", "0", str(folder), "-e", "decode_mask", "--out", str(out),
             "--jobs", "1"]
 
 
@@ -125,7 +125,7 @@ def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
     shutil.make_archive(str(cohort / "bob"), "zip", work.parent)  # cohort/bob.zip
     (cohort / "mallory").symlink_to(tmp_path / "bob-work")  # a link is never a candidate
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(cohort), "--out", str(out), "-e",
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", "--seed", "0", str(cohort), "--out", str(out), "-e",
                            "decode_mask"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = {json.loads((d / "result.json").read_text())["submission"]: d.name

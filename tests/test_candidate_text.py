@@ -32,7 +32,7 @@ def hostile(tmp_path_factory):
 
 def test_candidate_escapes_reach_no_output_as_raw_characters(hostile, tmp_path):
     files = {name: tmp_path / name for name in ("r.json", "r.html", "r.md", "j.xml")}
-    terminal = run("grade", hostile, "-e", "decode_mask,tree_mask", "--json", files["r.json"],
+    terminal = run("grade", "--seed", "0", hostile, "-e", "decode_mask,tree_mask", "--json", files["r.json"],
                    "--html", files["r.html"], "--markdown", files["r.md"], "--junit", files["j.xml"]).output
     texts = {"terminal": terminal, **{name: path.read_text() for name, path in files.items()}}
     texts["report"] = run("report", files["r.json"]).output
@@ -58,7 +58,7 @@ def test_batch_names_are_unique_and_stable(tmp_path):
     outs = []
     for run_number in (1, 2):
         out = tmp_path / f"out{run_number}"
-        run("batch", folder, "-e", "decode_mask", "--out", out, "--jobs", "1")
+        run("batch", "--seed", "0", folder, "-e", "decode_mask", "--out", out, "--jobs", "1")
         outs.append(sorted(p.name for p in out.iterdir() if p.is_dir()))
     assert outs[0] == outs[1] and len(outs[0]) == 3  # one folder each, the same names each time
     levels = sorted(json.loads((tmp_path / "out1" / name / "result.json").read_text())["overall"]["level"]
@@ -76,7 +76,7 @@ def test_grading_other_peoples_code_refuses_the_process_level(tmp_path, monkeypa
         assert out.exit_code == 2 and "apt-get install bubblewrap" in out.output and "--trust-submissions" in out.output
         assert "Traceback" not in out.output
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
-    trusted = run("batch", solutions, "-e", "decode_mask", "--out", tmp_path / "out", "--trust-submissions")
+    trusted = run("batch", "--seed", "0", solutions, "-e", "decode_mask", "--out", tmp_path / "out", "--trust-submissions")
     assert "strong hire" in trusted.output
 
 
@@ -84,6 +84,6 @@ def test_grading_other_peoples_code_refuses_the_process_level(tmp_path, monkeypa
 def test_grading_one_folder_unisolated_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("KVGRADE_ISOLATION", "process")
     page = tmp_path / "r.html"
-    out = run("grade", catalog.KIT_ROOT / "solutions", "-e", "decode_mask", "--html", page)
+    out = run("grade", "--seed", "0", catalog.KIT_ROOT / "solutions", "-e", "decode_mask", "--html", page)
     assert "not isolated: grade only code you trust" in out.output
     assert "isolation process" in page.read_text() and "Not isolated: grade only code you trust" in page.read_text()

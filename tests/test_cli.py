@@ -35,7 +35,7 @@ def test_list_and_show():
 
 @pytest.mark.slow
 def test_grade_solutions_json_to_stdout():
-    out = run("grade", SOLUTIONS, "-e", "decode_mask", "--json", "-")
+    out = run("grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask", "--json", "-")
     assert out.exit_code == 0
     data = json.loads(out.output)
     assert data["schema"] == "kvgrade.result/1" and data["seed"] == 0
@@ -53,7 +53,7 @@ def test_grade_prints_a_summary_with_the_diagnosis(top_left_example):
 
 @pytest.mark.slow
 def test_summary_feedback_hides_hidden_inputs(top_left_example):
-    out = run("grade", str(top_left_example), "-e", "decode_mask", "--feedback", "summary")
+    out = run("grade", "--seed", "0", str(top_left_example), "-e", "decode_mask", "--feedback", "summary")
     assert "random_shapes" in out.output
     assert "decode_causal_mask(5," not in out.output  # no hidden shapes in the summary
 
@@ -85,7 +85,7 @@ def normalized(data):
 
 
 def test_golden_json_for_the_top_left_example(top_left_example):
-    out = run("grade", str(top_left_example), "-e", "decode_mask", "--json", "-")
+    out = run("grade", "--seed", "0", str(top_left_example), "-e", "decode_mask", "--json", "-")
     got = normalized(json.loads(out.output))
     if os.environ.get("KVGRADE_UPDATE_GOLDEN"):
         with open(GOLDEN, "w") as fh:

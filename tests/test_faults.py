@@ -409,7 +409,7 @@ def test_an_unknown_isolation_level_is_a_usage_error(monkeypatch):
     from grader.cli import main
 
     monkeypatch.setenv("KVGRADE_ISOLATION", "vm")
-    out = CliRunner().invoke(main, ["grade", SOLUTIONS, "-e", "decode_mask"])
+    out = CliRunner().invoke(main, ["grade", "--seed", "0", SOLUTIONS, "-e", "decode_mask"])
     assert out.exit_code == 2 and "unknown isolation level 'vm'" in out.output and "Traceback" not in out.output
 
 

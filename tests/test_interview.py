@@ -72,14 +72,14 @@ def test_only_recorded_hints_cost_a_level_and_the_candidates_log_never_does(tmp_
     shutil.copyfile(KIT / "solutions" / "test_decode_mask.py", ws / "decode_mask" / "test_decode_mask.py")
     for _ in range(4):  # every hint, printed and logged by the candidate
         run("hint", "decode_mask", ws)
-    logged_only = json.loads(run("grade", ws, "-e", "decode_mask", "--json", "-"))["exercises"][0]
+    logged_only = json.loads(run("grade", "--seed", "0", ws, "-e", "decode_mask", "--json", "-"))["exercises"][0]
     assert logged_only["level"] == "strong_hire" and logged_only["timeline"]["hints_seen"] == 4
     assert logged_only["hints_given"] == [] and logged_only["hints_offered"] == 4
 
     notes = tmp_path / "notes.toml"
     caps = [h.caps for h in catalog.get("decode_mask").rubric.hints]
     notes.write_text("[decode_mask]\nhints = 4\n")
-    recorded = json.loads(run("grade", ws, "-e", "decode_mask", "--notes", notes, "--json", "-"))["exercises"][0]
+    recorded = json.loads(run("grade", "--seed", "0", ws, "-e", "decode_mask", "--notes", notes, "--json", "-"))["exercises"][0]
     assert recorded["hints_given"] == [1, 2, 3, 4]
     assert recorded["level"] == min(caps, key=["weak", "hire", "strong_hire"].index) == "hire"
     assert "hint 3 given" in recorded["reason"]
@@ -190,12 +190,12 @@ def session(tmp_path_factory):
     run("start", ws, "-e", "decode_mask", "--minutes", "60")
     shutil.copyfile(MUTANTS / "top_left.py", ws / "decode_mask" / "decode_mask.py")
     shutil.copyfile(MUTANTS / "t1_only_tests" / "test_decode_mask.py", ws / "decode_mask" / "test_decode_mask.py")
-    first = run("grade", ws, "-e", "decode_mask")
+    first = run("grade", "--seed", "0", ws, "-e", "decode_mask")
     hint = run("hint", "decode_mask", ws)
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
     shutil.copyfile(KIT / "solutions" / "test_decode_mask.py", ws / "decode_mask" / "test_decode_mask.py")
     out = {name: tmp / name for name in ("result.json", "report.html", "report.md")}
-    last = run("grade", ws, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
+    last = run("grade", "--seed", "0", ws, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
                "--markdown", out["report.md"])
     return {"ws": ws, "first": first, "hint": hint, "last": last, **out}
 
@@ -238,7 +238,7 @@ def test_the_candidates_summary_report_says_hints_exist_and_holds_no_sheet(sessi
 
 def test_a_folder_not_made_by_start_logs_nothing(tmp_path):
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", tmp_path / "decode_mask.py")
-    data = json.loads(run("grade", tmp_path, "-e", "decode_mask", "--json", "-"))
+    data = json.loads(run("grade", "--seed", "0", tmp_path, "-e", "decode_mask", "--json", "-"))
     assert data["session"] == {} and data["exercises"][0]["timeline"] == {}
     assert not (tmp_path / ".kvgrade").exists()
 
@@ -314,6 +314,6 @@ def test_the_batch_alias_logs_no_attempt(tmp_path):
     for ws in spaces:
         run("start", ws, "-e", "decode_mask")
         shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
-    run("grade", *spaces, "-e", "decode_mask", "--out", tmp_path / "out", "--jobs", "1")
+    run("grade", "--seed", "0", *spaces, "-e", "decode_mask", "--out", tmp_path / "out", "--jobs", "1")
     for ws in spaces:
         assert timeline.attempts(ws) == []

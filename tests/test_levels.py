@@ -241,7 +241,7 @@ def test_without_e_an_exercise_not_attempted_is_listed_and_not_counted(tmp_path)
 def test_a_syntax_error_beside_a_correct_exercise_is_weak_overall(tmp_path):
     root = folder(tmp_path / "s", decode_mask=reference("decode_mask"), **OWN_TESTS,
                   tree_mask="def tree_positions(:\n")
-    result = engine.grade(root)
+    result = engine.grade(root, seed=0)
     assert result.exercise("decode_mask").level == "strong_hire"
     assert result.exercise("tree_mask").status == "error" and result.overall_level == "weak"
     assert result.score == 0.5  # the broken exercise counts, with nothing passed
@@ -250,7 +250,7 @@ def test_a_syntax_error_beside_a_correct_exercise_is_weak_overall(tmp_path):
 @pytest.mark.slow
 def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_with_one_no(tmp_path):
     observed = [c.id for c in catalog.get("decode_mask").rubric.criteria if c.observed]
-    plain = engine.grade(SOLUTIONS, ["decode_mask"])
+    plain = engine.grade(SOLUTIONS, ["decode_mask"], seed=0)
     ex = plain.exercise("decode_mask")
     assert (ex.level, ex.provisional, ex.to_observe) == ("strong_hire", True, observed)
     assert plain.to_dict()["overall"]["provisional"] is True
@@ -258,7 +258,7 @@ def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_wit
     def with_notes(values: dict) -> Result:
         path = tmp_path / "notes.toml"
         path.write_text("[decode_mask.observed]\n" + "".join(f"{k} = {str(v).lower()}\n" for k, v in values.items()))
-        return engine.grade(SOLUTIONS, ["decode_mask"], notes=Notes.load(path))
+        return engine.grade(SOLUTIONS, ["decode_mask"], notes=Notes.load(path), seed=0)
 
     confirmed = with_notes(dict.fromkeys(observed, True))
     assert (confirmed.overall_level, confirmed.overall_provisional) == ("strong_hire", False)
@@ -280,7 +280,7 @@ def test_the_reference_is_provisional_without_notes_confirmed_with_them_hire_wit
 @pytest.mark.slow
 def test_nan_rows_or_a_corrupted_cache_after_a_chunk_longer_than_the_ring_are_weak(tmp_path, what, old, new):
     root = folder(tmp_path / "s", ring_buffer_window=ring_variant(old, new))
-    ex = engine.grade(root, ["ring_buffer_window"]).exercise("ring_buffer_window")
+    ex = engine.grade(root, ["ring_buffer_window"], seed=0).exercise("ring_buffer_window")
     assert ex.level == "weak", (what, ex.reason)
     assert "for hire missed" in ex.reason
 
@@ -291,7 +291,7 @@ def test_a_reply_that_breaks_the_grader_is_the_candidates_fault(tmp_path):
         "\nimport builtins\n_real_len = builtins.len\n"
         "builtins.len = lambda x: str(_real_len(x)) if type(x).__name__ == 'RingKVCache' else _real_len(x)\n")
     root = folder(tmp_path / "s", ring_buffer_window=lying_len, decode_mask=reference("decode_mask"), **OWN_TESTS)
-    result = engine.grade(root, ["decode_mask", "ring_buffer_window"])
+    result = engine.grade(root, ["decode_mask", "ring_buffer_window"], seed=0)
     ring = result.exercise("ring_buffer_window")
     assert ring.level == "weak" and not ring.kit_error
     assert result.overall_level == "weak"
@@ -301,13 +301,13 @@ def test_a_reply_that_breaks_the_grader_is_the_candidates_fault(tmp_path):
 
 @pytest.mark.slow
 def test_every_format_shows_provisional_and_why(top_left_example):
-    result = engine.grade(top_left_example, ["decode_mask"])
+    result = engine.grade(top_left_example, ["decode_mask"], seed=0)
     ex = result.exercise("decode_mask")
     assert ex.reason.startswith("weak: ") and "top_left_alignment (caps at weak)" in ex.reason
     assert ex.to_raise.startswith("to reach hire: fix top_left_alignment")
     for text in (terminal.summary(result), markdown.render(result), html.render(result)):
         assert ex.reason in text and ex.to_raise in text
-    full = engine.grade(SOLUTIONS, ["decode_mask"])
+    full = engine.grade(SOLUTIONS, ["decode_mask"], seed=0)
     phrase = "strong hire (provisional: 3 observations)"
     for text in (terminal.summary(full), markdown.render(full), html.render(full)):
         assert phrase in text and "correct and efficient; hygiene clean" in text

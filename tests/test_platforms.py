@@ -166,7 +166,8 @@ def test_autograder_refuses_an_out_that_is_not_a_zip(tmp_path):
 
 @pytest.fixture
 def starter(tmp_path) -> Path:
-    made = kvgrade("classroom", str(tmp_path / "starter"), "-e", "decode_mask", "--seed", "9", "--fail-under", "hire")
+    made = kvgrade("classroom", str(tmp_path / "starter"), "-e", "decode_mask", "--seed", "9", "--fail-under", "hire",
+                   "--install", "kvgrade-grader==0.1.0")
     assert made.returncode == 0, made.stderr
     return tmp_path / "starter"
 
@@ -186,8 +187,8 @@ def test_the_workflow_parses_and_names_only_allowed_actions(starter):
     reporter = next(s for s in steps if s["uses"] == ACTIONS["reporter"])
     assert reporter["with"]["runners"] == grader["id"]
     assert f"steps.{grader['id']}.outputs.result" in reporter["env"][f"{grader['id'].upper()}_RESULTS"]
-    assert grader["with"]["setup-command"] == "pip install ./.kvgrade/kvgrade-0.1.0.tar.gz"
-    assert (starter / ".kvgrade" / "kvgrade-0.1.0.tar.gz").is_file()
+    assert grader["with"]["setup-command"] == "pip install kvgrade-grader==0.1.0"  # installed at run time
+    assert not list(starter.rglob("*.tar.gz"))  # nothing of the kit is committed into the starter
     assert (starter / "decode_mask" / "decode_mask.py").is_file() and (starter / "README.md").is_file()
 
 

@@ -73,12 +73,12 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("graded")
     sub = top_left_submission(tmp / "ada")
     out = {name: tmp / name for name in ("result.json", "report.html", "report.md", "junit.xml", "gradescope.json")}
-    terminal = run("grade", sub, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
+    terminal = run("grade", "--seed", "0", sub, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
                    "--markdown", out["report.md"], "--junit", out["junit.xml"],
                    "--gradescope", out["gradescope.json"]).output
     # the reference, graded as an interview set: decode_mask plus one exercise it does not attempt
     reference, interview_set = tmp / "reference.json", ["decode_mask"] + INTERVIEW_OTHERS
-    run("grade", reference_submission(tmp / "ref"), "-e", ",".join(interview_set), "--json", reference)
+    run("grade", "--seed", "0", reference_submission(tmp / "ref"), "-e", ",".join(interview_set), "--json", reference)
     return {"tmp": tmp, "sub": sub, "terminal": terminal, "reference": reference, **out}
 
 
@@ -175,7 +175,7 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     not_a_folder.write_text("not a submission")
     out = tmp_path / "out"
     result = separate_streams().invoke(
-        main, ["grade", str(folder), str(not_a_folder), "-e", "decode_mask", "--out", str(out), "--jobs", "2"])
+        main, ["grade", "--seed", "0", str(folder), str(not_a_folder), "-e", "decode_mask", "--out", str(out), "--jobs", "2"])
     assert result.exit_code == 0, result.stdout + result.stderr
     ranking = [line.split()[1] for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert ranking[:2] == ["grace", "ada"] and ranking[-1] == "notes.txt" and len(ranking) == 5
@@ -206,7 +206,7 @@ def test_start_makes_a_workspace_for_pytest_and_the_grader(tmp_path):
     assert sorted(p.name for p in (ws / "decode_mask").iterdir()) == [
         "README.md", "decode_mask.py", "test_decode_mask_public.py"]
     assert "kvgrade grade" in (ws / "README.md").read_text()
-    graded = json.loads(run("grade", ws, "--json", "-", "-e", "decode_mask").output)
+    graded = json.loads(run("grade", "--seed", "0", ws, "--json", "-", "-e", "decode_mask").output)
     assert graded["exercises"][0]["status"] == "not_attempted" and graded["overall"]["level"] == "weak"
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ws)],
@@ -275,7 +275,7 @@ def test_the_bundle_readme_says_how_to_submit_and_that_every_exercise_counts(tmp
 def test_gradescope_points_add_up_exactly(tmp_path):
     """tree_mask has 12 checks: 10 points do not split evenly, yet every total is whole."""
     out = tmp_path / "g.json"
-    run("grade", KIT / "solutions", "-e", "tree_mask,decode_mask", "--gradescope", out)
+    run("grade", "--seed", "0", KIT / "solutions", "-e", "tree_mask,decode_mask", "--gradescope", out)
     data = json.loads(out.read_text())
     assert (data["score"], data["max_score"]) == (20.0, 20.0)
     for exercise in ("tree_mask", "decode_mask"):
@@ -288,8 +288,8 @@ def test_gradescope_points_add_up_exactly(tmp_path):
 @pytest.mark.slow
 def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
     student, detailed = tmp_path / "s.json", tmp_path / "d.json"
-    run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", student)
-    run("grade", graded["sub"], "-e", "decode_mask", "--gradescope", detailed, "--feedback", "detail")
+    run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--gradescope", student)
+    run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--gradescope", detailed, "--feedback", "detail")
     text = student.read_text()
     assert not any(leaks(secret, text) for secret in HIDDEN_INPUTS + ["--check", "Overall level"]), text
     assert "decode_causal_mask(5, 7)" in detailed.read_text()
@@ -298,12 +298,12 @@ def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
 
 @pytest.mark.slow
 def test_summary_feedback_hides_levels_unless_shown(graded):
-    hidden = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
-    data = json.loads(run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
+    hidden = run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
+    data = json.loads(run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
     assert "weak" not in hidden and "overall" not in hidden and "4/13 checks" in hidden
     assert data["overall"]["level"] is None and data["levels_hidden"] is True
     assert all(e["level"] is None and e["criteria"] == [] for e in data["exercises"])
-    shown = run("grade", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--show-levels").output
+    shown = run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--show-levels").output
     assert "overall: weak" in shown
     assert not any(leaks(secret, hidden + shown) for secret in HIDDEN_INPUTS)
 
@@ -312,7 +312,7 @@ def test_summary_feedback_hides_levels_unless_shown(graded):
 def test_progress_dots_end_before_the_summary(tmp_path):
     """On a terminal, the dots of the checks get their own line; the header starts a new one."""
     leader, follower = pty.openpty()
-    child = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(KIT / "solutions"), "-e", "decode_mask"],
+    child = subprocess.Popen([sys.executable, "-m", "grader", "grade", "--seed", "0", str(KIT / "solutions"), "-e", "decode_mask"],
                              stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, cwd=tmp_path,
                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     os.close(follower)

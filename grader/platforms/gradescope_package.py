@@ -7,7 +7,9 @@ that built it), ``run_autograder`` (grades ``$AUTOGRADER_ROOT/submission``, defa
 ``/autograder/source`` and copies ``run_autograder`` to ``/autograder``; see its autograder
 specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 
-Run as ``python -m grader.platforms.gradescope_package ROOT`` by ``run_autograder``.
+Run as ``python -m grader.platforms.gradescope_package ROOT`` by ``run_autograder``, and with
+``--lock ROOT`` by ``setup.sh``: submissions run under fresh uids, so everything under the root
+that holds answers becomes root's alone (:func:`lock`).
 """
 from __future__ import annotations
 
@@ -34,9 +36,10 @@ class PackageError(Exception):
     """The autograder cannot be built here (one line, for the CLI)."""
 
 
-def build(out: str | Path, exercise_ids: list[str] | None, seed: int, show_levels: bool = False,
+def build(out: str | Path, exercise_ids: list[str] | None, seed: int | None, show_levels: bool = False,
           after_published: bool = False) -> Path:
-    """Write the autograder zip to ``out``; returns it."""
+    """Write the autograder zip to ``out``; returns it. ``seed`` None: a fresh seed for each submission
+    (a fixed one, shown in every result, would let a student tabulate answers for the next try)."""
     out = Path(out)
     config = {"kvgrade": __version__, "exercises": list(exercise_ids or []), "seed": seed,
               "show_levels": show_levels, "tests_visibility": "after_published" if after_published else "visible"}
@@ -58,18 +61,21 @@ def build(out: str | Path, exercise_ids: list[str] | None, seed: int, show_level
     return out
 
 
-def build_sdist(work: Path) -> Path:
+def build_sdist(work: Path, prepare=None) -> Path:
     """A source distribution of this kit (its exercises/, rubrics/ and solutions/ included),
     built offline from a copy of the source checkout, so the checkout gets no build files.
-    An sdist, not a wheel: building a wheel here would need the ``wheel`` package."""
+    An sdist, not a wheel: building a wheel here would need the ``wheel`` package.
+    ``prepare(source)`` may change the copy first (see ``grader_only``)."""
     if not (catalog.KIT_ROOT / "setup.py").is_file():
         raise PackageError(f"the kit at {catalog.KIT_ROOT} is installed, not a source checkout: build the "
                            f"autograder from a clone of kvgrade's repository")
     source = work / "source"
     shutil.copytree(catalog.KIT_ROOT, source, ignore=_SOURCE_IGNORED)
+    if prepare is not None:
+        prepare(source)
     built = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--formats=gztar", "-d", str(work / "dist")],
                            cwd=source, capture_output=True, text=True, timeout=600)
-    found = sorted((work / "dist").glob("kvgrade-*.tar.gz"))
+    found = sorted((work / "dist").glob("*.tar.gz"))
     if built.returncode != 0 or len(found) != 1:
         last = (built.stderr.strip().splitlines() or ["nothing was built"])[-1][:200]
         raise PackageError(f"building the kit's source distribution failed: {last}")
@@ -119,9 +125,41 @@ def results_for(root: Path) -> dict:
     return data
 
 
+# -- after setup: nothing a fresh uid can read holds answers -------------------------------------
+
+VENV = "kvgrade-venv"
+INSTALLED_SECRETS = ("kit", "hidden")  # in the installed grader package: references, mutants, rubrics; hidden checks
+
+
+def private_paths(root: Path) -> list[Path]:
+    """What holds answer material under the autograder root: the zip's own files (the kit's
+    source distribution among them), and the installed kit's data and hidden checks."""
+    installed = sorted(root.glob(f"{VENV}/lib/python3*/site-packages/grader"))
+    return [root / "source", *(package / name for package in installed for name in INSTALLED_SECRETS)]
+
+
+def lock(root: Path) -> list[Path]:
+    """Make each of :func:`private_paths` readable by root alone (the grader runs as root; the
+    children never import the grader package, and the rest of the venv stays readable for
+    them: its Python, numpy, pytest). Returns what was locked."""
+    locked = [path for path in private_paths(root) if path.is_dir()]
+    for path in locked:
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                full = os.path.join(dirpath, name)
+                if not os.path.islink(full):
+                    os.chmod(full, os.stat(full).st_mode & 0o700)
+        os.chmod(path, 0o700)
+    return locked
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--lock":
+        locked = lock(Path(argv[1]))
+        print(f"kvgrade {__version__}: readable by root only: {', '.join(str(p) for p in locked)}")
+        return 0
     if len(argv) != 1:
-        print("usage: python -m grader.platforms.gradescope_package AUTOGRADER_ROOT", file=sys.stderr)
+        print("usage: python -m grader.platforms.gradescope_package [--lock] AUTOGRADER_ROOT", file=sys.stderr)
         return 2
     from ..sandbox.isolation import IsolationError
 

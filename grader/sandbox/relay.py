@@ -12,6 +12,7 @@ between versions).
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,15 @@ class Implementation:
         self.stopped = ""  # why the implementation no longer answers
 
     def launch(self):
-        """Start the worker importing the implementation; :meth:`finish_load` waits for it."""
+        """Start the worker importing the implementation; :meth:`finish_load` waits for it.
+
+        At the "uid" level its folder (the implementation's source among its files) becomes
+        its own uid's: the tests' process runs under another uid and must not read it there."""
         self.worker.launch()
+        child = self.worker.child
+        if child is not None and child.uid is not None:
+            os.chown(self.worker.scratch.root, -1, child.uid)
+            os.chmod(self.worker.scratch.root, 0o750)
 
     def finish_load(self):
         self.worker.finish_load()
