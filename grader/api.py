@@ -34,7 +34,7 @@ class ResultError(ValueError):
     """A file that is not a saved kvgrade result; ``str()`` names the first problem."""
 
 
-def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: int = 0,
+def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: int | None = None,
           notes: Notes | None = None, checks: set[str] | None = None, progress=None,
           warn: Callable[[str], None] | None = None, live: bool = False, **engine_options) -> Result:
     """Grade one submission folder or .zip.
@@ -72,7 +72,7 @@ def workspace_set(root: Path) -> list[str] | None:
 
 
 def batch(paths: list[str | Path], out_dir: str | Path = "kvgrade-batch", exercises: list[str] | None = None, *,
-          seed: int = 0, feedback: str = "detail", show_levels: bool = False, jobs: int | None = None,
+          seed: int | None = None, feedback: str = "detail", show_levels: bool = False, jobs: int | None = None,
           trust_submissions: bool = False, on_start=None, on_done=None, stop=None) -> list[dict]:
     """Grade many submissions in parallel into ``out_dir`` and rank them; returns the rows.
 
