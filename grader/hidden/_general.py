@@ -124,9 +124,9 @@ def check_any_signed_integer_type(ex):
             got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
         except CandidateRaised as exc:
             kind = "hygiene" if exc.is_a("ValueError") else "crash"
-            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as Python ints "
-                 f"and int64 were answered: integers of any signed dtype that holds them are valid", kind=kind,
-                 case={"call": what})
+            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as first given "
+                 f"({recorded.what}) were answered: integers of any signed dtype that holds them are valid",
+                 kind=kind, case={"call": what})
         if not _same(got, recorded.value, recorded.args):
             fail(f"{what} gave another answer than {recorded.what}: integers of any signed dtype that holds "
                  "their values are the same input", case={"call": what})
