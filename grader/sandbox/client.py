@@ -54,25 +54,21 @@ class Ownership:
     unreported: list = field(default_factory=list)  # calls
 
 
-def _nbytes(value) -> int:
+def _left(value, budget: int) -> int:
+    """``budget`` less the bytes of ``value`` (8 a number or item), or -1 as soon as it is spent or
+    ``value`` holds an object living in the child or lent by the grader: one walk, stopped early."""
+    if isinstance(value, (RemoteObject, Lent)) or budget < 0:
+        return -1
     if isinstance(value, np.ndarray):
-        return value.nbytes
-    if isinstance(value, (list, tuple)):
-        return sum(map(_nbytes, value)) + 8 * len(value)
-    if isinstance(value, dict):
-        return sum(map(_nbytes, value.values()))
-    return 8
-
-
-def _plain(value) -> bool:
-    """Data only: no object living in the child, none the grader lends."""
-    if isinstance(value, (RemoteObject, Lent)):
-        return False
-    if isinstance(value, (list, tuple)):
-        return all(map(_plain, value))
-    if isinstance(value, dict):
-        return all(map(_plain, value.values()))
-    return True
+        return budget - value.nbytes
+    if isinstance(value, (list, tuple, dict)):
+        budget -= 8 * len(value)
+        for item in (value.values() if isinstance(value, dict) else value):
+            budget = _left(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    return budget - 8
 
 
 class Sandbox:
@@ -274,7 +270,7 @@ class Sandbox:
     def _record(self, name, args, kwargs, value, what):
         """Keep a copy of a small module-level call on data only, for the general rules to replay:
         a sample of every such call, the same for the same seed and calls (reservoir sampling)."""
-        if not _plain((args, kwargs, value)) or _nbytes((args, kwargs)) + _nbytes(value) > RECORDED_BYTES:
+        if _left((args, kwargs, value), RECORDED_BYTES) < 0:  # small calls on data only
             return
         kept = self.recorded.setdefault(name, [])
         seen = self._recordable[name] = self._recordable.get(name, 0) + 1
