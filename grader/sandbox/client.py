@@ -176,6 +176,10 @@ class Sandbox:
         self._discard_worker()
         if self._twin is not None:
             self._twin.close()
+        pending = _FLOORS.get(self._floor_key())
+        if isinstance(pending, Sandbox) and pending is not self:  # launched, never measured: not kept running
+            del _FLOORS[self._floor_key()]
+            pending.close()
 
     def launch_twin(self):
         """Start a second child of the same module now, without waiting, so its import overlaps
