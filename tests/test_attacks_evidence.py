@@ -173,3 +173,22 @@ def test_every_timed_call_gets_fresh_inputs(tmp_path):
     path = _write(tmp_path, "varlen_attention", source)
     _, check = _check(path, "varlen_attention", "work_grows_per_sequence")
     assert "the same inputs twice" not in check.message, check.message
+
+
+def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running():
+    """The budget's base comes from a child that holds numpy and the kit's helpers only; one
+    launched for checks that never measured ends with the sandbox that launched it."""
+    from grader.sandbox import ModuleToLoad, Sandbox, client
+
+    hog = Sandbox(ModuleToLoad("hog", [("hog.py", b"import numpy as np\n_bank = np.ones(32 << 20)\n")], []))
+    hog.launch_floor()
+    key = hog._floor_key()
+    assert isinstance(client._FLOORS[key], Sandbox)
+    hog.close()
+    assert key not in client._FLOORS
+    again = Sandbox(ModuleToLoad("hog", [("hog.py", b"import numpy as np\n_bank = np.ones(32 << 20)\n")], []))
+    try:
+        floor = again.floor_bytes()
+    finally:
+        again.close()
+    assert floor is not None and floor < 200 << 20  # the candidate's 256 MiB bank is not in it

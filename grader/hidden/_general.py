@@ -27,8 +27,8 @@ import numpy as np
 from grader.checking import close, fail
 from grader.sandbox import CandidateRaised, call_text
 
-REPLAYED = 16  # calls each replay check makes at most (twice that for the order check)
-FRESH = 8  # calls the order check also makes with new arguments, in a fresh process and in the running one
+REPLAYED = 10  # recorded calls each replay check makes at most
+FRESH = 6  # calls the order check also makes with new arguments, in a fresh process and in the running one
 SIGNED = (np.int8, np.int16, np.int32, np.int64)
 
 
@@ -56,8 +56,7 @@ def check_results_belong_to_the_caller(ex):
 def check_same_answer_in_any_order(ex):
     """A function without state gives the same answer to the same arguments, in any order."""
     sample = _sample(ex, lambda r: True)
-    order = list(ex.rng.permutation(len(sample))) + list(ex.rng.permutation(len(sample)))
-    for i in order:
+    for i in ex.rng.permutation(len(sample)):
         recorded = sample[i]
         got = _replay(ex, recorded, recorded.args, recorded.kwargs, "the same arguments again")
         if not _same(got, recorded.value, recorded.args):
@@ -124,9 +123,9 @@ def check_any_signed_integer_type(ex):
             got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
         except CandidateRaised as exc:
             kind = "hygiene" if exc.is_a("ValueError") else "crash"
-            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as Python ints "
-                 f"and int64 were answered: integers of any signed dtype that holds them are valid", kind=kind,
-                 case={"call": what})
+            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as first given "
+                 f"({recorded.what}) were answered: integers of any signed dtype that holds them are valid",
+                 kind=kind, case={"call": what})
         if not _same(got, recorded.value, recorded.args):
             fail(f"{what} gave another answer than {recorded.what}: integers of any signed dtype that holds "
                  "their values are the same input", case={"call": what})

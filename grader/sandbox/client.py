@@ -62,25 +62,21 @@ class Ownership:
     unreported: list = field(default_factory=list)  # calls
 
 
-def _nbytes(value) -> int:
+def _left(value, budget: int) -> int:
+    """``budget`` less the bytes of ``value`` (8 a number or item), or -1 as soon as it is spent or
+    ``value`` holds an object living in the child or lent by the grader: one walk, stopped early."""
+    if isinstance(value, (RemoteObject, Lent)) or budget < 0:
+        return -1
     if isinstance(value, np.ndarray):
-        return value.nbytes
-    if isinstance(value, (list, tuple)):
-        return sum(map(_nbytes, value)) + 8 * len(value)
-    if isinstance(value, dict):
-        return sum(map(_nbytes, value.values()))
-    return 8
-
-
-def _plain(value) -> bool:
-    """Data only: no object living in the child, none the grader lends."""
-    if isinstance(value, (RemoteObject, Lent)):
-        return False
-    if isinstance(value, (list, tuple)):
-        return all(map(_plain, value))
-    if isinstance(value, dict):
-        return all(map(_plain, value.values()))
-    return True
+        return budget - value.nbytes
+    if isinstance(value, (list, tuple, dict)):
+        budget -= 8 * len(value)
+        for item in (value.values() if isinstance(value, dict) else value):
+            budget = _left(item, budget)
+            if budget < 0:
+                return -1
+        return budget
+    return budget - 8
 
 
 class Sandbox:
@@ -188,6 +184,10 @@ class Sandbox:
         self._discard_worker()
         if self._twin is not None:
             self._twin.close()
+        pending = _FLOORS.get(self._floor_key())
+        if isinstance(pending, Sandbox) and pending is not self:  # launched, never measured: not kept running
+            del _FLOORS[self._floor_key()]
+            pending.close()
 
     def launch_twin(self):
         """Start a second child of the same module now, without waiting, so its import overlaps
@@ -282,7 +282,7 @@ class Sandbox:
     def _record(self, name, args, kwargs, value, what):
         """Keep a copy of a small module-level call on data only, for the general rules to replay:
         a sample of every such call, the same for the same seed and calls (reservoir sampling)."""
-        if not _plain((args, kwargs, value)) or _nbytes((args, kwargs)) + _nbytes(value) > RECORDED_BYTES:
+        if _left((args, kwargs, value), RECORDED_BYTES) < 0:  # small calls on data only
             return
         kept = self.recorded.setdefault(name, [])
         seen = self._recordable[name] = self._recordable.get(name, 0) + 1
@@ -304,16 +304,28 @@ class Sandbox:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))
 
+    def launch_floor(self):
+        """Start the kit-only child of :meth:`floor_bytes` now, without waiting, so its import
+        overlaps the checks (once per process and set of kit helpers)."""
+        key = self._floor_key()
+        if key not in _FLOORS:
+            helpers = "".join(f"import {Path(str(f)).stem}\n" for f in self.spec.helper_files)
+            source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
+            _FLOORS[key] = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
+                                                self.spec.helper_files, seed=self.spec.seed), self.limits)
+            try:
+                _FLOORS[key].launch()
+            except CandidateFault:
+                pass  # floor_bytes says None
+
     def floor_bytes(self) -> int | None:
         """The whole footprint of a child that imported numpy and this exercise's kit helpers and
         holds nothing else, measured by the same meter during one call (None: not measurable).
         A measured call's budget starts here, never at a figure the candidate's child sets."""
-        key = (tuple(str(f) for f in self.spec.helper_files), self.limits)
-        if key not in _FLOORS:
-            helpers = "".join(f"import {Path(str(f)).stem}\n" for f in self.spec.helper_files)
-            source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
-            idle = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
-                                        self.spec.helper_files, seed=self.spec.seed), self.limits)
+        self.launch_floor()
+        key = self._floor_key()
+        idle = _FLOORS[key]
+        if isinstance(idle, Sandbox):
             try:
                 _FLOORS[key] = idle.module.measured("kvgrade_idle")[1].peak_bytes
             except CandidateFault:
@@ -321,6 +333,9 @@ class Sandbox:
             finally:
                 idle.close()
         return _FLOORS[key]
+
+    def _floor_key(self):
+        return tuple(str(f) for f in self.spec.helper_files), self.limits
 
     def release(self, obj: RemoteObject):
         if obj.handle is not None and obj.generation == self.generation and self.worker is not None:
