@@ -1,0 +1,413 @@
+"""Hidden checks for prefix_cache. Each ``check_*`` is one stable check id (without the prefix).
+
+Written from the contract (CONTRACT.md section 1, ``### prefix_cache``), not from known mistakes:
+random operation sequences (``grader.stateful``) drive the candidate's ``PrefixCache`` and the
+oracle's model side by side, and after every operation compare everything observable: the
+operation's outcome (value, or ValueError / RuntimeError), ``num_free_blocks``,
+``num_cached_blocks``, and every live sequence's ``num_tokens`` and ``block_table``. The free
+queue's order and the registrations are not read directly; every later block id and hit
+depends on them. Prompts come from a small pool of shared prefixes, themselves made of a few
+block contents, so hits, evictions, re-registrations and equal blocks after different prefixes
+happen in most sequences. The first failing sequence is shrunk (bounded replays) and shown; a
+mistake is named when it explains every failing sequence of the check (``diagnosis``).
+
+| contract sentence | check |
+|---|---|
+| blocks 0 .. num_blocks - 1; the queue starts 0, 1, ...; taken from the front | fresh_cache, random_operation_sequences |
+| returned to the back; taking a registered block evicts it (add_request and append_token) | random_operation_sequences, eviction_under_pressure |
+| a block is full at block_size tokens; h_j = block_hash(h_{j-1}, block j), h_{-1} = None | random_operation_sequences (blocks repeat after different prefixes) |
+| add_request serves the longest run of leading registered full blocks | random_operation_sequences, whole_cached_prompts |
+| never the prompt's last token (k full registered blocks hit k - 1) | whole_cached_prompts |
+| each hit gains a holder; a hit with no holder leaves the queue wherever it stands | random_operation_sequences, eviction_under_pressure |
+| the other blocks from the front, then the new full blocks registered, in order | random_operation_sequences |
+| returns hit blocks x block_size | every sequence check (the value of each add_request) |
+| RuntimeError when the queue, less waiting hits, is too short; nothing changes | out_of_blocks, eviction_under_pressure |
+| a block that becomes full is registered unless its hash is; only full blocks | random_operation_sequences, whole_cached_prompts |
+| append_token writes position num_tokens, takes a block when the last is full; RuntimeError when empty | random_operation_sequences, out_of_blocks |
+| free: one holder less per block, last block first to the back | eviction_under_pressure, random_operation_sequences |
+| a registered block stays registered until taken, even unreachable | eviction_under_pressure (num_cached_blocks) |
+| validation first: unknown or reused id, empty prompt, negative token, sizes < 1: ValueError, nothing changed | rejects_invalid_arguments |
+| a seq_id any int, a token any int >= 0; after free an id may be added again | random_operation_sequences (negative and 2^40 ids, tokens to 2^40), big_prompts |
+| numpy integers work as ints; a prompt as a list, a tuple or a 1-D numpy integer array of any signed dtype | integer_types |
+| the cache keeps its own copy of the prompt (section 1: arguments unchanged) | keeps_its_own_prompt |
+| block_table: int64 ndarray [ceil(num_tokens / block_size)] (section 1: containers) | every sequence check (hygiene) |
+| big prompts (section 1: sizes as large as memory allows) | big_prompts |
+
+Not held by any check: "no check depends on a collision" (a promise to the candidate), and
+"Bools, floats and strings ... are outside the contract".
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from grader.checking import describe, expect_rejected, explain, fail, name_mistakes
+from grader.stateful import Op, describe_ops, shrink
+
+from . import diagnosis, oracle
+
+INVALID = "accepts_invalid_arguments"
+MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
+IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id
+
+
+# -- the candidate's side ----------------------------------------------------------------------------
+
+
+def _plain(value):
+    """An int answer as an int, anything else as its description (which no model value equals)."""
+    if oracle.is_int(value):
+        return int(value)
+    return f"<{describe(value)}>"
+
+
+def _outcome(reply):
+    """The model's form of a driver outcome: ("ok", value) or ("raises", kind), and the message.
+    ValueError and RuntimeError are kinds whatever their subclass; other exceptions keep their name."""
+    if reply[0] == "ok":
+        return ("ok", reply[1]), ""
+    mro = list(reply[1])
+    kind = next((k for k in ("ValueError", "RuntimeError") if k in mro), mro[0] if mro else "?")
+    return ("raises", kind), str(reply[2])
+
+
+class Driver:
+    """A candidate cache, driven through the kit's ``prefix_driver`` in the candidate's process: one
+    round trip per operation, returning its outcome and every observable after it."""
+
+    def __init__(self, ex, sizes):
+        self.module = ex.helper("prefix_driver")
+        self.cache = ex.candidate.call("PrefixCache", *sizes)
+        self.slips: list[str] = []  # right values in the wrong container (hygiene)
+        self.changed: list[int] = []  # prompts (by add_request number) changed after they were passed
+
+    def step(self, op, ids, live, overwrite=False):
+        """(outcome, its message, observables) of ``op`` on the candidate, in the model's format."""
+        reply = self.module.call("step", self.cache, op.name, list(op.args), list(ids), overwrite)
+        got, said = _outcome(reply[0])
+        if op.name in ("append_token", "free") and got[0] == "ok":
+            got = ("ok", None)  # these return nothing; whatever they return is not read
+        elif got[0] == "ok":
+            got = ("ok", _plain(got[1]))
+        seqs = {}
+        for s, tokens, table in reply[3]:
+            tokens, _ = _outcome(tokens)
+            if tokens[0] == "raises":  # gone: right for an id that is not live, else a wrong answer
+                seqs[s] = None if s not in live or tokens[1] != "ValueError" else f"<raises {tokens[1]}>"
+            else:
+                seqs[s] = (_plain(tokens[1]), self._table(s, *_outcome(table)))
+        self.changed = list(reply[4])
+        seen = {"free": _plain(_outcome(reply[1])[0][1]), "cached": _plain(_outcome(reply[2])[0][1]), "seqs": seqs}
+        return got, said, seen
+
+    def _table(self, s, outcome, said):
+        if outcome[0] == "raises":
+            return f"<raises {outcome[1]}>"
+        table = outcome[1]
+        if isinstance(table, np.ndarray) and table.ndim == 1 and table.dtype.kind in "iu":
+            if table.dtype != np.int64:
+                self.slips.append(f"block_table({s}) returned a {table.dtype} array; expected int64")
+            return [int(b) for b in table]
+        if isinstance(table, (list, tuple)) and all(oracle.is_int(b) for b in table):
+            self.slips.append(f"block_table({s}) returned {describe(table)}; expected an int64 array")
+            return [int(b) for b in table]
+        return f"<{describe(table)}>"
+
+
+# -- one sequence, played on both sides ----------------------------------------------------------------
+
+
+class Failure:
+    def __init__(self, sizes, ops, trace, message, kind):
+        self.sizes, self.ops, self.trace, self.message, self.kind = sizes, ops, trace, message, kind
+
+    @property
+    def case(self):
+        nb, bs = self.sizes
+        return {"num_blocks": nb, "block_size": bs, "operations": describe_ops(self.ops, limit=24)}
+
+
+def play(ex, sizes, ops, typed=False, overwrite=False) -> Failure | None:
+    """Build a fresh cache and model, apply ``ops``, compare after each; the first difference.
+    Container slips and changed prompts are kept on ``ex`` for a passing run to report."""
+    model, driver, trace = oracle.Model(*sizes), Driver(ex, sizes), []
+    for i, op in enumerate(ops):
+        want = model.apply(op)
+        ids = diagnosis.watched(model, op)
+        got, said, seen = driver.step(op, ids, set(model.seqs), overwrite)
+        trace.append((got, seen))
+        wrong = _difference(op, got, said, want, seen, model.observe(ids), typed)
+        if wrong:
+            return Failure(sizes, ops[:i + 1], trace, f"at operation {i + 1} of {len(ops)}, {op}: {wrong[0]}",
+                           wrong[1])
+    ex.slips += driver.slips
+    if driver.changed:
+        first = [op for op in ops if op.name == "add_request"][driver.changed[0]]
+        ex.slips.append(f"the prompt passed to {first} was changed by a later call: the cache must keep its own "
+                        "copy and leave the caller's unchanged")
+    return None
+
+
+def _difference(op, got, said, want, seen, expected, typed):
+    """(message, kind) for the first observable that differs, or None."""
+    if got != want:
+        if got[0] == "raises" and got[1] not in ("ValueError", "RuntimeError"):
+            return f"{op.name} raised {got[1]} ({said[:100]})", "crash"
+        if typed and got == ("raises", "ValueError") and want[0] == "ok":
+            return (f"{op.name} rejected a valid argument ({said[:100]}); numpy integers work as ints, and a prompt "
+                    "may be a list, a tuple or a 1-D numpy integer array", "hygiene")
+        return f"{_said(op, got, said)}; expected {_said(op, want, '')}", "wrong"
+    for key, call in (("free", "num_free_blocks()"), ("cached", "num_cached_blocks()")):
+        if seen[key] != expected[key]:
+            return f"then {call} is {seen[key]}; expected {expected[key]}", "corrupt"
+    for s, value in expected["seqs"].items():
+        if seen["seqs"][s] != value:
+            return _sequence_difference(s, seen["seqs"][s], value), "corrupt"
+    return None
+
+
+def _said(op, outcome, message):
+    if outcome[0] == "raises":
+        return f"it raised {outcome[1]}" + (f" ({message[:80]})" if message else "")
+    return f"it returned {outcome[1]}" if op.name == "add_request" else "it returned normally"
+
+
+def _sequence_difference(s, got, want):
+    if want is None:
+        return f"then sequence {s} is still there (num_tokens({s}) answers {got[0]}); expected ValueError"
+    if got is None:
+        return f"then num_tokens({s}) raised ValueError; sequence {s} should hold {want[0]} tokens"
+    if not isinstance(got, tuple):
+        return f"then num_tokens({s}) {got[1:-1]}; expected {want[0]}"
+    if got[0] != want[0]:
+        return f"then num_tokens({s}) is {got[0]}; expected {want[0]}"
+    return f"then block_table({s}) is {got[1]}; expected {want[1]}"
+
+
+# -- many sequences, judged together ------------------------------------------------------------------
+
+
+def expect_sequences(ex, runs, typed=False, overwrite=False):
+    """runs: [(sizes, [ops, ...])]. Fail on the first failing sequence, shrunk, naming the mistakes
+    that explain every failing sequence (at most ``MAX_FAILURES`` are played to the end)."""
+    ex.slips = []
+    failures = []
+    for sizes, sequences in runs:
+        for ops in sequences:
+            found = play(ex, sizes, ops, typed, overwrite)
+            if found:
+                failures.append(found)
+            if len(failures) >= MAX_FAILURES:
+                break
+        if len(failures) >= MAX_FAILURES:
+            break
+    if not failures:
+        if ex.slips:
+            fail(f"{ex.slips[0]} (the values are right)", kind="hygiene")
+        return
+    first = failures[0]
+    replay = functools.partial(play, ex, first.sizes, typed=typed, overwrite=overwrite)
+    _, shown = shrink(list(first.ops), first, replay)
+    message = shown.message + (f"; {len(failures)} of the sequences tried went wrong" if len(failures) > 1 else "")
+    if shown.kind in ("wrong", "corrupt"):
+        cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *failures[1:]] if f.kind in ("wrong", "corrupt")]
+        message += name_mistakes(ex, explain(diagnosis.VARIANTS, cases, same=lambda got, wrong, case: got == wrong))
+    fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
+
+
+# -- drawing operation sequences ------------------------------------------------------------------------
+
+
+def _show(prompt) -> str:
+    values = np.asarray(prompt).tolist()
+    kind = "" if isinstance(prompt, list) else f"{type(prompt).__name__} " if isinstance(prompt, tuple) \
+        else f"{prompt.dtype} array "
+    if len(values) <= 16:
+        return kind + str(list(values) if isinstance(prompt, list) else tuple(values) if not kind.endswith("array ")
+                          else list(values))
+    return f"{kind}[{len(values)} tokens: {', '.join(map(str, values[:6]))}, ..., {values[-1]}]"
+
+
+def add(seq_id, prompt) -> Op:
+    return Op("add_request", (seq_id, prompt), f"{seq_id!r}, {_show(prompt)}")
+
+
+def append(seq_id, token) -> Op:
+    return Op("append_token", (seq_id, token))
+
+
+def free(seq_id) -> Op:
+    return Op("free", (seq_id,))
+
+
+class Drawer:
+    """Operation sequences over a small pool of shared prefixes, built from a few block contents."""
+
+    def __init__(self, rng, sizes, vocab=6, contents=3, prefixes=3, longest=4):
+        self.rng, (self.num_blocks, self.bs) = rng, sizes
+        self.vocab = vocab
+        blocks = [self.tokens(self.bs) for _ in range(contents)]
+        self.prefixes = [[t for j in rng.integers(0, contents, int(rng.integers(1, longest + 1))) for t in blocks[j]]
+                         for _ in range(prefixes)]
+
+    def tokens(self, n, big=0.0) -> list:
+        return [int(self.rng.integers(2**20, 2**40)) if self.rng.random() < big else int(self.rng.integers(0, self.vocab))
+                for _ in range(n)]
+
+    def prompt(self) -> list:
+        rng, bs = self.rng, self.bs
+        base = list(self.prefixes[int(rng.integers(len(self.prefixes)))])
+        r = rng.random()
+        if r < 0.3:
+            return base  # whole blocks, perhaps all registered
+        if r < 0.55:
+            return base + self.tokens(int(rng.integers(1, 2 * bs + 2)))
+        if r < 0.75:
+            return base[:int(rng.integers(1, len(base) + 1))]
+        if r < 0.9:  # a prefix continued by another: equal blocks after different parents
+            other = self.prefixes[int(rng.integers(len(self.prefixes)))]
+            return base[:bs * int(rng.integers(0, len(base) // bs + 1))] + list(other)
+        return self.tokens(int(rng.integers(1, 3 * bs + 1)))
+
+    def sequence(self, length, p_add=0.4, p_free=0.25) -> list:
+        rng, model, ops = self.rng, oracle.Model(self.num_blocks, self.bs), []
+        while len(ops) < length:
+            live, r = sorted(model.seqs), rng.random()
+            if not live or r < p_add:
+                idle = [s for s in IDS if s not in model.seqs]
+                new = [add(idle[int(rng.integers(len(idle)))], self.prompt())]
+            elif r < 1 - p_free:
+                s = live[int(rng.integers(len(live)))]
+                new = [append(s, t) for t in self.tokens(int(rng.integers(1, self.bs + 2)), big=0.2)]
+            else:
+                new = [free(live[int(rng.integers(len(live)))])]
+            for op in new:
+                model.apply(op)
+            ops += new
+        return ops[:length]
+
+
+def _runs(ex, configs, count, length, **kwargs):
+    runs = []
+    for sizes in configs:
+        drawer = Drawer(ex.rng, sizes, **kwargs.pop("drawer", {}))
+        runs.append((sizes, [drawer.sequence(length, **kwargs) for _ in range(count)]))
+    return runs
+
+
+# -- checks -----------------------------------------------------------------------------------------------
+
+
+def check_fresh_cache(ex):
+    """A new cache: every block free, none cached; one request and its free, for several sizes."""
+    runs = []
+    for nb, bs in ((1, 1), (3, 1), (5, 3), (int(ex.rng.integers(9, 40)), int(ex.rng.integers(2, 9)))):
+        prompt = [int(t) for t in ex.rng.integers(0, 50, int(ex.rng.integers(1, nb * bs + 1)))]
+        runs.append(((nb, bs), [[add(3, prompt), free(3), add(3, prompt), append(3, 7), free(3)]]))
+    expect_sequences(ex, runs)
+
+
+def check_random_operation_sequences(ex):
+    """Random requests, token appends and frees over shared prefixes; every observable after every operation."""
+    sizes = [(7, 2), (11, 3), (9, 4), (10, 1), (int(ex.rng.integers(12, 20)), int(ex.rng.integers(2, 6)))]
+    expect_sequences(ex, _runs(ex, sizes, count=4, length=36))
+
+
+def check_whole_cached_prompts(ex):
+    """Prompts that are whole blocks already cached, single tokens, block size 1: what is served, and what is not."""
+    runs = []
+    for nb, bs in ((12, 1), (10, 2), (9, 3), (13, 5)):
+        drawer = Drawer(ex.rng, (nb, bs), prefixes=2, longest=3)
+        sequences = []
+        for _ in range(3):
+            a, b = drawer.prefixes
+            ops = [add(1, a), add(2, list(a)), add(3, a + b[:1]), free(1), add(4, a[:bs] or a), free(2),
+                   add(1, list(a)), append(1, a[0]), free(3), add(5, b), add(6, b[:1])]
+            sequences.append(ops + drawer.sequence(14, p_add=0.5))
+        runs.append(((nb, bs), sequences))
+    expect_sequences(ex, runs)
+
+
+def check_eviction_under_pressure(ex):
+    """Few blocks, many frees: which cached blocks are evicted first, and which survive to be hit again."""
+    runs = _runs(ex, [(5, 2), (6, 3), (4, 1), (8, 2)], count=4, length=40, p_add=0.45, p_free=0.35)
+    expect_sequences(ex, runs)
+
+
+def check_out_of_blocks(ex):
+    """Prompts and appends that need more blocks than are free (cached hits waiting in the queue too): RuntimeError, nothing changed."""
+    runs = []
+    for nb, bs in ((4, 2), (6, 3), (3, 1)):
+        drawer = Drawer(ex.rng, (nb, bs), longest=nb)
+        a = drawer.prefixes[0]
+        fill = [add(1, a), free(1), add(2, a + drawer.tokens(nb * bs - len(a) + 1)),
+                add(2, a + drawer.tokens(max(nb * bs - len(a), 1))), add(3, a[:1]), append(2, 1), append(3, 2)]
+        runs.append(((nb, bs), [fill + drawer.sequence(20, p_add=0.55, p_free=0.2) for _ in range(3)]))
+    expect_sequences(ex, runs)
+
+
+def check_big_prompts(ex):
+    """Prompts of thousands of tokens (ids and tokens up to 2^40) sharing a long prefix; block sizes 16 and 1."""
+    rng, runs = ex.rng, []
+    for bs, length in ((16, 5000 + int(rng.integers(1, 15))), (1, 1500 + int(rng.integers(0, 9)))):
+        shared = [int(t) for t in rng.integers(0, 2**40, length)]
+        tail = [int(t) for t in rng.integers(0, 50_000, 3 * bs + 1)]
+        nb = (2 * length + 8 * bs) // bs + 2
+        ops = [add(2**40, shared), add(-5, shared[:length // 2] + tail), append(-5, 2**40 - 1), free(2**40),
+               add(7, shared + tail), add(2**40, shared[:bs * 3]), free(-5), free(7), add(-5, shared)]
+        runs.append(((nb, bs), [ops]))
+    expect_sequences(ex, runs)
+
+
+def check_integer_types(ex):
+    """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers."""
+    dtypes = (np.int8, np.int16, np.int32, np.int64)
+    runs = []
+    for sizes in ((8, 2), (9, 3)):
+        drawer = Drawer(ex.rng, sizes)
+        sequences = []
+        for n in range(3):
+            typed = []
+            for op in drawer.sequence(24):
+                seq_id = np.dtype(dtypes[(n + len(typed)) % 4]).type(op.args[0]) if -128 <= op.args[0] < 128 \
+                    else np.int64(op.args[0])
+                if op.name == "add_request":
+                    prompt = op.args[1]
+                    shape = len(typed) % 3
+                    prompt = (tuple(prompt) if shape == 0 else np.array(prompt, dtype=dtypes[(n + len(typed)) % 4])
+                              if shape == 1 else prompt)
+                    typed.append(add(seq_id, prompt))
+                elif op.name == "append_token":
+                    typed.append(append(seq_id, np.int64(op.args[1])))
+                else:
+                    typed.append(free(seq_id))
+            sequences.append(typed)
+        runs.append((sizes, sequences))
+    expect_sequences(ex, runs, typed=True)
+
+
+REJECTED = "an invalid call must say what is wrong and leave the cache as it was"
+
+
+def check_rejects_invalid_arguments(ex):
+    """Sizes below 1, unknown or reused ids, empty prompts, negative tokens: ValueError, and nothing changed."""
+    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1)]:
+        expect_rejected(ex, ex.candidate.call, "PrefixCache", *sizes, call=f"PrefixCache{sizes}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+    sizes = (9, 2)
+    setup = [add(1, [4, 5, 6, 7, 8]), add(2, [4, 5, 9]), free(2), append(1, 3)]
+    bad = [add(1, [1, 2]), add(3, []), add(3, np.zeros(0, np.int64)), add(3, [4, 5, -1]),
+           add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9)]
+    model, driver = oracle.Model(*sizes), Driver(ex, sizes)
+    for op in setup:
+        model.apply(op)
+        driver.cache.call(op.name, *op.args)
+    ids, look = [1, 2, 3, 9], Op("num_free_blocks")
+    for op in bad:
+        expect_rejected(ex, driver.cache.call, op.name, *op.args, call=f"{op} after {describe_ops(setup)}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+        if driver.step(look, ids, set(model.seqs))[2] != model.observe(ids):
+            fail(f"the rejected {op} changed the cache (its counts or tables); nothing may change",
+                 {"sizes": sizes, "operations": describe_ops(setup + [op])}, kind="corrupt")
+    expect_sequences(ex, [(sizes, [setup + [free(1), add(1, [4, 5, 6, 7, 8]), add(2, [4, 5])]])])
