@@ -246,7 +246,7 @@ class Drawer:
 
     def __init__(self, rng, sizes, vocab=6, contents=3, prefixes=3, longest=4):
         self.rng, (self.num_blocks, self.bs) = rng, sizes
-        self.vocab = vocab
+        self.vocab, self.history = vocab, []
         blocks = [self.tokens(self.bs) for _ in range(contents)]
         self.prefixes = [[t for j in rng.integers(0, contents, int(rng.integers(1, longest + 1))) for t in blocks[j]]
                          for _ in range(prefixes)]
@@ -265,9 +265,11 @@ class Drawer:
             return base + self.tokens(int(rng.integers(1, 2 * bs + 2)))
         if r < 0.75:
             return base[:int(rng.integers(1, len(base) + 1))]
-        if r < 0.9:  # a prefix continued by another: equal blocks after different parents
+        if r < 0.85:  # a prefix continued by another: equal blocks after different parents
             other = self.prefixes[int(rng.integers(len(self.prefixes)))]
             return base[:bs * int(rng.integers(0, len(base) // bs + 1))] + list(other)
+        if r < 0.95 and self.history:  # the next turn of a chat: an earlier sequence, generated tokens too
+            return list(self.history[int(rng.integers(len(self.history)))]) + self.tokens(int(rng.integers(1, bs + 2)))
         return self.tokens(int(rng.integers(1, 3 * bs + 1)))
 
     def sequence(self, length, p_add=0.4, p_free=0.25) -> list:
@@ -283,9 +285,26 @@ class Drawer:
             else:
                 new = [free(live[int(rng.integers(len(live)))])]
             for op in new:
+                if op.name == "free":
+                    self.history.append(model.seqs[op.args[0]]["tokens"])
                 model.apply(op)
             ops += new
         return ops[:length]
+
+
+    def chat(self, first, second, turns=2) -> list:
+        """A conversation: each turn's prompt is the whole earlier turn, generated tokens too, plus
+        new tokens, so blocks filled by append_token are served to the next turn."""
+        rng, bs, ops = self.rng, self.bs, []
+        tokens = self.prompt()
+        for turn in range(turns):
+            seq_id = (first, second)[turn % 2]
+            ops.append(add(seq_id, list(tokens)))
+            generated = self.tokens(int(rng.integers(bs, 2 * bs + 2)), big=0.5)
+            ops += [append(seq_id, t) for t in generated]
+            ops.append(free(seq_id))
+            tokens = tokens + generated + self.tokens(int(rng.integers(1, bs + 1)))
+        return ops
 
 
 def _runs(ex, configs, count, length, **kwargs):
@@ -311,7 +330,11 @@ def check_fresh_cache(ex):
 def check_random_operation_sequences(ex):
     """Random requests, token appends and frees over shared prefixes; every observable after every operation."""
     sizes = [(7, 2), (11, 3), (9, 4), (10, 1), (int(ex.rng.integers(12, 20)), int(ex.rng.integers(2, 6)))]
-    expect_sequences(ex, _runs(ex, sizes, count=4, length=36))
+    runs = _runs(ex, sizes, count=3, length=32)
+    for sizes, sequences in runs:
+        drawer = Drawer(ex.rng, sizes)
+        sequences.append(drawer.chat(5, -1, turns=3) + drawer.sequence(16))
+    expect_sequences(ex, runs)
 
 
 def check_whole_cached_prompts(ex):
@@ -362,52 +385,79 @@ def check_big_prompts(ex):
 
 def check_integer_types(ex):
     """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers."""
-    dtypes = (np.int8, np.int16, np.int32, np.int64)
     runs = []
     for sizes in ((8, 2), (9, 3)):
         drawer = Drawer(ex.rng, sizes)
-        sequences = []
-        for n in range(3):
-            typed = []
-            for op in drawer.sequence(24):
-                seq_id = np.dtype(dtypes[(n + len(typed)) % 4]).type(op.args[0]) if -128 <= op.args[0] < 128 \
-                    else np.int64(op.args[0])
-                if op.name == "add_request":
-                    prompt = op.args[1]
-                    shape = len(typed) % 3
-                    prompt = (tuple(prompt) if shape == 0 else np.array(prompt, dtype=dtypes[(n + len(typed)) % 4])
-                              if shape == 1 else prompt)
-                    typed.append(add(seq_id, prompt))
-                elif op.name == "append_token":
-                    typed.append(append(seq_id, np.int64(op.args[1])))
-                else:
-                    typed.append(free(seq_id))
-            sequences.append(typed)
-        runs.append((sizes, sequences))
+        sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(24) for _ in range(3)]
+        runs.append((sizes, [[_typed(op, n + i) for i, op in enumerate(ops)] for n, ops in enumerate(sequences)]))
     expect_sequences(ex, runs, typed=True)
+
+
+SIGNED = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _typed(op, n) -> Op:
+    """``op`` with its ints as numpy integers and its prompt as a tuple or an array of a signed dtype
+    that holds it (the n-th of each, in turn)."""
+    def signed(value):
+        fits = [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max]
+        return fits[n % len(fits)](value)
+
+    if op.name != "add_request":
+        return Op(op.name, tuple(signed(a) for a in op.args))
+    prompt = op.args[1]
+    if n % 3 == 0:
+        return add(signed(op.args[0]), tuple(prompt))
+    fits = [t for t in SIGNED if np.iinfo(t).max >= max(prompt)]
+    return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
+
+
+def check_keeps_its_own_prompt(ex):
+    """The caller reuses its prompt list or array after add_request: the cache's own tokens must not change."""
+    runs = []
+    for sizes in ((9, 2), (10, 3)):
+        drawer = Drawer(ex.rng, sizes)
+        sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(20) for _ in range(2)]
+        sequences.append([_typed(op, i) if op.name == "add_request" and i % 2 else op
+                          for i, op in enumerate(drawer.chat(3, 4, turns=3) + drawer.sequence(20))])
+        runs.append((sizes, sequences))
+    expect_sequences(ex, runs, overwrite=True)
 
 
 REJECTED = "an invalid call must say what is wrong and leave the cache as it was"
 
 
-def check_rejects_invalid_arguments(ex):
-    """Sizes below 1, unknown or reused ids, empty prompts, negative tokens: ValueError, and nothing changed."""
-    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1)]:
-        expect_rejected(ex, ex.candidate.call, "PrefixCache", *sizes, call=f"PrefixCache{sizes}",
-                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
-    sizes = (9, 2)
+def _invalid_calls(ex):
+    """(sizes, setup operations, invalid operations after them)."""
     setup = [add(1, [4, 5, 6, 7, 8]), add(2, [4, 5, 9]), free(2), append(1, 3)]
     bad = [add(1, [1, 2]), add(3, []), add(3, np.zeros(0, np.int64)), add(3, [4, 5, -1]),
            add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9)]
-    model, driver = oracle.Model(*sizes), Driver(ex, sizes)
-    for op in setup:
-        model.apply(op)
-        driver.cache.call(op.name, *op.args)
-    ids, look = [1, 2, 3, 9], Op("num_free_blocks")
-    for op in bad:
-        expect_rejected(ex, driver.cache.call, op.name, *op.args, call=f"{op} after {describe_ops(setup)}",
+    return (9, 2), setup, bad
+
+
+def check_rejects_invalid_arguments(ex):
+    """Sizes below 1, unknown or reused ids, empty prompts, negative tokens: ValueError."""
+    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1)]:
+        expect_rejected(ex, ex.candidate.call, "PrefixCache", *sizes, call=f"PrefixCache{sizes}",
                         diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
-        if driver.step(look, ids, set(model.seqs))[2] != model.observe(ids):
-            fail(f"the rejected {op} changed the cache (its counts or tables); nothing may change",
+    sizes, setup, bad = _invalid_calls(ex)
+    cache = ex.candidate.call("PrefixCache", *sizes)
+    for op in setup:
+        cache.call(op.name, *op.args)
+    for op in bad:
+        expect_rejected(ex, cache.call, op.name, *op.args, call=f"{op} after {describe_ops(setup)}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+
+
+def check_rejected_calls_change_nothing(ex):
+    """After an invalid call that raised ValueError, the counts and every table are as they were."""
+    sizes, setup, bad = _invalid_calls(ex)
+    driver, look, ids = Driver(ex, sizes), Op("num_free_blocks"), [1, 2, 3, 9]
+    for op in setup:
+        driver.cache.call(op.name, *op.args)
+    for op in bad:
+        before = driver.step(look, ids, {1})[2]
+        got, _, after = driver.step(op, ids, {1})
+        if got == ("raises", "ValueError") and after != before:
+            fail(f"{op} raised ValueError but changed the cache (its counts or tables): validation comes first",
                  {"sizes": sizes, "operations": describe_ops(setup + [op])}, kind="corrupt")
-    expect_sequences(ex, [(sizes, [setup + [free(1), add(1, [4, 5, 6, 7, 8]), add(2, [4, 5])]])])

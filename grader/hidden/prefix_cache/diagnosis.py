@@ -62,7 +62,10 @@ def watched(model, op) -> list:
 def _variant(diagnosis_id: str, switch: str) -> Variant:
     def build(case):
         sizes, ops = case
-        return replay(sizes, ops, frozenset([switch]))
+        try:
+            return replay(sizes, ops, frozenset([switch]))
+        except (ValueError, IndexError, KeyError):  # a state the mistake cannot go on from: it fits nothing
+            return None
 
     return Variant(diagnosis_id, build, lambda case: SENTENCES[diagnosis_id] + HOW.get(switch, ""))
 

@@ -72,7 +72,7 @@ class Model:
                 break
             hits.append(self.registry[h])
         needed = math.ceil(n / bs) - len(hits)
-        waiting = [b for b in hits if b in self.queue]
+        waiting = list(dict.fromkeys(b for b in hits if b in self.queue))  # a block may be hit twice under mistakes
         if "held_block_evicted" in self.mistakes:
             waiting = []  # a hit block is left in the queue, to be handed out again
         if needed > len(self.queue) - len(waiting):
@@ -111,7 +111,7 @@ class Model:
     def free(self, seq_id) -> None:
         blocks = self.seqs.pop(self._known(seq_id))["blocks"]
         for b in (blocks if "head_first_free" in self.mistakes else reversed(blocks)):
-            self.holders[b] = max(self.holders[b] - 1, 0)
+            self.holders[b] -= 1
             if self.holders[b] == 0 or "held_block_returned" in self.mistakes:
                 self.queue.insert(0, b) if "lifo_eviction" in self.mistakes else self.queue.append(b)
 
