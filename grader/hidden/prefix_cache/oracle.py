@@ -77,9 +77,9 @@ class Model:
             waiting = []  # a hit block is left in the queue, to be handed out again
         if needed > len(self.queue) - len(waiting):
             raise Refused("RuntimeError", "out of blocks")
+        for b in waiting:
+            self.queue.remove(b)
         for b in hits:
-            if b in waiting:
-                self.queue.remove(b)
             self.holders[b] += 1
         blocks = hits + [self._take() for _ in range(needed)]
         for b, h in zip(blocks[len(hits):], hashes[len(hits):]):
