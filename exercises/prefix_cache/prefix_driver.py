@@ -4,7 +4,8 @@ Each ``step`` makes one call on the cache and then reads everything the grader c
 round trip: the call's outcome, ``num_free_blocks``, ``num_cached_blocks``, and ``num_tokens``
 and ``block_table`` of the sequences asked about. The prompts it passes are kept, to report
 whether a later call changed one; when asked, it overwrites a prompt after ``add_request``
-returns, as any caller may (the cache keeps its own copy). An edited copy of this file is
+returns, as any caller may (the cache keeps its own copy), and writes into every writable
+block table it is given (the caller owns it). An edited copy of this file is
 never used: the grader loads the kit's own.
 """
 import numpy as np
@@ -39,6 +40,12 @@ def step(cache, name, args, ids, overwrite=False):
     if overwrite and name == "add_request" and not isinstance(args[1], tuple):
         args[1][:] = [t + 1 for t in _values(args[1])]  # the caller reuses its buffer
         passed[-1] = (args[1], _values(args[1]))
-    reads = [[s, _outcome(cache.num_tokens, s), _outcome(cache.block_table, s)] for s in ids]
+    reads = []
+    for s in ids:
+        tokens, table = _outcome(cache.num_tokens, s), _outcome(cache.block_table, s)
+        if table[0] == "ok" and isinstance(table[1], np.ndarray) and table[1].flags.writeable:
+            answer, table = table[1], ["ok", table[1].copy()]
+            answer[...] = -7  # the caller owns a table it is given, and may write into it
+        reads.append([s, tokens, table])
     changed = [i for i, (prompt, held) in enumerate(passed) if _values(prompt) != held]
     return [outcome, _outcome(cache.num_free_blocks), _outcome(cache.num_cached_blocks), reads, changed]

@@ -11,27 +11,32 @@ block contents, so hits, evictions, re-registrations and equal blocks after diff
 happen in most sequences. The first failing sequence is shrunk (bounded replays) and shown; a
 mistake is named when it explains every failing sequence of the check (``diagnosis``).
 
-| contract sentence | check |
+Contract sentence -> check ("sequences" = random_operation_sequences, eviction_under_pressure,
+whole_cached_prompts, out_of_blocks, big_prompts, integer_types, keeps_its_own_prompt, which all
+compare every observable after every operation):
+
+| sentence | check |
 |---|---|
-| blocks 0 .. num_blocks - 1; the queue starts 0, 1, ...; taken from the front | fresh_cache, random_operation_sequences |
-| returned to the back; taking a registered block evicts it (add_request and append_token) | random_operation_sequences, eviction_under_pressure |
-| a block is full at block_size tokens; h_j = block_hash(h_{j-1}, block j), h_{-1} = None | random_operation_sequences (blocks repeat after different prefixes) |
-| add_request serves the longest run of leading registered full blocks | random_operation_sequences, whole_cached_prompts |
+| blocks 0 .. num_blocks - 1; the queue starts 0, 1, ...; taken from its front | fresh_cache, sequences |
+| returned to its back; taking a registered block evicts it (add_request, append_token) | sequences |
+| full at block_size tokens; h_j = block_hash(h_{j-1}, block j), h_{-1} = None | sequences (same block, other parent) |
+| add_request serves the longest run of leading full registered blocks | sequences, whole_cached_prompts |
 | never the prompt's last token (k full registered blocks hit k - 1) | whole_cached_prompts |
-| each hit gains a holder; a hit with no holder leaves the queue wherever it stands | random_operation_sequences, eviction_under_pressure |
-| the other blocks from the front, then the new full blocks registered, in order | random_operation_sequences |
-| returns hit blocks x block_size | every sequence check (the value of each add_request) |
-| RuntimeError when the queue, less waiting hits, is too short; nothing changes | out_of_blocks, eviction_under_pressure |
-| a block that becomes full is registered unless its hash is; only full blocks | random_operation_sequences, whole_cached_prompts |
-| append_token writes position num_tokens, takes a block when the last is full; RuntimeError when empty | random_operation_sequences, out_of_blocks |
-| free: one holder less per block, last block first to the back | eviction_under_pressure, random_operation_sequences |
-| a registered block stays registered until taken, even unreachable | eviction_under_pressure (num_cached_blocks) |
-| validation first: unknown or reused id, empty prompt, negative token, sizes < 1: ValueError, nothing changed | rejects_invalid_arguments |
-| a seq_id any int, a token any int >= 0; after free an id may be added again | random_operation_sequences (negative and 2^40 ids, tokens to 2^40), big_prompts |
-| numpy integers work as ints; a prompt as a list, a tuple or a 1-D numpy integer array of any signed dtype | integer_types |
-| the cache keeps its own copy of the prompt (section 1: arguments unchanged) | keeps_its_own_prompt |
-| block_table: int64 ndarray [ceil(num_tokens / block_size)] (section 1: containers) | every sequence check (hygiene) |
-| big prompts (section 1: sizes as large as memory allows) | big_prompts |
+| a hit gains a holder; one with no holder leaves the queue wherever it stands | eviction_under_pressure |
+| then the other blocks from the front, then the new full blocks registered, in order | sequences |
+| returns hit blocks x block_size | sequences (every add_request's value) |
+| RuntimeError when the queue less its waiting hits is short; nothing changes | out_of_blocks |
+| a block that becomes full is registered unless its hash is; only full blocks | whole_cached_prompts, sequences |
+| append_token writes at num_tokens, takes a block when the last is full, else RuntimeError | out_of_blocks |
+| free: one holder less per block; the last block first to the queue's back | eviction_under_pressure |
+| registered until taken, even when no prompt can reach it | eviction_under_pressure (num_cached_blocks) |
+| validation first: bad ids, empty prompt, negative token, sizes < 1: ValueError | rejects_invalid_arguments |
+| ... and nothing changed | rejected_calls_change_nothing |
+| a seq_id any int, a token any int >= 0; an id added again after free | sequences (ids -9 .. 2^40, tokens to 2^40) |
+| numpy integers as ints; prompts as list, tuple, 1-D array of any signed dtype | integer_types |
+| the cache keeps its own copy of the prompt; arguments unchanged (section 1) | keeps_its_own_prompt |
+| block_table: int64 [ceil(num_tokens / block_size)]; a returned array is the caller's | sequences |
+| sizes as large as memory allows (section 1) | big_prompts |
 
 Not held by any check: "no check depends on a collision" (a promise to the candidate), and
 "Bools, floats and strings ... are outside the contract".
@@ -101,7 +106,7 @@ class Driver:
         seen = {"free": _plain(_outcome(reply[1])[0][1]), "cached": _plain(_outcome(reply[2])[0][1]), "seqs": seqs}
         return got, said, seen
 
-    def _table(self, s, outcome, said):
+    def _table(self, s, outcome, _said):
         if outcome[0] == "raises":
             return f"<raises {outcome[1]}>"
         table = outcome[1]
@@ -128,9 +133,9 @@ class Failure:
         return {"num_blocks": nb, "block_size": bs, "operations": describe_ops(self.ops, limit=24)}
 
 
-def play(ex, sizes, ops, typed=False, overwrite=False) -> Failure | None:
+def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | None:
     """Build a fresh cache and model, apply ``ops``, compare after each; the first difference.
-    Container slips and changed prompts are kept on ``ex`` for a passing run to report."""
+    A passing run adds its hygiene slips (containers, changed prompts) to ``slips``."""
     model, driver, trace = oracle.Model(*sizes), Driver(ex, sizes), []
     for i, op in enumerate(ops):
         want = model.apply(op)
@@ -142,10 +147,11 @@ def play(ex, sizes, ops, typed=False, overwrite=False) -> Failure | None:
         wrong = _difference(op, got, said, want, seen, model.observe(ids), typed)
         if wrong:
             return Failure(sizes, ops[:i + 1], trace, f"operation {i + 1}, {op}: {wrong[0]}", wrong[1])
-    ex.slips += driver.slips
+    slips = [] if slips is None else slips
+    slips += driver.slips
     if driver.changed:
         first = [op for op in ops if op.name == "add_request"][driver.changed[0]]
-        ex.slips.append(f"the prompt passed to {first} was changed by a later call: the cache must keep its own "
+        slips.append(f"the prompt passed to {first} was changed by a later call: the cache must keep its own "
                         "copy and leave the caller's unchanged")
     return None
 
@@ -192,11 +198,10 @@ def _sequence_difference(s, got, want):
 def expect_sequences(ex, runs, typed=False, overwrite=False):
     """runs: [(sizes, [ops, ...])]. Fail on the first failing sequence, shrunk, naming the mistakes
     that explain every failing sequence (at most ``MAX_FAILURES`` are played to the end)."""
-    ex.slips = []
-    failures = []
+    failures, slips = [], []
     for sizes, sequences in runs:
         for ops in sequences:
-            found = play(ex, sizes, ops, typed, overwrite)
+            found = play(ex, sizes, ops, typed, overwrite, slips)
             if found:
                 failures.append(found)
             if len(failures) >= MAX_FAILURES:
@@ -204,8 +209,8 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
         if len(failures) >= MAX_FAILURES:
             break
     if not failures:
-        if ex.slips:
-            fail(f"{ex.slips[0]} (the values are right)", kind="hygiene")
+        if slips:
+            fail(f"{slips[0]} (the values are right)", kind="hygiene")
         return
     first = failures[0]
     replay = functools.partial(play, ex, first.sizes, typed=typed, overwrite=overwrite)
@@ -221,13 +226,11 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
 
 
 def _show(prompt) -> str:
+    """A prompt as a report writes it: its container, and its tokens (the first few of a long one)."""
     values = np.asarray(prompt).tolist()
-    kind = "" if isinstance(prompt, list) else f"{type(prompt).__name__} " if isinstance(prompt, tuple) \
-        else f"{prompt.dtype} array "
-    if len(values) <= 16:
-        return kind + str(list(values) if isinstance(prompt, list) else tuple(values) if not kind.endswith("array ")
-                          else list(values))
-    return f"{kind}[{len(values)} tokens: {', '.join(map(str, values[:6]))}, ..., {values[-1]}]"
+    kind = {list: "", tuple: "tuple "}.get(type(prompt), f"{getattr(prompt, 'dtype', '')} array ")
+    shown = str(values) if len(values) <= 16 else f"[{len(values)} tokens: {', '.join(map(str, values[:6]))}, ...]"
+    return kind + shown
 
 
 def add(seq_id, prompt) -> Op:
@@ -253,7 +256,8 @@ class Drawer:
                          for _ in range(prefixes)]
 
     def tokens(self, n, big=0.0) -> list:
-        return [int(self.rng.integers(2**20, 2**40)) if self.rng.random() < big else int(self.rng.integers(0, self.vocab))
+        rng = self.rng
+        return [int(rng.integers(2**20, 2**40)) if rng.random() < big else int(rng.integers(0, self.vocab))
                 for _ in range(n)]
 
     def prompt(self) -> list:
@@ -360,7 +364,7 @@ def check_eviction_under_pressure(ex):
 
 
 def check_out_of_blocks(ex):
-    """Prompts and appends that need more blocks than are free (cached hits waiting in the queue too): RuntimeError, nothing changed."""
+    """Prompts and appends needing more blocks than are free (waiting hits too): RuntimeError, nothing changed."""
     runs = []
     for nb, bs in ((4, 2), (6, 3), (3, 1)):
         drawer = Drawer(ex.rng, (nb, bs), longest=nb)
