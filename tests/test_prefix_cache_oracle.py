@@ -2,6 +2,7 @@
 mistake switch changes exactly what it should, the diagnoses name a mistake from its own trace and
 nothing from another's, and the reference (written apart, vLLM-like) agrees with the model on the
 grader's own operation sequences."""
+import importlib.util
 import sys
 
 import numpy as np
@@ -152,13 +153,46 @@ def test_a_trace_no_mistake_makes_names_nothing():
     assert explain(diagnosis.VARIANTS, [((sizes, ops), odd)], same=lambda g, w, c: g == w).named == []
 
 
-def _reference():
-    sys.path[:0] = [str(KIT_ROOT / "solutions"), str(KIT_ROOT / "exercises" / "prefix_cache")]
+def _load(path, name):
+    """A kit module by path under its own name (the reference, a mutant, the driver), with the
+    exercise's helpers importable."""
+    sys.path.insert(0, str(KIT_ROOT / "exercises" / "prefix_cache"))
     try:
-        import prefix_cache
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     finally:
-        del sys.path[:2]
-    return prefix_cache
+        del sys.path[0]
+    return module
+
+
+def _reference():
+    return _load(KIT_ROOT / "solutions" / "prefix_cache.py", "_prefix_cache_reference")
+
+
+def _driver():
+    return _load(KIT_ROOT / "exercises" / "prefix_cache" / "prefix_driver.py", "_prefix_driver")
+
+
+def test_the_driver_reports_a_prompt_the_cache_changed_later():
+    driver = _driver()
+    mutant = _load(KIT_ROOT / "solutions" / "mutants" / "prefix_cache" / "keeps_callers_prompt.py", "_keeps")
+    for module, changed in ((_reference(), []), (mutant, [0])):
+        cache = module.PrefixCache(4, 2)
+        assert driver.step(cache, "add_request", [1, [5, 6, 7]], [1])[0] == ["ok", 0]
+        reply = driver.step(cache, "append_token", [1, 8], [1])
+        assert reply[4] == changed
+
+
+def test_the_driver_overwrites_prompts_and_tables_it_hands_over():
+    driver, cache = _driver(), _reference().PrefixCache(4, 2)
+    prompt = np.array([5, 6, 7], np.int16)
+    reply = driver.step(cache, "add_request", [1, prompt], [1], overwrite=True)
+    assert prompt.tolist() == [6, 7, 8]  # the caller reused its buffer
+    assert reply[3][0][2][1].tolist() == [0, 1]  # the answer as given, before the write into it
+    cache.append_token(1, 8)
+    cache.free(1)
+    assert cache.add_request(2, [5, 6, 7, 8, 9]) == 4  # the cache hashed its own copy
 
 
 @pytest.mark.parametrize("sizes", [(5, 2), (9, 3), (7, 1), (12, 4)])

@@ -436,7 +436,8 @@ def _invalid_calls(ex):
     """(sizes, setup operations, invalid operations after them)."""
     setup = [add(1, [4, 5, 6, 7, 8]), add(2, [4, 5, 9]), free(2), append(1, 3)]
     bad = [add(1, [1, 2]), add(3, []), add(3, np.zeros(0, np.int64)), add(3, [4, 5, -1]),
-           add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9)]
+           add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9),
+           Op("num_tokens", (2,)), Op("block_table", (9,))]
     return (9, 2), setup, bad
 
 
