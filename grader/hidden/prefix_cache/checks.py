@@ -47,7 +47,7 @@ import functools
 
 import numpy as np
 
-from grader.checking import describe, expect_rejected, explain, fail, name_mistakes
+from grader.checking import describe, expect_rejected, fail, name_mistakes
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -218,7 +218,7 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
     message = shown.message + (f"; {len(failures)} of the sequences tried went wrong" if len(failures) > 1 else "")
     if shown.kind in ("wrong", "corrupt"):
         cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *failures[1:]] if f.kind in ("wrong", "corrupt")]
-        message += name_mistakes(ex, explain(diagnosis.VARIANTS, cases, same=lambda got, wrong, case: got == wrong))
+        message += name_mistakes(ex, diagnosis.explain_sequences(cases))
     fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
 
 
@@ -343,7 +343,7 @@ def check_random_operation_sequences(ex):
 
 
 def check_whole_cached_prompts(ex):
-    """Prompts that are whole blocks already cached, single tokens, block size 1: what is served, and what is not."""
+    """Prompts of whole cached blocks, single tokens, block size 1, a chain with a gap: what is served, and what not."""
     runs = []
     for nb, bs in ((12, 1), (10, 2), (9, 3), (13, 5)):
         drawer = Drawer(ex.rng, (nb, bs), prefixes=2, longest=3)
@@ -354,7 +354,16 @@ def check_whole_cached_prompts(ex):
                    add(1, list(a)), append(1, a[0]), free(3), add(5, b), add(6, b[:1])]
             sequences.append(ops + drawer.sequence(14, p_add=0.5))
         runs.append(((nb, bs), sequences))
+    runs += [((6, bs), [_gap(Drawer(ex.rng, (6, bs), vocab=1000))]) for bs in (2, 3)]
     expect_sequences(ex, runs)
+
+
+def _gap(drawer) -> list:
+    """A chain whose middle block is evicted while the block after it stays registered (it was
+    a copy that stayed unregistered): a later prompt may be served only the blocks before the gap."""
+    a, b, c, bs = drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.bs
+    return [add(1, a + b + [1]), add(2, a + b), *[append(2, t) for t in c], free(1), free(2),
+            add(3, drawer.tokens(3 * bs)), free(3), add(4, a + b + c + [2])]
 
 
 def check_eviction_under_pressure(ex):

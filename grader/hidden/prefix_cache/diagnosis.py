@@ -6,11 +6,14 @@ freed head first). A failing case is the candidate's trace over a sequence: ever
 outcome and the observables after it, up to and including the first operation where it differs
 from the right model. A mistake fits a case when the model with that switch on gives the same
 trace, so it reproduces everything the candidate did right and the first thing it did wrong.
-It is named only when it fits every failing case of the check (``checking.explain``).
+It is named only when it fits every failing case of the check (``checking.explain``); when no
+single mistake does, two mistakes at once (both switches on) are tried the same way.
 """
 from __future__ import annotations
 
-from grader.checking import Variant
+from itertools import combinations
+
+from grader.checking import Explanation, Variant, explain
 
 from . import oracle
 
@@ -59,15 +62,33 @@ def watched(model, op) -> list:
     return sorted(ids)
 
 
-def _variant(diagnosis_id: str, switch: str) -> Variant:
+def _variant(diagnosis_id: str, switches: tuple) -> Variant:
     def build(case):
         sizes, ops = case
         try:
-            return replay(sizes, ops, frozenset([switch]))
+            return replay(sizes, ops, frozenset(switches))
         except (ValueError, IndexError, KeyError):  # a state the mistake cannot go on from: it fits nothing
             return None
 
-    return Variant(diagnosis_id, build, lambda case: SENTENCES[diagnosis_id] + HOW.get(switch, ""))
+    return Variant(diagnosis_id, build, lambda case: "; ".join(SENTENCES[d] for d in diagnosis_id.split("+"))
+                   + HOW.get(switches[0], "") * (len(switches) == 1))
 
 
-VARIANTS = [_variant(d, s) for d, switches in WAYS.items() for s in switches]
+VARIANTS = [_variant(d, (s,)) for d, switches in WAYS.items() for s in switches]
+PAIRS = [_variant(f"{a}+{b}", (s, t)) for (a, s), (b, t) in
+         combinations([(d, s) for d, switches in WAYS.items() for s in switches], 2) if a != b]
+
+
+def _same(got, wrong, case) -> bool:
+    return got == wrong
+
+
+def explain_sequences(cases: list) -> Explanation:
+    """The mistakes that explain every failing case, a list of ((sizes, ops), candidate's trace)."""
+    single = explain(VARIANTS, cases, same=_same)
+    if single.named:
+        return single
+    both = explain(PAIRS, cases, same=_same)
+    if len(both.named) == 1:
+        return Explanation([(d, SENTENCES[d]) for d in both.named[0][0].split("+")])
+    return single
