@@ -220,3 +220,16 @@ def test_operations_show_their_arguments_briefly():
     assert str(add(3, [1, 2])) == "add_request(3, [1, 2])"
     assert str(add(3, np.arange(40))).startswith("add_request(3, int64 array [40 tokens: 0, 1, 2")
     assert str(Op("free", (2,))) == "free(2)"
+
+
+def test_two_mistakes_at_once_are_both_named():
+    rng, sizes, cases = np.random.default_rng(3), (6, 2), []
+    both = frozenset(["unchained_hash", "head_first_free"])
+    for _ in range(40):
+        drawer = checks.Drawer(rng, sizes)
+        ops = drawer.chat(1, 2) + drawer.sequence(30)
+        right, wrong = _trace_of(None, sizes, ops), diagnosis.replay(sizes, ops, both)
+        cut = next((i for i, (a, b) in enumerate(zip(right, wrong)) if a != b), None)
+        if cut is not None:
+            cases.append(((sizes, tuple(ops[:cut + 1])), wrong[:cut + 1]))
+    assert sorted(i for i, _ in diagnosis.explain_sequences(cases).named) == ["eviction_order", "unchained_hash"]
