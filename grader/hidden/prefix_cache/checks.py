@@ -43,8 +43,6 @@ Not held by any check: "no check depends on a collision" (a promise to the candi
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from grader.checking import describe, expect_rejected, fail, name_mistakes
@@ -218,12 +216,16 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
         if slips:
             fail(f"{slips[0]} (the values are right)", kind="hygiene")
         return
-    first = failures[0]
-    replay = functools.partial(play, ex, first.sizes, typed=typed, overwrite=overwrite)
+    first = min(failures, key=lambda f: f.kind == "hygiene")  # a wrong answer outranks a slip
+    def replay(ops):  # a shorter sequence counts when it fails at least as badly
+        found = play(ex, first.sizes, ops, typed, overwrite)
+        return found if found and (found.kind != "hygiene" or first.kind == "hygiene") else None
+
     _, shown = shrink(list(first.ops), first, replay)
     message = shown.message + (f"; {len(failures)} of the sequences tried went wrong" if len(failures) > 1 else "")
     if shown.kind in ("wrong", "corrupt"):
-        cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *failures[1:]] if f.kind in ("wrong", "corrupt")]
+        cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *(f for f in failures if f is not first)]
+                 if f.kind in ("wrong", "corrupt")]
         message += name_mistakes(ex, diagnosis.explain_sequences(cases))
     fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
 
