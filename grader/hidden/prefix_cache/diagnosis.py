@@ -35,12 +35,13 @@ WAYS = {  # section 5 id -> the model switches that make it, in the order they a
     "partial_block_cached": ["partial_block_cached"],
     "last_token_served": ["last_token_served"],
     "held_block_evicted": ["held_block_evicted", "held_block_returned"],
-    "stale_registration": ["stale_registration"],
+    "stale_registration": ["stale_registration", "stale_on_append"],
     "eviction_order": ["lifo_eviction", "head_first_free"],
 }
 
 HOW = {"held_block_evicted": " (a hit block left waiting in the free queue)",
        "held_block_returned": " (free returns blocks that other sequences still hold)",
+       "stale_on_append": " (when append_token takes it)",
        "lifo_eviction": " (the most recently freed block is taken first)",
        "head_first_free": " (a sequence's first block is freed first)"}
 

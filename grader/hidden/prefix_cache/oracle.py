@@ -31,7 +31,7 @@ def _kit_block_hash():
 block_hash = _kit_block_hash()
 
 MISTAKES = ("unchained_hash", "partial_block_cached", "last_token_served", "held_block_evicted",
-            "held_block_returned", "stale_registration", "lifo_eviction", "head_first_free")
+            "held_block_returned", "stale_registration", "stale_on_append", "lifo_eviction", "head_first_free")
 
 
 class Refused(Exception):
@@ -95,7 +95,7 @@ class Model:
         if len(seq["tokens"]) % self.block_size == 0:
             if not self.queue:
                 raise Refused("RuntimeError", "out of blocks")
-            seq["blocks"].append(self._take())
+            seq["blocks"].append(self._take(appending=True))
         seq["tokens"].append(token)
         if len(seq["tokens"]) % self.block_size == 0:
             parent = seq["hashes"][-1] if seq["hashes"] else None
@@ -131,9 +131,9 @@ class Model:
             parent = h
         return hashes
 
-    def _take(self) -> int:
+    def _take(self, appending=False) -> int:
         b = self.queue.pop(0)
-        if "stale_registration" not in self.mistakes:
+        if "stale_registration" not in self.mistakes and not (appending and "stale_on_append" in self.mistakes):
             self.registry = {h: x for h, x in self.registry.items() if x != b}
         self.holders[b] = 1
         return b
