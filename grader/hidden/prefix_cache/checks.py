@@ -52,6 +52,7 @@ from . import diagnosis, oracle
 
 INVALID = "accepts_invalid_arguments"
 MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
+SCRIBBLE = -7  # what the kit's driver writes into every writable table it is handed (prefix_driver.py)
 IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id
 
 
@@ -193,7 +194,10 @@ def _sequence_difference(s, got, want):
         return f"then num_tokens({s}) {got[1:-1]}; expected {want[0]}"
     if got[0] != want[0]:
         return f"then num_tokens({s}) is {got[0]}; expected {want[0]}"
-    return f"then block_table({s}) is {got[1]}; expected {want[1]}"
+    scribbled = isinstance(got[1], list) and SCRIBBLE in got[1]
+    return f"then block_table({s}) is {got[1]}; expected {want[1]}" + (
+        f" ({SCRIBBLE} is what the grader wrote into a table block_table returned earlier: the array handed to "
+        "the caller must not be the cache's own)" if scribbled else "")
 
 
 # -- many sequences, judged together ------------------------------------------------------------------
