@@ -54,6 +54,9 @@ def text(exercise: catalog.Exercise) -> str:
         out += ["", "Observed criteria (record true / false in the notes file):"]
         out += [f"  - {c.id} ({c.level.replace('_', ' ')}): {' '.join(c.text.split())}" for c in observed]
     out += ["", "Levels:"] + [f"  {level.replace('_', ' ')}: {words}" for level, words in r.levels.items()]
+    if r.diagnoses:  # what each named mistake looks like, so the interviewer can spot it in the code
+        out += ["", "Classic mistakes the grader names:"]
+        out += [f"  - {d.id} (caps {d.caps.replace('_', ' ')}): {' '.join(d.explain.split())}" for d in r.diagnoses]
     if r.follow_ups:
         out += ["", "Follow-up questions:"]
         for i, f in enumerate(r.follow_ups, 1):

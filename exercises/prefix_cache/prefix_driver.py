@@ -1,0 +1,51 @@
+"""Kit code: how the grader drives a PrefixCache inside your own process (you need not read it).
+
+Each ``step`` makes one call on the cache and then reads everything the grader compares, in one
+round trip: the call's outcome, ``num_free_blocks``, ``num_cached_blocks``, and ``num_tokens``
+and ``block_table`` of the sequences asked about. The prompts it passes are kept, to report
+whether a later call changed one; when asked, it overwrites a prompt after ``add_request``
+returns, as any caller may (the cache keeps its own copy), and writes into every writable
+block table it is given (the caller owns it). An edited copy of this file is
+never used: the grader loads the kit's own.
+"""
+import numpy as np
+
+_passed = {}  # id(cache) -> [(prompt object, the values it held when passed)] for each prompt passed
+
+
+def _outcome(fn, *args):
+    """["ok", value] or ["raises", exception class names (most derived first), message]."""
+    try:
+        value = fn(*args)
+    except Exception as exc:  # noqa: BLE001  the grader judges every exception
+        return ["raises", [c.__name__ for c in type(exc).__mro__], str(exc)[:200]]
+    if value is None or isinstance(value, (bool, int, float, str, np.ndarray, np.generic)):
+        return ["ok", value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in value):
+        return ["ok", value]
+    return ["ok", f"<a {type(value).__name__}>"]
+
+
+def _values(prompt):
+    return np.array(prompt).tolist()
+
+
+def step(cache, name, args, ids, overwrite=False):
+    """One operation and the reads after it: [outcome, free, cached, [[id, tokens, table]...],
+    indexes of earlier prompts that changed since they were passed]."""
+    passed = _passed.setdefault(id(cache), [])
+    if name == "add_request":
+        passed.append((args[1], _values(args[1])))
+    outcome = _outcome(getattr(cache, name), *args)
+    if overwrite and name == "add_request" and not isinstance(args[1], tuple):
+        args[1][:] = [t + 1 for t in _values(args[1])]  # the caller reuses its buffer
+        passed[-1] = (args[1], _values(args[1]))
+    reads = []
+    for s in ids:
+        tokens, table = _outcome(cache.num_tokens, s), _outcome(cache.block_table, s)
+        if table[0] == "ok" and isinstance(table[1], np.ndarray) and table[1].flags.writeable:
+            answer, table = table[1], ["ok", table[1].copy()]
+            answer[...] = -7  # the caller owns a table it is given, and may write into it
+        reads.append([s, tokens, table])
+    changed = [i for i, (prompt, held) in enumerate(passed) if _values(prompt) != held]
+    return [outcome, _outcome(cache.num_free_blocks), _outcome(cache.num_cached_blocks), reads, changed]

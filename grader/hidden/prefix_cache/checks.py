@@ -1,0 +1,490 @@
+"""Hidden checks for prefix_cache. Each ``check_*`` is one stable check id (without the prefix).
+
+Written from the contract (CONTRACT.md section 1, ``### prefix_cache``), not from known mistakes:
+random operation sequences (``grader.stateful``) drive the candidate's ``PrefixCache`` and the
+oracle's model side by side, and after every operation compare everything observable: the
+operation's outcome (value, or ValueError / RuntimeError), ``num_free_blocks``,
+``num_cached_blocks``, and every live sequence's ``num_tokens`` and ``block_table``. The free
+queue's order and the registrations are not read directly; every later block id and hit
+depends on them. Prompts come from a small pool of shared prefixes, themselves made of a few
+block contents, so hits, evictions, re-registrations and equal blocks after different prefixes
+happen in most sequences. The first failing sequence is shrunk (bounded replays) and shown; a
+mistake is named when it explains every failing sequence of the check (``diagnosis``).
+
+Contract sentence -> check ("sequences" = random_operation_sequences, eviction_under_pressure,
+whole_cached_prompts, out_of_blocks, big_prompts, integer_types, keeps_its_own_prompt, which all
+compare every observable after every operation):
+
+| sentence | check |
+|---|---|
+| blocks 0 .. num_blocks - 1; the queue starts 0, 1, ...; taken from its front | fresh_cache, sequences |
+| returned to its back; taking a registered block evicts it (add_request, append_token) | sequences |
+| full at block_size tokens; h_j = block_hash(h_{j-1}, block j), h_{-1} = None | sequences (same block, other parent) |
+| add_request serves the longest run of leading full registered blocks | sequences, whole_cached_prompts |
+| never the prompt's last token (k full registered blocks hit k - 1) | whole_cached_prompts |
+| a hit gains a holder; one with no holder leaves the queue wherever it stands | eviction_under_pressure |
+| then the other blocks from the front, then the new full blocks registered, in order | sequences |
+| returns hit blocks x block_size | sequences (every add_request's value) |
+| RuntimeError when the queue less its waiting hits is short; nothing changes | out_of_blocks |
+| a block that becomes full is registered unless its hash is; only full blocks | whole_cached_prompts, sequences |
+| append_token writes at num_tokens, takes a block when the last is full, else RuntimeError | out_of_blocks |
+| free: one holder less per block; the last block first to the queue's back | eviction_under_pressure |
+| registered until taken, even when no prompt can reach it | eviction_under_pressure (num_cached_blocks) |
+| validation first: bad ids, empty prompt, negative token, sizes < 1: ValueError | rejects_invalid_arguments |
+| ... and nothing changed | rejected_calls_change_nothing |
+| a seq_id any int, a token any int >= 0; an id added again after free | sequences (ids -9 .. 2^40, tokens to 2^40) |
+| numpy integers as ints; prompts as list, tuple, 1-D array of any signed dtype | integer_types |
+| the cache keeps its own copy of the prompt; arguments unchanged (section 1) | keeps_its_own_prompt |
+| block_table: int64 [ceil(num_tokens / block_size)]; a returned array is the caller's | sequences |
+| sizes as large as memory allows (section 1) | big_prompts |
+
+Not held by any check: "no check depends on a collision" (a promise to the candidate), and
+"Bools, floats and strings ... are outside the contract".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.checking import describe, expect_rejected, fail, name_mistakes
+from grader.stateful import Op, describe_ops, shrink
+
+from . import diagnosis, oracle
+
+INVALID = "accepts_invalid_arguments"
+MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
+SCRIBBLE = -7  # what the kit's driver writes into every writable table it is handed (prefix_driver.py)
+IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id
+
+
+# -- the candidate's side ----------------------------------------------------------------------------
+
+
+def _plain(value, slips=None, what=""):
+    """An int answer as an int, anything else as its description (which no model value equals). A
+    whole float is the right value in another type: a slip noted in ``slips``, judged as the int."""
+    if oracle.is_int(value):
+        return int(value)
+    if slips is not None and isinstance(value, (float, np.floating)) and float(value).is_integer():
+        slips.append(f"{what} returned {value!r}, a float; expected an int")
+        return int(value)
+    return f"<{describe(value)}>"
+
+
+def _outcome(reply):
+    """The model's form of a driver outcome: ("ok", value) or ("raises", kind), and the message.
+    ValueError and RuntimeError are kinds whatever their subclass; other exceptions keep their name."""
+    if reply[0] == "ok":
+        return ("ok", reply[1]), ""
+    mro = list(reply[1])
+    kind = next((k for k in ("ValueError", "RuntimeError") if k in mro), mro[0] if mro else "?")
+    return ("raises", kind), str(reply[2])
+
+
+class Driver:
+    """A candidate cache, driven through the kit's ``prefix_driver`` in the candidate's process: one
+    round trip per operation, returning its outcome and every observable after it."""
+
+    def __init__(self, ex, sizes):
+        self.module = ex.helper("prefix_driver")
+        self.cache = ex.candidate.call("PrefixCache", *sizes)
+        self.slips: list[str] = []  # right values in the wrong container (hygiene)
+        self.changed: list[int] = []  # prompts (by add_request number) changed after they were passed
+
+    def step(self, op, ids, live, overwrite=False):
+        """(outcome, its message, observables) of ``op`` on the candidate, in the model's format."""
+        reply = self.module.call("step", self.cache, op.name, list(op.args), list(ids), overwrite)
+        got, said = _outcome(reply[0])
+        if op.name in ("append_token", "free") and got[0] == "ok":
+            got = ("ok", None)  # these return nothing; whatever they return is not read
+        elif got[0] == "ok":
+            got = ("ok", _plain(got[1], self.slips, op.name))
+        seqs = {}
+        for s, tokens, table in reply[3]:
+            tokens, _ = _outcome(tokens)
+            if tokens[0] == "raises":  # gone: right for an id that is not live, else a wrong answer
+                seqs[s] = None if s not in live or tokens[1] != "ValueError" else f"<raises {tokens[1]}>"
+            else:
+                seqs[s] = (_plain(tokens[1], self.slips, f"num_tokens({s})"), self._table(s, *_outcome(table)))
+        self.changed = list(reply[4])
+        counts = [_plain(_outcome(r)[0][1], self.slips, name) for r, name in
+                  ((reply[1], "num_free_blocks"), (reply[2], "num_cached_blocks"))]
+        seen = {"free": counts[0], "cached": counts[1], "seqs": seqs}
+        return got, said, seen
+
+    def _table(self, s, outcome, _said):
+        if outcome[0] == "raises":
+            return f"<raises {outcome[1]}>"
+        table = outcome[1]
+        if isinstance(table, np.ndarray) and table.ndim == 1 and table.dtype.kind in "iu":
+            if table.dtype != np.int64:
+                self.slips.append(f"block_table({s}) returned a {table.dtype} array; expected int64")
+            return [int(b) for b in table]
+        if isinstance(table, (list, tuple)) and all(oracle.is_int(b) for b in table):
+            self.slips.append(f"block_table({s}) returned {describe(table)}; expected an int64 array")
+            return [int(b) for b in table]
+        return f"<{describe(table)}>"
+
+
+# -- one sequence, played on both sides ----------------------------------------------------------------
+
+
+class Failure:
+    def __init__(self, sizes, ops, trace, message, kind):
+        self.sizes, self.ops, self.trace, self.message, self.kind = sizes, ops, trace, message, kind
+
+    @property
+    def case(self):
+        nb, bs = self.sizes
+        return {"num_blocks": nb, "block_size": bs, "operations": describe_ops(self.ops, limit=24)}
+
+
+def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | None:
+    """Build a fresh cache and model, apply ``ops``, compare after each; the first difference.
+    A passing run adds its hygiene slips (containers, changed prompts) to ``slips``."""
+    model, driver, trace = oracle.Model(*sizes), Driver(ex, sizes), []
+    for i, op in enumerate(ops):
+        want = model.apply(op)
+        if want == ("raises", "ValueError"):  # a cut made by shrinking: invalid calls are another check's
+            return None
+        ids = diagnosis.watched(model, op)
+        got, said, seen = driver.step(op, ids, set(model.seqs), overwrite)
+        trace.append((got, seen))
+        wrong = _difference(op, got, said, want, seen, model.observe(ids), typed)
+        if wrong:
+            return Failure(sizes, ops[:i + 1], trace, f"operation {i + 1}, {op}: {wrong[0]}", wrong[1])
+    slips = [] if slips is None else slips
+    slips += driver.slips
+    if driver.changed:
+        first = [op for op in ops if op.name == "add_request"][driver.changed[0]]
+        slips.append(f"the prompt passed to {first} was changed by a later call: the cache must keep its own "
+                        "copy and leave the caller's unchanged")
+    return None
+
+
+def _difference(op, got, said, want, seen, expected, typed):
+    """(message, kind) for the first observable that differs, or None."""
+    if got != want:
+        if got[0] == "raises" and got[1] not in ("ValueError", "RuntimeError"):
+            return f"{op.name} raised {got[1]} ({said[:100]})", "crash"
+        if typed and got == ("raises", "ValueError") and want[0] == "ok":
+            return ((f"{op.name} rejected a valid argument ({said[:100]}); numpy integers work as ints, and a prompt "
+                    "may be a list, a tuple or a 1-D numpy integer array"), "hygiene")
+        return f"{_said(op, got, said)}; expected {_said(op, want, '')}", "wrong"
+    for key, call in (("free", "num_free_blocks()"), ("cached", "num_cached_blocks()")):
+        if seen[key] != expected[key]:
+            return f"then {call} is {seen[key]}; expected {expected[key]}", "corrupt"
+    for s, value in expected["seqs"].items():
+        if seen["seqs"][s] != value:
+            return _sequence_difference(s, seen["seqs"][s], value), "corrupt"
+    return None
+
+
+def _said(op, outcome, message):
+    if outcome[0] == "raises":
+        return f"it raised {outcome[1]}" + (f" ({message[:80]})" if message else "")
+    return f"it returned {outcome[1]}" if op.name == "add_request" else "it returned normally"
+
+
+def _sequence_difference(s, got, want):
+    if want is None:
+        return f"then sequence {s} is still there (num_tokens({s}) answers {got[0]}); expected ValueError"
+    if got is None:
+        return f"then num_tokens({s}) raised ValueError; sequence {s} should hold {want[0]} tokens"
+    if not isinstance(got, tuple):
+        return f"then num_tokens({s}) {got[1:-1]}; expected {want[0]}"
+    if got[0] != want[0]:
+        return f"then num_tokens({s}) is {got[0]}; expected {want[0]}"
+    scribbled = isinstance(got[1], list) and SCRIBBLE in got[1]
+    return f"then block_table({s}) is {got[1]}; expected {want[1]}" + (
+        f" ({SCRIBBLE} is what the grader wrote into a table block_table returned earlier: the array handed to "
+        "the caller must not be the cache's own)" if scribbled else "")
+
+
+# -- many sequences, judged together ------------------------------------------------------------------
+
+
+def expect_sequences(ex, runs, typed=False, overwrite=False):
+    """runs: [(sizes, [ops, ...])]. Fail on the first failing sequence, shrunk, naming the mistakes
+    that explain every failing sequence (at most ``MAX_FAILURES`` are played to the end)."""
+    failures, slips = [], []
+    for sizes, sequences in runs:
+        for ops in sequences:
+            found = play(ex, sizes, ops, typed, overwrite, slips)
+            if found:
+                failures.append(found)
+            if len(failures) >= MAX_FAILURES:
+                break
+        if len(failures) >= MAX_FAILURES:
+            break
+    if not failures:
+        if slips:
+            fail(f"{slips[0]} (the values are right)", kind="hygiene")
+        return
+    first = min(failures, key=lambda f: f.kind == "hygiene")  # a wrong answer outranks a slip
+    def replay(ops):  # a shorter sequence counts when it fails at least as badly
+        found = play(ex, first.sizes, ops, typed, overwrite)
+        return found if found and (found.kind != "hygiene" or first.kind == "hygiene") else None
+
+    _, shown = shrink(list(first.ops), first, replay)
+    message = shown.message + (f"; {len(failures)} of the sequences tried went wrong" if len(failures) > 1 else "")
+    if shown.kind in ("wrong", "corrupt"):
+        cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *(f for f in failures if f is not first)]
+                 if f.kind in ("wrong", "corrupt")]
+        message += name_mistakes(ex, diagnosis.explain_sequences(cases))
+    fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
+
+
+# -- drawing operation sequences ------------------------------------------------------------------------
+
+
+def _show(prompt) -> str:
+    """A prompt as a report writes it: its container, and its tokens (the first few of a long one)."""
+    values = np.asarray(prompt).tolist()
+    kind = {list: "", tuple: "tuple "}.get(type(prompt), f"{getattr(prompt, 'dtype', '')} array ")
+    shown = str(values) if len(values) <= 16 else f"[{len(values)} tokens: {', '.join(map(str, values[:6]))}, ...]"
+    return kind + shown
+
+
+def add(seq_id, prompt) -> Op:
+    return Op("add_request", (seq_id, prompt), f"{seq_id!r}, {_show(prompt)}")
+
+
+def append(seq_id, token) -> Op:
+    return Op("append_token", (seq_id, token))
+
+
+def free(seq_id) -> Op:
+    return Op("free", (seq_id,))
+
+
+class Drawer:
+    """Operation sequences over a small pool of shared prefixes, built from a few block contents."""
+
+    def __init__(self, rng, sizes, vocab=6, contents=3, prefixes=3, longest=4):
+        self.rng, (self.num_blocks, self.bs) = rng, sizes
+        self.vocab, self.history = vocab, []
+        blocks = [self.tokens(self.bs) for _ in range(contents)]
+        self.prefixes = [[t for j in rng.integers(0, contents, int(rng.integers(1, longest + 1))) for t in blocks[j]]
+                         for _ in range(prefixes)]
+
+    def tokens(self, n, big=0.0) -> list:
+        rng = self.rng
+        return [int(rng.integers(2**20, 2**40)) if rng.random() < big else int(rng.integers(0, self.vocab))
+                for _ in range(n)]
+
+    def prompt(self) -> list:
+        rng, bs = self.rng, self.bs
+        base = list(self.prefixes[int(rng.integers(len(self.prefixes)))])
+        r = rng.random()
+        if r < 0.3:
+            return base  # whole blocks, perhaps all registered
+        if r < 0.55:
+            return base + self.tokens(int(rng.integers(1, 2 * bs + 2)))
+        if r < 0.75:
+            return base[:int(rng.integers(1, len(base) + 1))]
+        if r < 0.85:  # a prefix continued by another: equal blocks after different parents
+            other = self.prefixes[int(rng.integers(len(self.prefixes)))]
+            return base[:bs * int(rng.integers(0, len(base) // bs + 1))] + list(other)
+        if r < 0.95 and self.history:  # the next turn of a chat: an earlier sequence, generated tokens too
+            return list(self.history[int(rng.integers(len(self.history)))]) + self.tokens(int(rng.integers(1, bs + 2)))
+        return self.tokens(int(rng.integers(1, 3 * bs + 1)))
+
+    def sequence(self, length, p_add=0.4, p_free=0.25) -> list:
+        rng, model, ops = self.rng, oracle.Model(self.num_blocks, self.bs), []
+        while len(ops) < length:
+            live, r = sorted(model.seqs), rng.random()
+            if not live or r < p_add:
+                idle = [s for s in IDS if s not in model.seqs]
+                new = [add(idle[int(rng.integers(len(idle)))], self.prompt())]
+            elif r < 1 - p_free:
+                s = live[int(rng.integers(len(live)))]
+                new = [append(s, t) for t in self.tokens(int(rng.integers(1, self.bs + 2)), big=0.2)]
+            else:
+                new = [free(live[int(rng.integers(len(live)))])]
+            for op in new:
+                if op.name == "free":
+                    self.history.append(model.seqs[op.args[0]]["tokens"])
+                model.apply(op)
+            ops += new
+        return ops[:length]
+
+
+    def chat(self, first, second, turns=2) -> list:
+        """A conversation: each turn's prompt is the whole earlier turn, generated tokens too, plus
+        new tokens, so blocks filled by append_token are served to the next turn."""
+        rng, bs, ops = self.rng, self.bs, []
+        tokens = self.prompt()
+        for turn in range(turns):
+            seq_id = (first, second)[turn % 2]
+            ops.append(add(seq_id, list(tokens)))
+            generated = self.tokens(int(rng.integers(bs, 2 * bs + 2)), big=0.5)
+            ops += [append(seq_id, t) for t in generated]
+            ops.append(free(seq_id))
+            tokens = tokens + generated + self.tokens(int(rng.integers(1, bs + 1)))
+        return ops
+
+
+def _runs(ex, configs, count, length, **kwargs):
+    runs = []
+    for sizes in configs:
+        drawer = Drawer(ex.rng, sizes, **kwargs.pop("drawer", {}))
+        runs.append((sizes, [drawer.sequence(length, **kwargs) for _ in range(count)]))
+    return runs
+
+
+# -- checks -----------------------------------------------------------------------------------------------
+
+
+def check_fresh_cache(ex):
+    """A new cache: every block free, none cached; one request and its free, for several sizes."""
+    runs = []
+    for nb, bs in ((1, 1), (3, 1), (5, 3), (int(ex.rng.integers(9, 40)), int(ex.rng.integers(2, 9)))):
+        prompt = [int(t) for t in ex.rng.integers(0, 50, int(ex.rng.integers(1, nb * bs + 1)))]
+        runs.append(((nb, bs), [[add(3, prompt), free(3), add(3, prompt), append(3, 7), free(3)]]))
+    expect_sequences(ex, runs)
+
+
+def check_random_operation_sequences(ex):
+    """Random requests, token appends and frees over shared prefixes; every observable after every operation."""
+    sizes = [(7, 2), (11, 3), (9, 4), (10, 1), (int(ex.rng.integers(12, 20)), int(ex.rng.integers(2, 6)))]
+    runs = _runs(ex, sizes, count=3, length=28)
+    for sizes, sequences in runs:
+        drawer = Drawer(ex.rng, sizes)
+        sequences.append(drawer.chat(5, -1, turns=3) + drawer.sequence(16))
+    expect_sequences(ex, runs)
+
+
+def check_whole_cached_prompts(ex):
+    """Prompts of whole cached blocks, single tokens, block size 1, a chain with a gap: what is served, and what not."""
+    runs = []
+    for nb, bs in ((12, 1), (10, 2), (9, 3), (13, 5)):
+        drawer = Drawer(ex.rng, (nb, bs), prefixes=2, longest=3)
+        sequences = []
+        for _ in range(3):
+            a, b = drawer.prefixes
+            ops = [add(1, a), add(2, list(a)), add(3, a + b[:1]), free(1), add(4, a[:bs] or a), free(2),
+                   add(1, list(a)), append(1, a[0]), free(3), add(5, b), add(6, b[:1])]
+            sequences.append(ops + drawer.sequence(14, p_add=0.5))
+        runs.append(((nb, bs), sequences))
+    runs += [((6, bs), [_gap(Drawer(ex.rng, (6, bs), vocab=1000))]) for bs in (2, 3)]
+    expect_sequences(ex, runs)
+
+
+def _gap(drawer) -> list:
+    """A chain whose middle block is evicted while the block after it stays registered (it was
+    a copy that stayed unregistered): a later prompt may be served only the blocks before the gap."""
+    a, b, c, bs = drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.bs
+    return [add(1, a + b + [1]), add(2, a + b), *[append(2, t) for t in c], free(1), free(2),
+            add(3, drawer.tokens(3 * bs)), free(3), add(4, a + b + c + [2])]
+
+
+def check_eviction_under_pressure(ex):
+    """Few blocks, many frees: which cached blocks are evicted first, and which survive to be hit again."""
+    runs = _runs(ex, [(5, 2), (6, 3), (4, 1), (8, 2)], count=3, length=32, p_add=0.45, p_free=0.35)
+    expect_sequences(ex, runs)
+
+
+def check_out_of_blocks(ex):
+    """Prompts and appends needing more blocks than are free (waiting hits too): RuntimeError, nothing changed."""
+    runs = []
+    for nb, bs in ((4, 2), (6, 3), (3, 1)):
+        drawer = Drawer(ex.rng, (nb, bs), longest=nb)
+        a = drawer.prefixes[0]
+        fill = [add(1, a), free(1), add(2, a + drawer.tokens(nb * bs - len(a) + 1)),
+                add(2, a + drawer.tokens(max(nb * bs - len(a), 1))), add(3, a[:1]), append(2, 1), append(3, 2)]
+        runs.append(((nb, bs), [fill + drawer.sequence(20, p_add=0.55, p_free=0.2) for _ in range(3)]))
+    expect_sequences(ex, runs)
+
+
+def check_big_prompts(ex):
+    """Prompts of thousands of tokens (ids and tokens up to 2^40) sharing a long prefix; block sizes 16 and 1."""
+    rng, runs = ex.rng, []
+    for bs, length in ((16, 5000 + int(rng.integers(1, 15))), (1, 1500 + int(rng.integers(0, 9)))):
+        shared = [int(t) for t in rng.integers(0, 2**40, length)]
+        tail = [int(t) for t in rng.integers(0, 50_000, 3 * bs + 1)]
+        nb = (2 * length + 8 * bs) // bs + 2
+        ops = [add(2**40, shared), add(-5, shared[:length // 2] + tail), append(-5, 2**40 - 1), free(2**40),
+               add(7, shared + tail), add(2**40, shared[:bs * 3]), free(-5), free(7), add(-5, shared)]
+        runs.append(((nb, bs), [ops]))
+    expect_sequences(ex, runs)
+
+
+def check_integer_types(ex):
+    """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers."""
+    runs = []
+    for sizes in ((8, 2), (9, 3)):
+        drawer = Drawer(ex.rng, sizes)
+        sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(24) for _ in range(3)]
+        runs.append((sizes, [[_typed(op, n + i) for i, op in enumerate(ops)] for n, ops in enumerate(sequences)]))
+    expect_sequences(ex, runs, typed=True)
+
+
+SIGNED = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _typed(op, n) -> Op:
+    """``op`` with its ints as numpy integers and its prompt as a tuple or an array of a signed dtype
+    that holds it (the n-th of each, in turn)."""
+    def signed(value):
+        fits = [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max]
+        return fits[n % len(fits)](value)
+
+    if op.name != "add_request":
+        return Op(op.name, tuple(signed(a) for a in op.args))
+    prompt = op.args[1]
+    if n % 3 == 0:
+        return add(signed(op.args[0]), tuple(prompt))
+    fits = [t for t in SIGNED if np.iinfo(t).max >= max(prompt)]
+    return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
+
+
+def check_keeps_its_own_prompt(ex):
+    """The caller reuses its prompt list or array after add_request: the cache's own tokens must not change."""
+    runs = []
+    for sizes in ((9, 2), (10, 3)):
+        drawer = Drawer(ex.rng, sizes)
+        sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(20) for _ in range(2)]
+        sequences.append([_typed(op, i) if op.name == "add_request" and i % 2 else op
+                          for i, op in enumerate(drawer.chat(3, 4, turns=3) + drawer.sequence(20))])
+        runs.append((sizes, sequences))
+    expect_sequences(ex, runs, typed=True, overwrite=True)
+
+
+REJECTED = "an invalid call must say what is wrong and leave the cache as it was"
+
+
+def _invalid_calls(ex):
+    """(sizes, setup operations, invalid operations after them)."""
+    setup = [add(1, [4, 5, 6, 7, 8]), add(2, [4, 5, 9]), free(2), append(1, 3)]
+    bad = [add(1, [1, 2]), add(3, []), add(3, np.zeros(0, np.int64)), add(3, [4, 5, -1]),
+           add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9),
+           Op("num_tokens", (2,)), Op("block_table", (9,))]
+    return (9, 2), setup, bad
+
+
+def check_rejects_invalid_arguments(ex):
+    """Sizes below 1, unknown or reused ids, empty prompts, negative tokens: ValueError."""
+    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1)]:
+        expect_rejected(ex, ex.candidate.call, "PrefixCache", *sizes, call=f"PrefixCache{sizes}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+    sizes, setup, bad = _invalid_calls(ex)
+    cache = ex.candidate.call("PrefixCache", *sizes)
+    for op in setup:
+        cache.call(op.name, *op.args)
+    for op in bad:
+        expect_rejected(ex, cache.call, op.name, *op.args, call=f"{op} after {describe_ops(setup)}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+
+
+def check_rejected_calls_change_nothing(ex):
+    """After an invalid call that raised ValueError, the counts and every table are as they were."""
+    sizes, setup, bad = _invalid_calls(ex)
+    driver, look, ids = Driver(ex, sizes), Op("num_free_blocks"), [1, 2, 3, 9]
+    for op in setup:
+        driver.cache.call(op.name, *op.args)
+    for op in bad:
+        before = driver.step(look, ids, {1})[2]
+        got, _, after = driver.step(op, ids, {1})
+        if got == ("raises", "ValueError") and after != before:
+            fail(f"{op} raised ValueError but changed the cache (its counts or tables): validation comes first",
+                 {"sizes": sizes, "operations": describe_ops(setup + [op])}, kind="corrupt")
