@@ -21,6 +21,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 from __future__ import annotations
 
 import contextlib
+import functools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -398,3 +399,98 @@ def settle(ex, misses: list):
     if smallest.found and not shared:
         message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
     fail(message, case=smallest.case, kind=smallest.kind)
+
+
+# -- values: section 1's extreme inputs and containers ----------------------------------------------
+
+GARBAGE_MAGNITUDE = 1e30  # section 1: a slot never attended may hold any finite value, 1e30 included
+
+
+def garbage(rng: np.random.Generator, shape, dtype=np.float64) -> np.ndarray:
+    """Finite values of every magnitude up to 1e30, both signs, for slots no query may attend
+    (masked keys, empty or stale slots, padding, beyond a sequence's length)."""
+    exponent = rng.integers(0, 31, shape)
+    values = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.1, 1.0, shape) * 10.0 ** exponent
+    values.flat[: min(values.size, 2)] = [GARBAGE_MAGNITUDE, -GARBAGE_MAGNITUDE][: min(values.size, 2)]
+    return values.astype(dtype)
+
+
+def offset_scores(rng: np.random.Generator, offsets, n: int, D: int, dtype=np.float64, spread: float = 1.0):
+    """(q [T, D], k [n, D]) whose scaled scores q k^T / sqrt(D) in row i are ``offsets[i]`` plus a
+    spread of about ``spread``: rows far above or far below 0 (section 1 allows [-1e4, 1e4], and a
+    row whose visible scores are all below -745 still has a softmax), built from ordinary keys."""
+    offsets = np.asarray(offsets, dtype=np.float64)
+    q = rng.standard_normal((len(offsets), D)) * spread
+    k = rng.standard_normal((n, D))
+    k[:, 0] = 1.0
+    q[:, 0] = offsets * np.sqrt(D)
+    return q.astype(dtype), k.astype(dtype)
+
+
+def received(value, *, call: str, shape: tuple, kind: str, slips: list, dtype=None, case: dict | None = None):
+    """Section 1's containers: ``value`` as an ndarray of ``shape`` to judge. The right shape as a
+    list or tuple, or in another dtype than asked (``kind``'s letters as in :func:`expect_array`,
+    or exactly ``dtype`` when the prompt fixes it; a 0/1 int for a bool), is a hygiene slip: its
+    sentence goes into ``slips`` and the values go on to be judged. Anything else fails as
+    :func:`expect_array` does. End the check with :func:`settle_slips`."""
+    array = value
+    if not isinstance(value, np.ndarray):
+        try:
+            array = np.asarray(value) if isinstance(value, (list, tuple)) else None
+        except (ValueError, TypeError):
+            array = None
+        if array is None or array.shape != tuple(shape) or array.dtype.kind not in "biuf":
+            return expect_array(value, call=call, shape=shape, kind=kind, case=case)
+        slips.append(f"{call} returned a {type(value).__name__} of the right values; expected a numpy array")
+    if array.shape != tuple(shape) or array.dtype.kind not in "biuf":
+        return expect_array(array, call=call, shape=shape, kind=kind, case=case)
+    want = np.dtype(dtype) if dtype is not None else None
+    if array.dtype.kind in kind and (want is None or array.dtype == want):
+        return array
+    as_wanted = _convert(array, kind, want)
+    if as_wanted is None:
+        return expect_array(array, call=call, shape=shape, kind=kind, case=case)
+    if array is value:
+        asked = want if want is not None else " or ".join({"b": "bool", "i": "int", "u": "uint", "f": "float"}[k]
+                                                          for k in kind)
+        slips.append(f"{call} returned {_article(str(array.dtype))} {array.dtype} array; expected {asked}")
+    return as_wanted
+
+
+def _convert(array: np.ndarray, kind: str, want) -> np.ndarray | None:
+    """``array``'s values in the asked dtype, or None when they do not survive the conversion."""
+    target = want if want is not None else {"b": np.bool_, "i": np.int64, "f": np.float64}.get(kind[0])
+    if target is None:
+        return None
+    with np.errstate(all="ignore"):
+        converted = array.astype(target)
+        back = converted.astype(array.dtype)
+    if np.dtype(target).kind == "f" and array.dtype.kind == "f":
+        return converted  # a float precision slip: the values themselves are then judged
+    return converted if np.array_equal(back, array) else None
+
+
+def settle_slips(slips: list, case: dict | None = None):
+    """Fail as hygiene when the values were right but came in another container or dtype."""
+    if slips:
+        more = f" (and {len(slips) - 1} more such replies)" if len(slips) > 1 else ""
+        fail(f"{slips[0]}{more}: the right values in another container or dtype than asked", case,
+             kind="hygiene")
+
+
+def slips_of(ex: ExerciseRun) -> list:
+    """The container slips met so far by the check in progress (for :func:`received`)."""
+    return ex.__dict__.setdefault("_slips", {}).setdefault(ex.check_id, [])
+
+
+def judge_containers(namespace: dict):
+    """Wrap every ``check_*`` of a checks module (pass ``globals()``): once a check has judged the
+    values without failing, the container slips it met (:func:`slips_of`) fail it as hygiene."""
+    def wrap(check):
+        @functools.wraps(check)
+        def judged(ex):
+            check(ex)
+            settle_slips(slips_of(ex))
+        return judged
+    for name in [n for n in namespace if n.startswith("check_")]:
+        namespace[name] = wrap(namespace[name])
