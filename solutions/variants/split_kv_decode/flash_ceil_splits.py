@@ -1,12 +1,13 @@
-"""Known wrong: split_ranges gives every range S // num_splits keys and the last one the remainder
-too: no key lost, but sizes differ by more than one.
+"""A convention of unread values: FlashAttention's split sizes, ceil(S / num_splits) keys per
+split with the remainder (possibly nothing) in the last ones. Every output is right; section 1
+caps another valid cover at hire and names the convention.
 """
+EXPECTED_LEVEL = "hire"  # names ceil_split_sizes
+
 import math
 import operator
 
 import numpy as np
-
-EXPECTED_DIAGNOSIS = "remainder_in_last_split"
 
 
 def _floats(name: str, x, ndim: int) -> np.ndarray:
@@ -65,8 +66,8 @@ def split_ranges(S, num_splits):
     S, num_splits = operator.index(S), operator.index(num_splits)
     if S < 0 or num_splits < 1:
         raise ValueError(f"need S >= 0 and num_splits >= 1, got S = {S}, num_splits = {num_splits}")
-    size = S // num_splits
-    return [(i * size, (i + 1) * size if i < num_splits - 1 else S) for i in range(num_splits)]
+    size = -(-S // num_splits)  # FlashAttention: ceil(S / n) per split, the last one what is left
+    return [(min(i * size, S), min((i + 1) * size, S)) for i in range(num_splits)]
 
 
 def split_kv_attention(q, k, v, q_positions, k_positions, num_splits):
