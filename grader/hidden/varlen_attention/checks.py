@@ -6,11 +6,24 @@ is compared with the per-sequence oracle; a failing check names a known mistake 
 failing case of that check equals it (``diagnosis.explain``).
 """
 import math
-import time
+import os
+from pathlib import Path
 
 import numpy as np
 
-from grader.checking import expect_array, expect_rejected, fail, grid_picture, measure, odd_size_closed
+from grader.checking import (
+    expect_rejected,
+    fail,
+    garbage,
+    grid_picture,
+    judge_containers,
+    measure,
+    odd_size_closed,
+    offset_scores,
+    received,
+    slips_of,
+    tolerance,
+)
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -98,7 +111,8 @@ def _name_or_describe(ex, failures, variants, message, compute_for=None):
     answer handed to the sentences is ``extra["want_mask"]`` when given (attention outputs are
     explained through masks)."""
     cases = [(inputs, extra.get("want_mask", want),
-              diagnosis.matching(variants, inputs, got, compute_for(extra) if compute_for else None))
+              diagnosis.matching(variants, inputs, got, compute_for(extra) if compute_for else None,
+                                 extra.get("atol", 0.0)))
              for inputs, want, got, extra in failures]
     explained = diagnosis.explain(variants, cases)
     if all(explained):
@@ -117,7 +131,8 @@ def _name_or_describe(ex, failures, variants, message, compute_for=None):
 def _mask(ex, batch: Packed):
     value = ex.candidate.call("varlen_mask", *batch.sent)
     shape = (int(batch.cu_q[-1]), int(batch.cu_k[-1]))
-    return expect_array(value, call=batch.call("varlen_mask"), shape=shape, kind="b", case=batch.case(ex.seed))
+    return received(value, call=batch.call("varlen_mask"), shape=shape, kind="b", slips=slips_of(ex),
+                    case=batch.case(ex.seed))
 
 
 def expect_masks(ex, batches, what):
@@ -195,10 +210,10 @@ def check_mask_long_next_to_short(ex):
 # -- varlen_attention ----------------------------------------------------------------------------
 
 
-def _qkv(rng, batch: Packed, D):
+def _qkv(rng, batch: Packed, D, dtype=np.float64):
     q = rng.standard_normal((int(batch.cu_q[-1]), D))
     k, v = (rng.standard_normal((int(batch.cu_k[-1]), D)) for _ in range(2))
-    return q, k, v
+    return q.astype(dtype), k.astype(dtype), v.astype(dtype)
 
 
 def _attention(ex, batch: Packed, q, k, v):
@@ -207,32 +222,43 @@ def _attention(ex, batch: Packed, q, k, v):
 
 
 def _expect_output(ex, batch: Packed, q, k, v, value):
-    return expect_array(value, call=batch.call("varlen_attention"), shape=(q.shape[0], v.shape[1]),
-                        kind="f", case=batch.case(ex.seed, D=q.shape[1]))
+    """The output as float64 [total_q, D] (the prompt asks float64: another dtype or a list is a slip)."""
+    return received(value, call=batch.call("varlen_attention"), shape=(q.shape[0], v.shape[1]), kind="f",
+                    dtype=np.float64, slips=slips_of(ex), case=batch.case(ex.seed, D=q.shape[1]))
 
 
 def _row_errors(got, want):
     return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1, initial=0.0)
 
 
-def expect_attention(ex, batches, what):
-    """Each batch's output must equal per-sequence causal attention; report the smallest failure."""
+def _atol(inputs, want, lse) -> float:
+    """Section 1's rule: m is the largest |lse| of the batch's rows, the values' size is the output's."""
+    return tolerance(inputs, float(np.max(np.abs(lse[np.isfinite(lse)]), initial=1.0)),
+                     float(np.max(np.abs(want), initial=1.0)))
+
+
+def expect_attention(ex, batches, what, draw=None):
+    """Each batch's output must equal per-sequence causal attention; report the smallest failure.
+    ``draw(rng, batch)`` gives q, k, v (default: standard normal, D from 3 to 24)."""
     rng, failures = ex.rng, []
     for batch in batches:
-        D = odd_size_closed(rng, 3, 24)
-        q, k, v = _qkv(rng, batch, D)
-        got, want = _attention(ex, batch, q, k, v), oracle.varlen_attention(q, k, v, *batch.inputs)
-        if (_row_errors(got, want) > diagnosis.TOLERANCE).any():
-            failures.append((batch, want, got, {"qkv": (q, k, v), "want_mask": oracle.varlen_mask(*batch.inputs)}))
+        q, k, v = draw(rng, batch) if draw else _qkv(rng, batch, odd_size_closed(rng, 3, 24))
+        got = _attention(ex, batch, q, k, v)
+        want, lse = oracle.varlen_attention_lse(q, k, v, *batch.inputs)
+        atol = _atol((q, k, v), want, lse)
+        if (_row_errors(got, want) > atol).any():
+            failures.append((batch, want, got, {"qkv": (q, k, v), "want_mask": oracle.varlen_mask(*batch.inputs),
+                                                "atol": atol}))
     if not failures:
         return
     failures.sort(key=lambda f: f[0].size)
     batch, want, got, extra = failures[0]
     errors = _row_errors(got, want)
-    row = int(np.argmax(errors > diagnosis.TOLERANCE))
+    row = int(np.argmax(errors > extra["atol"]))
     b = int(np.searchsorted(batch.cu_q, row, side="right") - 1)
-    message = (f"{batch.call('varlen_attention')} ({what}, D = {extra['qkv'][0].shape[1]}): "
-               f"{int((errors > diagnosis.TOLERANCE).sum())} of {len(errors)} query rows differ from causal "
+    q = extra["qkv"][0]
+    message = (f"{batch.call('varlen_attention')} ({what}, D = {q.shape[1]}, {q.dtype}): "
+               f"{int((errors > extra['atol']).sum())} of {len(errors)} query rows differ from causal "
                f"attention over their own sequence, by up to {errors.max():.3g}; first: row {row} "
                f"(sequence {b}, query {row - int(batch.cu_q[b])})")
     if not np.isfinite(got).all():
@@ -243,7 +269,7 @@ def expect_attention(ex, batches, what):
 
     message = _name_or_describe(ex, [(f[0].inputs, f[1], f[2], f[3]) for f in failures],
                                 diagnosis.MASK_VARIANTS, message, compute_for)
-    fail(message, batch.case(ex.seed, D=extra["qkv"][0].shape[1]))
+    fail(message, batch.case(ex.seed, D=q.shape[1], dtype=str(q.dtype)))
 
 
 def check_attention_single_sequence(ex):
@@ -282,19 +308,45 @@ def check_attention_idle_sequences(ex):
 
 
 def check_attention_float32_inputs(ex):
-    """float32 q, k, v give the same outputs as float64 ones, up to float32 rounding."""
+    """float32 q, k, v give the exact outputs up to float32's own rounding, in float64."""
     rng = ex.rng
-    for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4)):
-        batch = Packed(*_busy(n_q, n_k), FORMS[n % 4])
-        q, k, v = (x.astype(np.float32) for x in _qkv(rng, batch, odd_size_closed(rng, 3, 24)))
-        got = _attention(ex, batch, q, k, v)
-        want = oracle.varlen_attention(*(x.astype(np.float64) for x in (q, k, v)), *batch.inputs)
-        error = _row_errors(got, want)
-        if (error > 1e-4).any():
-            row = int(np.argmax(error > 1e-4))
-            fail(f"{batch.call('varlen_attention')} with float32 q, k, v: row {row} differs from attention "
-                 f"over its own sequence by {error[row]:.3g} (float32 rounding is below 1e-4)",
-                 batch.case(ex.seed, D=q.shape[1], dtype="float32"))
+    batches = [Packed(*_busy(n_q, n_k), FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4))]
+    expect_attention(ex, batches, "float32 inputs",
+                     draw=lambda rng, batch: _qkv(rng, batch, odd_size_closed(rng, 3, 24), np.float32))
+
+
+def _far_apart(dtype):
+    """q, k, v of a packed batch: each sequence's scaled scores near an offset of its own in
+    [-1e4, 1e4] (the first far below 0, the second far above), each row spread a little around
+    it; the keys of sequences without queries, which no query may see, hold any finite value."""
+    def draw(rng, batch):
+        D = odd_size_closed(rng, 3, 12)
+        n_q, n_k = np.diff(batch.cu_q), np.diff(batch.cu_k)
+        q, k, v = _qkv(rng, batch, D, dtype)
+        for b, offset in enumerate(_sequence_offsets(rng, len(n_q))):
+            rows, keys = slice(batch.cu_q[b], batch.cu_q[b + 1]), slice(batch.cu_k[b], batch.cu_k[b + 1])
+            rows_apart = rng.permutation(np.linspace(-450, 450, n_q[b]))  # > 745 apart within a sequence
+            q[rows], k[keys] = offset_scores(rng, offset + rows_apart, n_k[b], D, dtype)
+            if n_q[b] == 0:
+                k[keys], v[keys] = garbage(rng, (n_k[b], D), dtype), garbage(rng, (n_k[b], D), dtype)
+        return q, k, v
+    return draw
+
+
+def _sequence_offsets(rng, B):
+    offsets = rng.uniform(-9e3, 9e3, B)
+    offsets[:2] = [-rng.uniform(2e3, 9e3), rng.uniform(2e3, 9e3)][:B]
+    return offsets
+
+
+def check_attention_far_scores(ex):
+    """Scaled scores from -1e4 to 1e4, far apart between sequences, float32 and float64; unseen keys hold any value."""
+    rng, batches = ex.rng, []
+    for n, kinds in enumerate([["chunk", "decode", "idle", "prefill"], ["decode", "prefill", "chunk", "idle", "chunk"],
+                               ["prefill", "chunk", "decode"]]):
+        batches.append(Packed(*counts(rng, kinds, max_k=30), FORMS[n % 4]))
+    for dtype in (np.float32, np.float64):
+        expect_attention(ex, batches, f"scores far from 0, {np.dtype(dtype).name}", draw=_far_apart(dtype))
 
 
 def check_attention_long_next_to_short(ex):
@@ -339,47 +391,61 @@ def check_no_batch_sized_memory(ex):
                  batch.case(ex.seed, D=8), kind="must_not")
 
 
-def _seconds(ex, batch: Packed, q, k, v):
-    """Wall time of one call, timed here in the grader's process (never by the child)."""
-    began = time.perf_counter()
-    _attention(ex, batch, q, k, v)
-    return time.perf_counter() - began
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` and every process below it (all threads), as the
+    kernel counts it in /proc: work measured where candidate code cannot rewrite it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return seconds + sum(_tree_cpu_seconds(int(child)) for child in children)
+
+
+def _cpu_seconds(ex) -> tuple[int, float] | None:
+    """(the child's pid, the CPU time it has used so far), or None where it cannot be read."""
+    try:
+        pid = ex.sandbox.worker.child.pid
+        return pid, _tree_cpu_seconds(pid)
+    except (AttributeError, OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_of(ex, calls) -> float | None:
+    """CPU seconds the child spent on ``calls()`` (None if unreadable, or if the child was replaced)."""
+    before = _cpu_seconds(ex)
+    calls()
+    after = _cpu_seconds(ex)
+    if before is None or after is None or before[0] != after[0]:
+        return None
+    return after[1] - before[1]
 
 
 COPIES = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
-ROUNDS = 3  # interleaved timings of both sides; each side keeps its fastest
-SLOWER = 2.5  # how many times the small batches' total the large batch may take
+SLOWER = 2.5  # how many times the small batches' total CPU time the large batch may take
 
 
 def check_work_grows_per_sequence(ex):
-    """A batch of 90 sequences takes about as long as 30 batches of 3 of the same lengths, not several times longer."""
-    # Judged by the clock: the mistake costs time (every query row scored against all total_k
-    # keys), not memory (one row of total_k scores is no more than the per-key arrays a right
-    # answer may hold), and the sandbox reports no CPU time. Load only slows a call, so each side
-    # keeps its fastest of ROUNDS interleaved timings. Load inflates the 30 small calls' round
-    # trips most, which lowers the ratio. On these shapes right answers measured 0.4-1.3x; the
-    # mutant rowwise_over_batch 15-24x on a quiet machine or beside two busy loops, still 7-8x at
-    # a load average of 6.5 on two cores (packed_causal, the same rows x total_k: 11-22x, 5-7x).
-    # Short decode and chunk queries over ~400 keys each make the mistake's rows x total_k
-    # outweigh a call's overhead while its large call stays at 1-4 s, far from the time limit.
+    """A batch of 90 sequences costs about the work of 30 batches of 3 of the same lengths, not several times more."""
+    # Judged by the child's CPU time, which the kernel counts and load does not inflate as it does
+    # wall time (a waiting process accrues none). The mistake costs work, not memory: every query row
+    # scored against all total_k keys. Short decode and chunk queries over ~400 keys each make that
+    # rows x total_k outweigh a call's fixed cost; the right answers measure about 1x, the mutant
+    # rowwise_over_batch over 10x.
     rng = ex.rng
     n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
     n_q = [1, odd_size_closed(rng, 24, 36), 1]
     few, many = Packed(n_q, n_k, "int64"), Packed(n_q * COPIES, n_k * COPIES, "int64")
     few_inputs, many_inputs = _qkv(rng, few, 8), _qkv(rng, many, 8)
-    separately = together = math.inf
-    for _ in range(ROUNDS):
-        separately = min(separately, sum(_seconds(ex, few, *few_inputs) for _ in range(COPIES)))
-        try:
-            together = min(together, _seconds(ex, many, *many_inputs))
-        except CandidateTimeout:
-            break  # too slow for the time limit: nothing to confirm
-    if together <= SLOWER * separately:
-        return
-    took = (f"took {together:.3g} s at best ({together / separately:.0f} times as long for the same sequences)"
-            if together < math.inf else "did not finish within the time limit for one call")
+    separately = _cpu_of(ex, lambda: [_attention(ex, few, *few_inputs) for _ in range(COPIES)])
+    try:
+        together = _cpu_of(ex, lambda: _attention(ex, many, *many_inputs))
+    except CandidateTimeout:
+        together = math.inf  # too slow for the time limit
+    if separately is None or together is None or together <= SLOWER * max(separately, 0.01):
+        return  # nothing measured is not evidence either way
+    took = (f"used {together:.3g} s of CPU ({together / max(separately, 0.01):.0f} times as much for the same "
+            "sequences)" if together < math.inf else "did not finish within the time limit for one call")
     sentence = (f"one batch of {len(n_q) * COPIES} sequences {took}, while {COPIES} batches of {len(n_q)} "
-                f"of the same lengths took {separately:.3g} s in all at best: the work grows with the whole "
+                f"of the same lengths used {separately:.3g} s in all: the work grows with the whole "
                 "batch (total_q x total_k), not with each sequence's n_q x n_k")
     ex.diagnose("batch_sized_work", sentence)
     fail(f"varlen_attention: {sentence}", many.case(ex.seed, D=8), kind="efficiency")
@@ -402,18 +468,23 @@ def _mask_case(mask, seed, **more):
 
 def _positions(ex, mask):
     call = f"left_padded_positions(<{mask.dtype} mask of shape {mask.shape}>)"
-    return expect_array(ex.candidate.call("left_padded_positions", mask), call=call, shape=mask.shape,
-                        kind="i", case=_mask_case(mask, ex.seed))
+    return received(ex.candidate.call("left_padded_positions", mask), call=call, shape=mask.shape, kind="i",
+                    dtype=np.int64, slips=slips_of(ex), case=_mask_case(mask, ex.seed))
 
 
 def expect_positions(ex, masks, what):
-    failures = []
+    """Every real token's position must be right (a wrong one is a wrong answer); the position given
+    to padding is a convention no correct use reads (section 1): another one caps at hire, named."""
+    failures, conventions = [], []
     for mask in masks:
         got, want = _positions(ex, mask), oracle.left_padded_positions(mask)
-        if not np.array_equal(got, want):
-            failures.append(((mask.astype(bool), None), want, got, {}))
+        real = mask.astype(bool)
+        if not np.array_equal(got[real], want[real]):
+            failures.append(((real, None), want, got, {}))
+        elif not np.array_equal(got, want):
+            conventions.append((mask, got[~real]))
     if not failures:
-        return
+        return _padding_convention(ex, conventions)
     failures.sort(key=lambda f: f[1].size)
     (mask, _), want, got, _ = failures[0]
     b, j = (int(x) for x in np.argwhere(want != got)[0])
@@ -422,6 +493,21 @@ def expect_positions(ex, masks, what):
                f"{int(got[b, j])}, expected {int(want[b, j])}")
     message = _name_or_describe(ex, failures, diagnosis.POSITION_VARIANTS, message)
     fail(message, _mask_case(mask, ex.seed))
+
+
+def _padding_convention(ex, conventions):
+    """Fail as hygiene, naming the convention, when padding got another position than this kit's -1."""
+    if not conventions:
+        return
+    mask, pads = conventions[0]
+    held = np.unique(np.concatenate([p for _, p in conventions]))
+    follows = ("Hugging Face's convention, position 1 for every padding slot" if held.tolist() == [1] else
+               f"the convention of giving padding position {int(held[0])}" if held.size == 1 else
+               f"a convention of its own (padding positions {held[:6].tolist()})")
+    ex.diagnose("padding_position_convention", f"left_padded_positions gives every real token its right position; "
+                f"padding follows {follows}, not this kit's -1")
+    fail(f"left_padded_positions on a mask of shape {mask.shape}: every real token's position is right, but "
+         f"padding follows {follows} where this kit gives -1", _mask_case(mask, ex.seed), kind="hygiene")
 
 
 def _pads(rng, B, L):
@@ -457,8 +543,8 @@ def check_positions_long_rows(ex):
 def _decode_mask(ex, mask, T):
     B, S = mask.shape
     call = f"left_padded_decode_mask(<{mask.dtype} mask of shape {mask.shape}>, T={T!r})"
-    return expect_array(ex.candidate.call("left_padded_decode_mask", mask, T), call=call, shape=(B, int(T), S),
-                        kind="b", case=_mask_case(mask, ex.seed, T=int(T)))
+    return received(ex.candidate.call("left_padded_decode_mask", mask, T), call=call, shape=(B, int(T), S),
+                    kind="b", slips=slips_of(ex), case=_mask_case(mask, ex.seed, T=int(T)))
 
 
 def expect_decode_masks(ex, cases, what):
@@ -560,3 +646,6 @@ def check_rejects_bad_decode_step(ex):
     for T, what in [(0, "T = 0"), (7, "T = 7 > S = 6"), (np.int64(-1), "T = np.int64(-1)"),
                     (5, "T = 5 while row 0's last 5 columns hold padding")]:
         _reject(ex, "left_padded_decode_mask", mask, T, what=what)
+
+
+judge_containers(globals())  # the right values in a list or another dtype: hygiene, values still judged

@@ -11,8 +11,6 @@ import numpy as np
 
 from . import oracle
 
-TOLERANCE = 1e-8
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -149,6 +147,22 @@ def _packed_names(inputs):
     return ("cross_sequence_attention",) + (("global_offset",) if wrong_offsets else ())
 
 
+def _top_left(cu_q, cu_k):
+    return _per_sequence(cu_q, cu_k, np.zeros(len(cu_q) - 1, np.int64))
+
+
+def _say_top_left(inputs, want, got):
+    cu_q, cu_k = inputs
+    n_q, n_k = _counts(cu_q, cu_k)
+    r = _first_wrong_row(want, got)
+    b = _sequence_of(cu_q, r)
+    i = r - int(cu_q[b])
+    return (f"each sequence's queries start at its first key (as xformers' BlockDiagonalCausalMask or PyTorch's "
+            f"is_causal align them): sequence {b} (n_q = {n_q[b]}, n_k = {n_k[b]}) has its query {i} (row {r}) see "
+            f"{_keys(got[r].sum())}, not {int(want[r].sum())}; its queries are its last {n_q[b]} positions, "
+            f"{n_k[b] - n_q[b]} .. {n_k[b] - 1}")
+
+
 MASK_VARIANTS = [
     Variant(lambda i: ("global_offset",), lambda i: _global_local(*i),
             _say_offset("one offset (total_k - total_q) for the whole batch instead of per sequence")),
@@ -159,6 +173,8 @@ MASK_VARIANTS = [
     Variant(_packed_names, lambda i: _packed_causal(*i), _say_packed),
     Variant(lambda i: ("cross_sequence_attention",), lambda i: _earlier_visible(*i), _say_cross),
     Variant(lambda i: ("cross_sequence_attention",), lambda i: _empty_lookup(*i), _say_empty_lookup),
+    # last: where the first sequence is a prefill, the first sequence's offset (0) is this one too
+    Variant(lambda i: ("top_left_alignment",), lambda i: _top_left(*i), _say_top_left),
 ]
 
 
@@ -227,18 +243,18 @@ DECODE_MASK_VARIANTS = [
 # -- explaining failures ---------------------------------------------------------------------
 
 
-def _same(got, wrong):
+def _same(got, wrong, atol=0.0):
     if got.shape != wrong.shape:
         return False
     if got.dtype.kind == "f" or wrong.dtype.kind == "f":
         # a row that sees nothing under the variant (NaN) matches zeros or NaN
         empty = np.isnan(wrong).all(axis=-1, keepdims=True)
-        close = np.isclose(got, np.nan_to_num(wrong), rtol=0, atol=TOLERANCE)
+        close = np.isclose(got, np.nan_to_num(wrong), rtol=0, atol=atol)
         return bool((close | (empty & np.isnan(got))).all())
     return np.array_equal(got, wrong)
 
 
-def matching(variants, inputs, got, compute=None) -> list[int]:
+def matching(variants, inputs, got, compute=None, atol=0.0) -> list[int]:
     """Indices of the variants equal to ``got`` on ``inputs``.
 
     ``compute`` turns a variant's answer into what is compared (e.g. attention outputs from a
@@ -246,7 +262,7 @@ def matching(variants, inputs, got, compute=None) -> list[int]:
     found = []
     for n, variant in enumerate(variants):
         wrong = variant.answer(inputs)
-        if _same(got, wrong if compute is None else compute(wrong)):
+        if _same(got, wrong if compute is None else compute(wrong), atol):
             found.append(n)
     return found
 
