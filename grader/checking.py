@@ -448,8 +448,9 @@ def received(value, *, call: str, shape: tuple, kind: str, slips: list, dtype=No
     if array.dtype.kind in kind and (want is None or array.dtype == want):
         return array
     as_wanted = _convert(array, kind, want)
-    if as_wanted is None:
-        return expect_array(array, call=call, shape=shape, kind=kind, case=case)
+    if as_wanted is None:  # not the asked values in another dtype: other values
+        fail(f"{call} returned {describe(array)} whose values do not convert exactly to "
+             f"{want if want is not None else {'b': 'bool', 'i': 'int', 'f': 'float'}.get(kind[0], kind)}", case)
     if array is value:
         asked = want if want is not None else " or ".join({"b": "bool", "i": "int", "u": "uint", "f": "float"}[k]
                                                           for k in kind)

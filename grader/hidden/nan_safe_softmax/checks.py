@@ -7,6 +7,29 @@ States are judged by what they mean: ``finalize``'s output and the log-sum-exp m
 Every check tries all its cases and reports the smallest failing one; a mistake is named only
 when it explains every failing case (or it and one other do) and no passing case rules it out
 (``diagnosis.explain_*``, or ``settle`` for dtypes and warnings).
+
+Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks that hold it:
+
+| sentence | checks |
+|---|---|
+| scaled scores anywhere in [-1e4, 1e4]; a row all below -745 has one | far_scores_attention, large_logits_attention |
+| slots never attended hold any finite value, 1e30 included | far_scores_attention, softmax_masked_entries_ignored |
+| float inputs float32 or float64 | every value check draws both |
+| precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
+| right values in another container or dtype: hire | every check (``judge_containers``), the two dtype checks |
+| a row with no allowed entry gives zeros, never NaN | softmax_fully_masked_rows, fully_masked_rows_attention |
+| no numpy warning | quiet_on_empty_rows, quiet_on_large_logits |
+| scale 1/sqrt(D); m + log(l) is the log-sum-exp | one_chunk_attention |
+| n may be 0 | empty_chunk |
+| merging associative and commutative | chunks_merged_in_any_order |
+| the empty state is the identity | empty_state_is_identity, empty_chunk |
+| masked entries count for nothing, whatever they hold | softmax_masked_entries_ignored |
+| float32 in, float32 out | softmax_dtype_and_shape, state_dtype_and_shape |
+| bad shapes raise ValueError | rejects_bad_shapes |
+
+Held elsewhere: ownership, calls in any order, integer dtypes and "invalid arguments change
+nothing" (the general checks every exercise gets). Held by no check as such: the state's bits
+(m as the running max): states are judged by what they mean, as the contract says.
 """
 from dataclasses import dataclass
 

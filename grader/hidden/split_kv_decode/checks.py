@@ -3,6 +3,27 @@
 Every value is compared with the oracle's dense attention over all keys at once; nothing here
 trusts the candidate's own splits. A check tries all its cases, reports the smallest failing
 one, and names a classic mistake only when that mistake explains every failing case.
+
+| sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
+|---|---|
+| scaled scores anywhere in [-1e4, 1e4]; unseen slots hold any finite value | far_scores_and_unseen_slots |
+| float32 or float64 inputs; precision follows them | attention_with_lse_values, far_scores_and_unseen_slots |
+| right values in another container or dtype: hire | every check (``judge_containers``) |
+| split sizes are a convention (another valid cover: hire, named); a wrong cover is weak | split_ranges_rule |
+| attention_with_lse: normalised o, natural-log lse, scale 1/sqrt(D) | attention_with_lse_values |
+| a row with no allowed key: o = 0, lse = -inf | attention_with_lse_empty |
+| merge: lse = logsumexp, o weighted by exp(lse_i - lse) | merge_matches_all_keys, merge_in_any_order |
+| a part with lse = -inf contributes nothing, even NaN; all empty: o = 0, lse = -inf | merge_empty_parts |
+| stable for any finite lse (no overflow at 1e4) | merge_large_lse |
+| split_ranges: num_splits ranges covering 0 .. S, sizes within one, longer first, S = 0 | split_ranges_rule |
+| split_kv_attention = all keys at once | split_kv_contiguous, split_kv_ring_positions, split_kv_long_context |
+| shared_prefix_attention: whole prefix, own suffix causally, P = 0 | shared_prefix_values |
+| no NaN or numpy warning | quiet_numpy (NaN: every value check) |
+| invalid arguments raise ValueError | rejects_invalid_arguments |
+| (prompt) the splits are attended one at a time: peak memory | split_kv_memory_per_split |
+
+Held elsewhere: ownership, calls in any order, integer dtypes (the general checks). Held by no
+check as such: "the prefix is computed once" (an interviewer reads the code).
 """
 from dataclasses import dataclass
 

@@ -4,6 +4,26 @@ Packed batches are drawn as per-sequence counts (n_q, n_k), then sent as cu_seql
 container the contract allows; left-padded batches as one padding length per row. Every answer
 is compared with the per-sequence oracle; a failing check names a known mistake only when every
 failing case of that check equals it (``diagnosis.explain``).
+
+| sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
+|---|---|
+| scaled scores anywhere in [-1e4, 1e4]; unseen keys hold any finite value | attention_far_scores |
+| float inputs float32 or float64; precision follows the inputs | attention_float32_inputs, every attention check |
+| right values in another container or dtype (float64 asked): hire | every check (judge_containers) |
+| padding's position is a convention (another: hire, named) | positions_* (``_padding_convention``) |
+| sequence b owns its rows; its queries are its last n_q positions | mask_*, attention_* |
+| nothing is seen across sequences | mask_mixed_batches, attention_mixed_batches |
+| a sequence may have n_q = 0 | mask_idle_sequences, attention_idle_sequences |
+| cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
+| q, k, v rows as announced, else ValueError | rejects_mismatched_rows |
+| work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time) |
+| memory never with total_q * total_k | no_batch_sized_memory |
+| left padding: a contiguous suffix, else ValueError; bool or 0/1 | positions_random_padding, rejects_bad_padding |
+| a real token's position counts the real tokens before it | positions_* |
+| decode mask: 1 <= T <= S, last T real, j <= S - T + i | decode_mask_*, rejects_bad_decode_step |
+
+Held elsewhere: ownership, calls in any order, integer dtypes of cu_seqlens beyond the four
+forms (the general checks).
 """
 import math
 import os
