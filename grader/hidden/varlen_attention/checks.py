@@ -385,27 +385,56 @@ def _peak_bytes(ex, batch: Packed, q, k, v):
     return peak
 
 
+def _batch_sized(ex, rng, what, kinds) -> tuple | None:
+    """(batch, sentence) when a batch of ~50 sequences of ``kinds`` peaks near a bool mask of the
+    whole batch (total_q x total_k bytes); None when it stays below, or nothing was measured."""
+    B = odd_size_closed(rng, 45, 60)
+    n_q, n_k = counts(rng, [kinds[n % len(kinds)] for n in range(B)], max_k=300)
+    n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
+    batch = Packed(n_q, n_k, "int64")
+    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8))
+    whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
+    if peak is None or peak < whole // 4:
+        return None
+    largest = max(a * b for a, b in zip(n_q, n_k))
+    return batch, (f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) peaked "
+                   f"at {peak / 2**20:.1f} MiB; a bool mask of the whole batch is {whole / 2**20:.1f} MiB, while "
+                   f"the largest sequence's bool mask is {largest / 2**20:.2f} MiB")
+
+
+def _padded(ex, rng) -> tuple | None:
+    """(batch, sentence) when one long prefill beside many one-token sequences peaks near float
+    scores padded to the longest (B x max_q x max_k x 8 bytes); None when it stays below. This
+    batch is small as a whole (total_q x total_k), so only padding shows here."""
+    L, singles = odd_size_closed(rng, 240, 270), odd_size_closed(rng, 60, 70)
+    batch = Packed([L] + [1] * singles, [L] + [1] * singles, "int64")
+    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8))
+    B = singles + 1
+    padded = B * L * L * 8  # float64 scores of every sequence padded to the longest
+    if peak is None or peak < padded // 4:
+        return None
+    return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
+                   f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
+                   f"{B} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 scores "
+                   f"need {L * L * 8 / 2**20:.2f} MiB")
+
+
 def check_no_batch_sized_memory(ex):
-    """Batches of many sequences: peak memory stays far below the whole batch's total_q x total_k."""
+    """Batches of many sequences: peak memory grows with the largest sequence, not the whole or padded batch."""
     rng = ex.rng
+    padded = _padded(ex, rng)
+    if padded:
+        batch, sentence = padded
+        ex.diagnose("padded_batch", sentence)
+        fail(f"{batch.call('varlen_attention')}: {sentence}; work one sequence at a time, unpadded",
+             batch.case(ex.seed, D=8), kind="must_not")
     paths = {"every sequence a prefill": ["prefill"],
              "chunks and decode steps": ["chunk", "chunk", "decode"],
              "mixed, with idle sequences": ["prefill", "chunk", "decode", "idle"]}
     for what, kinds in paths.items():
-        B = odd_size_closed(rng, 45, 60)
-        n_q, n_k = counts(rng, [kinds[n % len(kinds)] for n in range(B)], max_k=300)
-        n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
-        batch = Packed(n_q, n_k, "int64")
-        q, k, v = _qkv(rng, batch, 8)
-        peak = _peak_bytes(ex, batch, q, k, v)
-        if peak is None:
-            return  # the child could not measure; nothing to judge
-        whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
-        largest = max(a * b for a, b in zip(n_q, n_k)) * 8
-        if peak >= whole // 4:
-            sentence = (f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) "
-                        f"peaked at {peak / 2**20:.1f} MiB; a bool mask of the whole batch is {whole / 2**20:.1f} MiB, "
-                        f"while the largest sequence's float scores need {largest / 2**20:.2f} MiB")
+        found = _batch_sized(ex, rng, what, kinds)
+        if found:
+            batch, sentence = found
             ex.diagnose("batch_sized_mask", sentence)
             fail(f"{batch.call('varlen_attention')}: {sentence}; work one sequence at a time",
                  batch.case(ex.seed, D=8), kind="must_not")
