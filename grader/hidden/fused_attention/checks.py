@@ -24,23 +24,9 @@ from functools import cached_property
 
 import numpy as np
 
-from grader.checking import (
-    CheckFailure,
-    describe,
-    expect_rejected,
-    fail,
-    garbage,
-    grid_picture,
-    judge_containers,
-    measure,
-    name_mistakes,
-    odd_size,
-    offset_scores,
-    other_argument_types,
-    received,
-    slips_of,
-    tolerance,
-)
+from grader.checking import (CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, judge_containers,
+                             measure, name_mistakes, odd_size, offset_scores, other_argument_types, received, slips_of,
+                             tolerance)
 
 from . import diagnosis, oracle
 from .kv_source import KVSource

@@ -35,21 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (
-    Miss,
-    describe,
-    expect_rejected,
-    fail,
-    garbage,
-    judge_containers,
-    measure,
-    name_mistakes,
-    odd_size,
-    offset_scores,
-    received,
-    settle,
-    slips_of,
-)
+from grader.checking import (Miss, describe, expect_rejected, fail, garbage, judge_containers, measure, name_mistakes,
+                             odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle

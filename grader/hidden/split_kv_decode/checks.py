@@ -29,20 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (
-    Miss,
-    expect_rejected,
-    fail,
-    garbage,
-    judge_containers,
-    measure,
-    odd_size,
-    offset_scores,
-    received,
-    settle,
-    slips_of,
-    summarize,
-)
+from grader.checking import (Miss, expect_rejected, fail, garbage, judge_containers, measure, odd_size, offset_scores,
+                             received, settle, slips_of, summarize)
 
 from . import diagnosis, oracle
 from .diagnosis import Tol

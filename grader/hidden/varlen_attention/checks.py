@@ -3,7 +3,7 @@
 Packed batches are drawn as per-sequence counts (n_q, n_k), then sent as cu_seqlens in every
 container the contract allows; left-padded batches as one padding length per row. Every answer
 is compared with the per-sequence oracle; a failing check names a known mistake only when every
-failing case of that check equals it (``diagnosis.explain``).
+failing case of that check equals it (``checking.explain``).
 
 | sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
 |---|---|
@@ -31,19 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.checking import (
-    expect_rejected,
-    fail,
-    garbage,
-    grid_picture,
-    judge_containers,
-    measure,
-    odd_size_closed,
-    offset_scores,
-    received,
-    slips_of,
-    tolerance,
-)
+from grader.checking import (expect_rejected, fail, garbage, grid_picture, judge_containers, measure, name_mistakes,
+                             odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -125,24 +114,14 @@ class Packed:
 
 
 def _name_or_describe(ex, failures, variants, message, compute_for=None):
-    """Name mistakes when every failing case is explained; else say what fits the smallest.
-
-    ``failures`` are (inputs, correct answer, got, extra) sorted smallest first; the correct
-    answer handed to the sentences is ``extra["want_mask"]`` when given (attention outputs are
-    explained through masks)."""
-    cases = [(inputs, extra.get("want_mask", want),
-              diagnosis.matching(variants, inputs, got, compute_for(extra) if compute_for else None,
-                                 extra.get("atol", 0.0)))
+    """``message`` with the mistake that explains every failing case named (``checking.explain``),
+    or what the cases are consistent with. ``failures`` are (inputs, correct answer, got, extra);
+    attention outputs are explained through masks: ``extra["want_mask"]`` is the right mask and
+    ``compute_for(extra)`` turns a mask into outputs, compared within ``extra["atol"]``."""
+    cases = [(diagnosis.Case(inputs, extra.get("want_mask", want), compute_for(extra) if compute_for else None,
+                             extra.get("atol", 0.0)), got)
              for inputs, want, got, extra in failures]
-    explained = diagnosis.explain(variants, cases)
-    if all(explained):
-        for names, sentence in explained:
-            for name in names:
-                ex.diagnose(name, sentence)
-        return f"{message}; {explained[0][1]}"
-    if explained[0]:
-        return f"{message}; consistent with {' and '.join(explained[0][0])} in this case"
-    return message
+    return message + name_mistakes(ex, diagnosis.explain_failures(variants, cases))
 
 
 # -- varlen_mask ----------------------------------------------------------------------------

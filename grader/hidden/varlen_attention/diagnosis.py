@@ -1,22 +1,38 @@
 """Known-wrong varlen masks and left-padding rules, and the sentences that name them.
 
-A variant is a whole wrong answer for one input. A failing case is explained by the first
-variant that equals the candidate's answer on it; the checks name mistakes only when every
-failing case of a check is explained (see ``explain``).
+Each mistake is a ``checking.Variant`` over a :class:`Case`: its wrong mask (or positions) for
+the case's inputs, turned into what the check compares (an attention output, for attention
+checks). The checks name a mistake through ``checking.explain``: only when it fits every failing
+case of a check (or it and one other do); ``same`` is this exercise's comparator.
 """
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from grader.checking import Explanation, Variant, explain
+
 from . import oracle
 
 
-@dataclass(frozen=True)
-class Variant:
-    names: Callable  # (input) -> tuple of diagnosis ids this wrong answer shows
-    answer: Callable  # (input) -> the wrong answer
-    sentence: Callable  # (input, correct answer, wrong answer) -> a concrete sentence
+@dataclass
+class Case:
+    """One failing input: ``inputs`` ((cu_q, cu_k), or (attention_mask, T or None)), the right mask
+    or positions the sentences compare with, ``compute`` turning a variant's mask into what the
+    check compares (None: the mask itself) and the tolerance of that comparison."""
+    inputs: tuple
+    want: np.ndarray
+    compute: Callable | None = None
+    atol: float = 0.0
+
+    def compared(self, answer):
+        return answer if self.compute is None else self.compute(answer)
+
+
+def _variant(diagnosis_id: str, answer: Callable, say: Callable) -> Variant:
+    """A checking.Variant from a wrong ``answer(inputs)`` and ``say(inputs, right, wrong)``."""
+    return Variant(diagnosis_id, lambda case: case.compared(answer(case.inputs)),
+                   lambda case: say(case.inputs, case.want, answer(case.inputs)))
 
 
 # -- packed batches: inputs are (cu_q, cu_k) as int64 arrays ---------------------------------
@@ -135,16 +151,12 @@ def _say_empty_lookup(inputs, want, got):
 
 
 def _say_packed(inputs, want, got):
+    """Sequence boundaries ignored; where one batch-wide offset is also wrong, that is said too."""
     sentence = _say_cross(inputs, want, got)
-    if "global_offset" in _packed_names(inputs):
+    if not np.array_equal(_global_index(*inputs), oracle.varlen_mask(*inputs)):
         within = _say_offset("within its own sequence too, one offset (total_k - total_q) for the whole batch")
         sentence += "; " + within(inputs, want, _global_index(*inputs))
     return sentence
-
-
-def _packed_names(inputs):
-    wrong_offsets = not np.array_equal(_global_index(*inputs), oracle.varlen_mask(*inputs))
-    return ("cross_sequence_attention",) + (("global_offset",) if wrong_offsets else ())
 
 
 def _top_left(cu_q, cu_k):
@@ -164,17 +176,16 @@ def _say_top_left(inputs, want, got):
 
 
 MASK_VARIANTS = [
-    Variant(lambda i: ("global_offset",), lambda i: _global_local(*i),
-            _say_offset("one offset (total_k - total_q) for the whole batch instead of per sequence")),
-    Variant(lambda i: ("global_offset",), lambda i: _global_index(*i),
-            _say_offset("one bottom-right offset over the packed rows (total_k - total_q) instead of per sequence")),
-    Variant(lambda i: ("global_offset",), lambda i: _first_offset(*i),
-            _say_offset("the first sequence's offset used for every sequence")),
-    Variant(_packed_names, lambda i: _packed_causal(*i), _say_packed),
-    Variant(lambda i: ("cross_sequence_attention",), lambda i: _earlier_visible(*i), _say_cross),
-    Variant(lambda i: ("cross_sequence_attention",), lambda i: _empty_lookup(*i), _say_empty_lookup),
-    # last: where the first sequence is a prefill, the first sequence's offset (0) is this one too
-    Variant(lambda i: ("top_left_alignment",), lambda i: _top_left(*i), _say_top_left),
+    _variant("global_offset", lambda i: _global_local(*i),
+             _say_offset("one offset (total_k - total_q) for the whole batch instead of per sequence")),
+    _variant("global_offset", lambda i: _global_index(*i),
+             _say_offset("one bottom-right offset over the packed rows (total_k - total_q) instead of per sequence")),
+    _variant("global_offset", lambda i: _first_offset(*i),
+             _say_offset("the first sequence's offset used for every sequence")),
+    _variant("cross_sequence_attention", lambda i: _packed_causal(*i), _say_packed),
+    _variant("cross_sequence_attention", lambda i: _earlier_visible(*i), _say_cross),
+    _variant("cross_sequence_attention", lambda i: _empty_lookup(*i), _say_empty_lookup),
+    _variant("top_left_alignment", lambda i: _top_left(*i), _say_top_left),
 ]
 
 
@@ -229,14 +240,13 @@ def _say_query_columns(inputs, want, got):
 
 
 POSITION_VARIANTS = [
-    Variant(lambda i: ("positions_count_padding",), _column_positions, _say_columns),
-    Variant(lambda i: ("positions_count_padding",),
-            lambda i: np.broadcast_to(np.arange(i[0].shape[1]), i[0].shape), _say_columns),
+    _variant("positions_count_padding", _column_positions, _say_columns),
+    _variant("positions_count_padding", lambda i: np.broadcast_to(np.arange(i[0].shape[1]), i[0].shape), _say_columns),
 ]
 
 DECODE_MASK_VARIANTS = [
-    Variant(lambda i: ("padding_visible",), _padding_visible, _say_padding_visible),
-    Variant(lambda i: ("positions_count_padding",), _query_columns, _say_query_columns),
+    _variant("padding_visible", _padding_visible, _say_padding_visible),
+    _variant("positions_count_padding", _query_columns, _say_query_columns),
 ]
 
 
@@ -254,31 +264,11 @@ def _same(got, wrong, atol=0.0):
     return np.array_equal(got, wrong)
 
 
-def matching(variants, inputs, got, compute=None, atol=0.0) -> list[int]:
-    """Indices of the variants equal to ``got`` on ``inputs``.
-
-    ``compute`` turns a variant's answer into what is compared (e.g. attention outputs from a
-    variant's mask); by default the answer itself."""
-    found = []
-    for n, variant in enumerate(variants):
-        wrong = variant.answer(inputs)
-        if _same(got, wrong if compute is None else compute(wrong), atol):
-            found.append(n)
-    return found
+def _fits(got, wrong, case: Case) -> bool:
+    return _same(got, wrong, case.atol)
 
 
-def explain(variants, cases):
-    """(names, sentence) per failing case, or None where no variant fits that case.
-
-    ``cases`` are (inputs, correct answer, matching indices). A variant that fits every case
-    is preferred, so one mistake is told the same way throughout a check."""
-    common = set.intersection(*(set(c[2]) for c in cases)) if cases else set()
-    out = []
-    for inputs, want, found in cases:
-        chosen = min(common) if common else (found[0] if found else None)
-        if chosen is None:
-            out.append(None)
-            continue
-        variant = variants[chosen]
-        out.append((variant.names(inputs), variant.sentence(inputs, want, variant.answer(inputs))))
-    return out
+def explain_failures(variants, failures) -> Explanation:
+    """Which mistakes explain every failing (Case, submitted answer): ``checking.explain`` with
+    this exercise's comparator; a variant equal to the right answer on a case fits nothing there."""
+    return explain(variants, failures, right=lambda case: case.compared(case.want), same=_fits)
