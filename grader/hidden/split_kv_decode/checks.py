@@ -501,13 +501,16 @@ def check_quiet_numpy(ex):
 # ---- validation ----------------------------------------------------------------------------------
 
 def check_rejects_invalid_arguments(ex):
-    """Negative query positions, num_splits < 1, S < 0, shapes that do not fit and T > L raise ValueError."""
+    """Negative query positions, num_splits < 1 or not an int, S < 0, misfit shapes and T > L raise ValueError."""
     rng, c = ex.rng, ex.candidate
     f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     cases = [
         (c.split_ranges, (-1, 3), "split_ranges(-1, 3)"),
         (c.split_ranges, (10, 0), "split_ranges(10, 0)"),
         (c.split_ranges, (10, np.int64(-2)), "split_ranges(10, np.int64(-2))"),
+        (c.split_ranges, (10, 2.5), "split_ranges(10, 2.5): a float is not a count"),
+        (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [4, 5], np.arange(6), 2.5),
+         "split_kv_attention with num_splits = 2.5"),
         (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [-1, 5], np.arange(6), 2),
          "split_kv_attention with q_positions [-1, 5]"),
         (c.split_kv_attention, (f(2, 4), f(6, 4), f(6, 4), [4, 5], np.arange(6), 0),

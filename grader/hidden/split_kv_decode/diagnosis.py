@@ -123,6 +123,14 @@ def merge_stale_max(o, lse):
     return acc / np.where(l > 0, l, 1.0)[:, None], None
 
 
+def _lost(got) -> np.ndarray:
+    """[rows]: what exp(lse) breaking leaves: an o row holding inf or NaN (overflow), or all zeros,
+    or an lse that is not finite (underflow); a row merely off by rounding is none of these."""
+    g_o = np.asarray(got[0], np.float64)
+    lost = ~np.isfinite(g_o).all(axis=-1) | (g_o == 0).all(axis=-1)
+    return lost | (~np.isfinite(np.asarray(got[1], np.float64)) if got[1] is not None else False)
+
+
 def explaining_merge(got, o, lse, want, tol, label="part"):
     """[(id, sentence)] of the merge mistakes that explain ``got`` for parts (o, lse); ``label``
     names a part in sentences ("part" or "split")."""
@@ -148,7 +156,8 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
     raw = merge_raw_exp(o, lse)
     beyond_exp = np.where(np.isfinite(lse), np.abs(lse), 0.0).max(axis=0) > 700  # where exp(lse) breaks
     seen = np.isfinite(lse).any(axis=0)  # rows every part missed are nan_on_empty_split's domain
-    if bad[seen].any() and np.array_equal(bad[seen], off_rows(*raw, *want, tol)[seen]) and beyond_exp[bad].all():
+    if (bad[seen].any() and np.array_equal(bad[seen], off_rows(*raw, *want, tol)[seen]) and beyond_exp[bad].all()
+            and _lost(got)[bad].all()):  # wrong where exp(lse) breaks, and as it breaks
         found.append(("merge_overflow",
                       f"query {row}, whose {label}s have lse up to {_g(np.max(lse[:, row]))}, is broken exactly "
                       "where exp(lse) without subtracting the largest overflows to inf or underflows to 0"))
