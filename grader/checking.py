@@ -12,6 +12,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
 - precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
+- section 1's values and containers: :func:`garbage`, :func:`offset_scores`, :func:`received` with
+  :func:`judge_containers` (the right values in a list or another dtype: hygiene, still judged);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
