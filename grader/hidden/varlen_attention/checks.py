@@ -38,7 +38,7 @@ from grader.sandbox import CandidateTimeout
 from . import diagnosis, oracle
 
 LONG = 70_001  # past 2**16: positions or lengths kept in int16 / uint16 wrap
-FORMS = ("list", "int64", "int32", "numpy scalars")
+FORMS = ("list", "int64", "int32", "numpy scalars", "int16")  # any signed dtype that holds the values
 
 
 # -- drawing batches ----------------------------------------------------------------------------
@@ -63,10 +63,10 @@ def cumulative(lengths):
 
 
 def sent_as(cu: np.ndarray, form: str):
-    """cu_seqlens as the candidate receives it: a list of ints, an int64 or int32 array, or a
-    list of numpy int64 scalars."""
+    """cu_seqlens as the candidate receives it: a list of ints, an int64, int32 or int16 array (the
+    batches sent so hold their values), or a list of numpy int64 scalars."""
     return {"list": [int(x) for x in cu], "int64": cu.astype(np.int64), "int32": cu.astype(np.int32),
-            "numpy scalars": [np.int64(x) for x in cu]}[form]
+            "numpy scalars": [np.int64(x) for x in cu], "int16": cu.astype(np.int16)}[form]
 
 
 def mixed_batches(rng, count, max_k=40):
@@ -166,7 +166,7 @@ def check_mask_single_sequence(ex):
     rng = ex.rng
     k = odd_size_closed(rng, 20, 90)
     cases = [([k], [k]), ([1], [k]), ([int(rng.integers(2, k))], [k]), ([0], [k]), ([1], [1])]
-    expect_masks(ex, [Packed(q, kk, FORMS[n % 4]) for n, (q, kk) in enumerate(cases)], "one sequence")
+    expect_masks(ex, [Packed(q, kk, FORMS[n % len(FORMS)]) for n, (q, kk) in enumerate(cases)], "one sequence")
 
 
 def check_mask_prefill_batches(ex):
@@ -175,13 +175,13 @@ def check_mask_prefill_batches(ex):
     batches = [Packed([7, 7, 7], [7, 7, 7])]
     for n in range(6):
         n_q, n_k = counts(rng, ["prefill"] * int(rng.integers(2, 10)))
-        batches.append(Packed(n_q, n_k, FORMS[n % 4]))
+        batches.append(Packed(n_q, n_k, FORMS[n % len(FORMS)]))
     expect_masks(ex, batches, "every sequence a prefill")
 
 
 def check_mask_mixed_batches(ex):
     """1 to 9 sequences mixing prefill, decode steps, chunks and idle ones, cu_seqlens in every form."""
-    batches = [Packed(n_q, n_k, FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 27))]
+    batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 27))]
     expect_masks(ex, batches, "mixed batch")
 
 
@@ -192,7 +192,7 @@ def check_mask_idle_sequences(ex):
     for n, kinds in enumerate([["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"],
                                ["decode", "chunk", "idle"], ["idle", "idle", "chunk", "idle", "decode"]]):
         n_q, n_k = counts(rng, kinds)
-        batches.append(Packed(n_q, n_k, FORMS[n % 4]))
+        batches.append(Packed(n_q, n_k, FORMS[n % len(FORMS)]))
     batches.append(Packed([0, 3, 0, 2], [0, 5, 0, 2], "int32"))  # sequences with no tokens at all
     expect_masks(ex, batches, "sequences without queries")
 
@@ -282,7 +282,7 @@ def check_attention_single_sequence(ex):
 def check_attention_prefill_batches(ex):
     """Every sequence prefills (n_q = n_k): each equals its own causal attention."""
     rng = ex.rng
-    batches = [Packed(*counts(rng, ["prefill"] * int(rng.integers(2, 10))), FORMS[n % 4]) for n in range(5)]
+    batches = [Packed(*counts(rng, ["prefill"] * int(rng.integers(2, 10))), FORMS[n % len(FORMS)]) for n in range(5)]
     expect_attention(ex, batches, "every sequence a prefill")
 
 
@@ -293,14 +293,15 @@ def _busy(n_q, n_k):
 
 def check_attention_mixed_batches(ex):
     """1 to 9 sequences mixing prefill, decode, chunks and idle ones: each equals its own attention."""
-    batches = [Packed(*_busy(n_q, n_k), FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 18))]
+    batches = [Packed(*_busy(n_q, n_k), FORMS[n % len(FORMS)])
+               for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 18))]
     expect_attention(ex, batches, "mixed batch")
 
 
 def check_attention_idle_sequences(ex):
     """Sequences with n_q = 0 before, between and after others do not disturb their neighbours."""
     rng = ex.rng
-    batches = [Packed(*counts(rng, kinds), FORMS[n % 4]) for n, kinds in enumerate(
+    batches = [Packed(*counts(rng, kinds), FORMS[n % len(FORMS)]) for n, kinds in enumerate(
         [["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"], ["decode", "idle", "chunk", "idle"]])]
     batches.append(Packed([0, 2, 0, 3], [0, 4, 0, 3], "int32"))  # sequences with no tokens at all
     expect_attention(ex, batches, "sequences without queries")
@@ -309,7 +310,7 @@ def check_attention_idle_sequences(ex):
 def check_attention_float32_inputs(ex):
     """float32 q, k, v give the exact outputs up to float32's own rounding, in float64."""
     rng = ex.rng
-    batches = [Packed(*_busy(n_q, n_k), FORMS[n % 4]) for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4))]
+    batches = [Packed(*_busy(n_q, n_k), FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(mixed_batches(rng, 4))]
     expect_attention(ex, batches, "float32 inputs",
                      draw=lambda rng, batch: _qkv(rng, batch, odd_size_closed(rng, 3, 24), np.float32))
 
@@ -343,7 +344,7 @@ def check_attention_far_scores(ex):
     rng, batches = ex.rng, []
     for n, kinds in enumerate([["chunk", "decode", "idle", "prefill"], ["decode", "prefill", "chunk", "idle", "chunk"],
                                ["prefill", "chunk", "decode"]]):
-        batches.append(Packed(*counts(rng, kinds, max_k=30), FORMS[n % 4]))
+        batches.append(Packed(*counts(rng, kinds, max_k=30), FORMS[n % len(FORMS)]))
     for dtype in (np.float32, np.float64):
         expect_attention(ex, batches, f"scores far from 0, {np.dtype(dtype).name}", draw=_far_apart(dtype))
 
@@ -671,7 +672,7 @@ def check_rejects_bad_padding(ex):
 def check_rejects_bad_decode_step(ex):
     """T outside 1..S, or a padding column among the last T, raise ValueError."""
     mask = padded([2, 0], 6)
-    for T, what in [(0, "T = 0"), (7, "T = 7 > S = 6"), (np.int64(-1), "T = np.int64(-1)"),
+    for T, what in [(0, "T = 0"), (7, "T = 7 > S = 6"), (np.int64(-1), "T = np.int64(-1)"), (2.5, "T = 2.5"),
                     (5, "T = 5 while row 0's last 5 columns hold padding")]:
         _reject(ex, "left_padded_decode_mask", mask, T, what=what)
 
