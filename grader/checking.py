@@ -12,6 +12,9 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
 - precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
+- section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
+  and :func:`received` take the right values in a list or another dtype as a slip of the running
+  check (:func:`note_slip`: hygiene, and the values are still judged);
 - evidence: :func:`measure`, the one place memory and warnings are taken;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
@@ -54,7 +57,8 @@ def fail(message: str, case: dict | None = None, picture: dict | None = None, ki
     raise CheckFailure(message, case, picture, kind)
 
 
-def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None = None) -> np.ndarray:
+def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None = None,
+                 slips: list | None = None) -> np.ndarray:
     """``value`` as an ndarray of exactly ``shape`` whose dtype kind is one of ``kind``.
 
     Kinds are numpy's letters: "b" bool, "i" signed int, "u" unsigned, "f" float. CONTRACT
@@ -72,7 +76,7 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     if as_asked is None:
         fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
     note_slip(f"{call} returned {summarize(value)} holding the right values where {_article(want)} {want} "
-              "is asked (a container or dtype slip)")
+              "is asked (a container or dtype slip)", slips)
     return as_asked
 
 
@@ -93,10 +97,13 @@ def _as_kind(value, kind: str, shape: tuple) -> np.ndarray | None:
     return converted if exact else None
 
 
-def note_slip(message: str):
-    """Record a hygiene slip on the running check: it fails as "hygiene" (cap hire) if nothing worse does."""
-    if _running is not None:
-        _running.slips.append(message)
+def note_slip(message: str, slips: list | None = None):
+    """Record a hygiene slip in ``slips``, by default the running check's: the check fails as
+    "hygiene" (cap hire) if nothing worse does."""
+    if slips is None and _running is not None:
+        slips = _running.slips
+    if slips is not None:
+        slips.append(message)
 
 
 def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None, **kwargs):
@@ -502,3 +509,57 @@ def settle(ex, misses: list):
             fitted.setdefault(diagnosis_id, [None] * len(misses))[n] = sentence
     smallest = misses[0]
     fail(smallest.message + name_mistakes(ex, explain_fits(fitted)), case=smallest.case, kind=smallest.kind)
+
+
+# -- values: section 1's extreme inputs and containers ----------------------------------------------
+
+GARBAGE_MAGNITUDE = 1e30  # section 1: a slot never attended may hold any finite value, 1e30 included
+
+
+def garbage(rng: np.random.Generator, shape, dtype=np.float64) -> np.ndarray:
+    """Finite values of every magnitude up to 1e30, both signs, for slots no query may attend
+    (masked keys, empty or stale slots, padding, beyond a sequence's length)."""
+    exponent = rng.integers(0, 31, shape)
+    values = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.1, 1.0, shape) * 10.0 ** exponent
+    values.flat[: min(values.size, 2)] = [GARBAGE_MAGNITUDE, -GARBAGE_MAGNITUDE][: min(values.size, 2)]
+    return values.astype(dtype)
+
+
+def offset_scores(rng: np.random.Generator, offsets, n: int, D: int, dtype=np.float64, spread: float = 1.0):
+    """(q [T, D], k [n, D]) whose scaled scores q k^T / sqrt(D) in row i are ``offsets[i]`` plus a
+    spread of about ``spread``: rows far above or far below 0 (section 1 allows [-1e4, 1e4], and a
+    row whose visible scores are all below -745 still has a softmax), built from ordinary keys."""
+    offsets = np.asarray(offsets, dtype=np.float64)
+    q = rng.standard_normal((len(offsets), D)) * spread
+    k = rng.standard_normal((n, D))
+    k[:, 0] = 1.0
+    q[:, 0] = offsets * np.sqrt(D)
+    return q.astype(dtype), k.astype(dtype)
+
+
+def received(value, *, call: str, shape: tuple, kind: str, slips: list | None = None, dtype=None,
+             case: dict | None = None) -> np.ndarray:
+    """:func:`expect_array`, and where the prompt fixes the dtype (``dtype``), another float or int
+    dtype of the same values is a slip too (a float32 output where float64 is asked). Slips go to
+    the running check (:func:`note_slip`); ``slips`` is that same list (:func:`slips_of`)."""
+    array = expect_array(value, call=call, shape=shape, kind=kind, case=case, slips=slips)
+    want = np.dtype(dtype) if dtype is not None else None
+    if want is None or array.dtype == want:
+        return array
+    note_slip(f"{call} returned {_article(str(array.dtype))} {array.dtype} array; expected {want}", slips)
+    with np.errstate(all="ignore"):
+        return array.astype(want)
+
+
+def slips_of(ex: ExerciseRun) -> list:
+    """The container slips met so far by the check in progress."""
+    return ex.slips
+
+
+def settle_slips(slips: list, case: dict | None = None):
+    """Fail as hygiene now when the values were right but came in another container or dtype
+    (the plugin does the same at the end of any check that met slips and nothing worse)."""
+    if slips:
+        more = f" (and {len(slips) - 1} more such replies)" if len(slips) > 1 else ""
+        fail(f"{slips[0]}{more}: the right values in another container or dtype than asked", case,
+             kind="hygiene")

@@ -545,7 +545,7 @@ def verify(exercises, seed, as_json):
     from .verify import verify as run_verify
 
     seed = fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
-    failed = 0
+    outcomes = []
     for outcome in run_verify(exercises or None, seed=seed):
         outcomes.append(outcome)
         if not as_json:
@@ -553,13 +553,13 @@ def verify(exercises, seed, as_json):
             click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
     failed = sum(not o.ok for o in outcomes)
     if as_json:
-        click.echo(json.dumps({"ok": not failed, "outcomes": [dataclasses.asdict(o) for o in outcomes]}, indent=2))
+        click.echo(json.dumps({"ok": not failed, "seed": seed, "outcomes": [dataclasses.asdict(o) for o in outcomes]},
+                              indent=2))
     else:
-        click.echo(f"{failed} self-check(s) failed" if failed else "all self-checks passed")
+        click.echo(f"{failed} self-check(s) failed at seed {seed}" if failed
+                   else f"all self-checks passed at seed {seed}")
     if failed:
-        click.echo(f"{failed} self-check(s) failed at seed {seed}")
         sys.exit(1)
-    click.echo(f"all self-checks passed at seed {seed}")
 
 
 @main.command(name="list")

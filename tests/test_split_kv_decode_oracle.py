@@ -102,13 +102,24 @@ def test_raw_exponentials_break_at_large_lse():
 def test_floor_ranges_drop_the_tail_and_are_named():
     assert diagnosis.floor_ranges(10, 3) == [(0, 3), (3, 6), (6, 9)]
     assert [i for i, _ in diagnosis.explaining_ranges([(0, 3), (3, 6), (6, 9)], 10, 3)] == ["uneven_split_drops_keys"]
-    assert [i for i, _ in diagnosis.explaining_ranges([(0, 3), (3, 6), (6, 10)], 10, 3)] == ["remainder_in_last_split"]
     assert diagnosis.explaining_ranges(oracle.ranges(10, 3), 10, 3) == []
 
 
+def test_valid_covers_of_other_sizes_are_conventions_named_for_what_they_follow():
+    assert not oracle.is_cover([(0, 3), (3, 6), (6, 9)], 10, 3)  # the tail is lost: a wrong cover
+    assert not oracle.is_cover([(0, 4), (4, 10)], 10, 3)  # two ranges where three were asked
+    assert not oracle.is_cover([(0, 4), (5, 7), (7, 10)], 10, 3)  # a gap
+    remainder, flash = [(0, 3), (3, 6), (6, 10)], [(0, 4), (4, 8), (8, 10)]
+    assert oracle.is_cover(remainder, 10, 3) and oracle.is_cover(flash, 10, 3)
+    assert [i for i, _ in diagnosis.naming_convention(remainder, 10, 3)] == ["remainder_in_last_split"]
+    assert [i for i, _ in diagnosis.naming_convention(flash, 10, 3)] == ["ceil_split_sizes"]
+    assert diagnosis.ceil_ranges(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]  # later splits may be empty
+    assert [i for i, _ in diagnosis.naming_convention([(0, 1), (1, 5), (5, 10)], 10, 3)] == ["other_split_sizes"]
+
+
 def test_plus_infinity_is_not_close_to_minus_infinity():
-    assert not diagnosis.close(np.inf, -np.inf, diagnosis.Tol(1e-8, 1e-9))
-    assert diagnosis.close(-np.inf, -np.inf, diagnosis.Tol(1e-8, 1e-9))
+    assert not diagnosis.close(np.inf, -np.inf, 1e-8)
+    assert diagnosis.close(-np.inf, -np.inf, 1e-8)
 
 
 def test_a_ring_buffer_holds_the_newest_tokens_in_their_slots():

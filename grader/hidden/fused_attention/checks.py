@@ -2,20 +2,34 @@
 
 The kernel reads K and V only through the grader's ``KVSource`` (kv_source.py), which lives in
 this process and logs every load; outputs are compared with the row-by-row oracle.
+
+| sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
+|---|---|
+| scaled scores anywhere in [-1e4, 1e4]; unseen slots hold any finite value | far_scores_and_unseen_slots |
+| float32 or float64 inputs; precision follows them | returns_output_and_lse, far_scores_and_unseen_slots |
+| right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
+| queries at their positions, keys at kv.positions (-1 empty), window W keys | plain_decode .. ring_buffer_window |
+| loads only the tiles some query may see | loads_exactly_visible_tiles |
+| never a T x S allocation | no_dense_allocation |
+| long contexts, positions past 2^31, numpy integers, list positions | long_context, numpy_integer_arguments |
+| a row that sees nothing: o = 0, lse = -inf, no warning | rows_that_see_nothing |
+| malformed arguments raise ValueError | rejects_invalid_arguments |
+
+Held elsewhere: ownership, calls in any order, integer dtypes (the general checks).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from grader.checking import (CheckFailure, describe, expect_array, expect_rejected, fail, grid_picture, measure,
-                              name_mistakes, odd_size, other_argument_types)
+from grader.checking import (CheckFailure, describe, expect_rejected, fail, garbage, grid_picture,
+                             measure, name_mistakes, odd_size, offset_scores, other_argument_types, received, slips_of,
+                             tolerance)
 
 from . import diagnosis, oracle
 from .kv_source import KVSource
-
-TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4}
 
 
 @dataclass
@@ -29,6 +43,7 @@ class Case:
     window: int | None = None
     block_q: int = 64
     block_k: int = 128
+    garbage: bool = False  # keys no query may see hold huge values
 
     @property
     def T(self):
@@ -42,9 +57,22 @@ class Case:
     def D(self):
         return self.q.shape[1]
 
-    @property
-    def tol(self):
-        return TOLERANCE[np.result_type(self.q, self.k)]
+    @cached_property
+    def magnitude(self) -> float:
+        """m of section 1's rule: the largest finite |lse| of the right answer."""
+        lse = diagnosis.right(self)[1]
+        return float(np.max(np.abs(lse[np.isfinite(lse)]), initial=1.0))
+
+    @cached_property
+    def tol(self) -> float:
+        """Section 1's tolerance for o, whose size is the values'."""
+        o = diagnosis.right(self)[0]
+        return tolerance((self.q, self.k, self.v), self.magnitude, float(np.max(np.abs(o), initial=1.0)))
+
+    @cached_property
+    def lse_tol(self) -> float:
+        """Section 1's tolerance for lse, itself of the scores' size."""
+        return tolerance((self.q, self.k, self.v), self.magnitude)
 
     def call_text(self):
         return (f"flash_attention(q [{self.T}, {self.D}], kv with {self.S:,} keys ({self.label}), q_positions, "
@@ -93,16 +121,17 @@ def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True):
     else:
         value, peak, warnings = ex.candidate.flash_attention(*args, **kwargs), None, []
     call, where = case.call_text(), case.describe(ex.seed)
-    if not isinstance(value, tuple) or len(value) != 2:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
         fail(f"{call} returned {describe(value)}; expected a tuple (o, lse)", where)
-    o = expect_array(value[0], call=f"{call}[0] (o)", shape=(case.T, case.D), kind="f", case=where)
-    lse = expect_array(value[1], call=f"{call}[1] (lse)", shape=(case.T,), kind="f", case=where)
+    slips = slips_of(ex)
+    o = received(value[0], call=f"{call}[0] (o)", shape=(case.T, case.D), kind="f", slips=slips, case=where)
+    lse = received(value[1], call=f"{call}[1] (lse)", shape=(case.T,), kind="f", slips=slips, case=where)
     return o, lse, source, peak, warnings
 
 
 def _first_difference(got, want, tol):
     """Index of the first entry (row for 2-D) where got and want disagree."""
-    bad = ~np.isclose(got, want, rtol=tol, atol=tol, equal_nan=False)
+    bad = ~np.isclose(got, want, rtol=0, atol=tol, equal_nan=False)
     bad |= np.isnan(got) != np.isnan(want)
     bad = bad.any(axis=1) if bad.ndim == 2 else bad
     return int(np.flatnonzero(bad)[0])
@@ -119,7 +148,7 @@ def _error(got, want):
 
 def _wrong(case, o, lse) -> bool:
     want_o, want_lse = diagnosis.right(case)
-    return not (diagnosis.same(o, want_o, case.tol) and diagnosis.same(lse, want_lse, case.tol))
+    return not (diagnosis.same(o, want_o, case.tol) and diagnosis.same(lse, want_lse, case.lse_tol))
 
 
 def expect_outputs(ex, case, o, lse):
@@ -134,8 +163,8 @@ def fail_outputs(ex, failures):
     case, (o, lse) = failures[0]
     want_o, want_lse = diagnosis.right(case)
     ok_o = diagnosis.same(o, want_o, case.tol)
-    name, got, want = ("o", o, want_o) if not ok_o else ("lse", lse, want_lse)
-    row = _first_difference(got, want, case.tol)
+    name, got, want, tol = ("o", o, want_o, case.tol) if not ok_o else ("lse", lse, want_lse, case.lse_tol)
+    row = _first_difference(got, want, tol)
     error = _error(got, want)
     seen = int(oracle.visible_keys(int(case.q_pos[row]), case.k_pos, case.window).sum())
     message = (f"{case.call_text()}: {name} differs from the expected value in row {row} (position "
@@ -144,7 +173,12 @@ def fail_outputs(ex, failures):
                + (f" ({len(failures)} cases wrong)" if len(failures) > 1 else ""))
     if name == "lse":
         message += f"; row {row}: got {float(lse[row]):.6g}, expected {float(want_lse[row]):.6g}"
-    if any(np.isnan(o_).any() or np.isnan(l_).any() for _, (o_, l_) in failures):
+    nan = [c for c, (o_, l_) in failures if np.isnan(o_).any() or np.isnan(l_).any()]
+    if nan and all(c.garbage for c in nan):  # NaN only where unseen keys hold huge values
+        fail(f"{message}; NaN appears only where keys no query may see hold huge values: a masked key "
+             "still entered the arithmetic (exp of a huge score is inf, and inf * 0 is NaN)", case.describe(ex.seed),
+             kind="nan")
+    if nan:
         sentence = diagnosis.nan_sentence(case, o, want_lse)
         ex.diagnose("nan_on_fully_masked_row", sentence)
         fail(f"{message}; {sentence}", case.describe(ex.seed), kind="nan")
@@ -251,6 +285,33 @@ def check_ring_buffer_window(ex):
                            "ring buffer chunk, window", window=window, block_q=16, block_k=24),
                       ring(rng, 67, 300, 30, 8, "ring buffer chunk, window, holes", window=50,
                            block_q=7, block_k=10, holes=9)])
+
+
+def _far(rng, case: Case, dtype) -> Case:
+    """``case`` with each query's scaled scores near an offset of its own in [-1e4, 1e4] (the first
+    far below 0, the second far above), in ``dtype``, and every key no query may see (empty slots,
+    keys before every window) holding any finite value."""
+    offsets = rng.uniform(-1e4, 1e4, case.T)
+    offsets[:2] = [-rng.uniform(800, 1e4), rng.uniform(800, 1e4)][:case.T]
+    case.q, case.k = offset_scores(rng, offsets, case.S, case.D, dtype)
+    case.v = case.v.astype(dtype)
+    unseen = ~np.any([oracle.visible_keys(int(p), case.k_pos, case.window) for p in case.q_pos], axis=0)
+    case.k[unseen] = garbage(rng, case.k[unseen].shape, dtype)
+    case.v[unseen] = garbage(rng, case.v[unseen].shape, dtype)
+    case.label += f", {np.dtype(dtype).name}, scores far from 0, unseen keys holding garbage"
+    case.garbage = True
+    return case
+
+
+def check_far_scores_and_unseen_slots(ex):
+    """Scaled scores from -1e4 to 1e4, float32 and float64, with keys no query may see holding any finite value."""
+    rng, cases = ex.rng, []
+    for dtype in (np.float32, np.float64):
+        cases += [_far(rng, contiguous(rng, 9, odd_size(rng, 200, 400), 8, "chunk, window", window=60, block_q=4,
+                                       block_k=32), dtype),
+                  _far(rng, ring(rng, 67, 300, 7, 8, "ring buffer, window, holes", window=50, block_q=3, block_k=10,
+                                 holes=9), dtype)]
+    expect_cases(ex, cases)
 
 
 def _expect_loads(ex, case, source):
@@ -443,3 +504,5 @@ def check_rejects_invalid_arguments(ex):
                         call=f"flash_attention with {what}", diagnosis="accepts_invalid_arguments",
                         why="a malformed call gives a silent answer or fails deep inside",
                         case={"T": 3, "S": 20, "D": 4, "problem": what})
+
+

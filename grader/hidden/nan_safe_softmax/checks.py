@@ -7,13 +7,36 @@ States are judged by what they mean: ``finalize``'s output and the log-sum-exp m
 Every check tries all its cases and reports the smallest failing one; a mistake is named only
 when it explains every failing case (or it and one other do) and no passing case rules it out
 (``diagnosis.explain_*``, or ``settle`` for dtypes and warnings).
+
+Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks that hold it:
+
+| sentence | checks |
+|---|---|
+| scaled scores anywhere in [-1e4, 1e4]; a row all below -745 has one | far_scores_attention, large_logits_attention |
+| slots never attended hold any finite value, 1e30 included | far_scores_attention, softmax_masked_entries_ignored |
+| float inputs float32 or float64 | every value check draws both |
+| precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
+| right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), the two dtype checks |
+| a row with no allowed entry gives zeros, never NaN | softmax_fully_masked_rows, fully_masked_rows_attention |
+| no numpy warning | quiet_on_empty_rows, quiet_on_large_logits |
+| scale 1/sqrt(D); m + log(l) is the log-sum-exp | one_chunk_attention |
+| n may be 0 | empty_chunk |
+| merging associative and commutative | chunks_merged_in_any_order |
+| the empty state is the identity | empty_state_is_identity, empty_chunk |
+| masked entries count for nothing, whatever they hold | softmax_masked_entries_ignored |
+| float32 in, float32 out | softmax_dtype_and_shape, state_dtype_and_shape |
+| bad shapes raise ValueError | rejects_bad_shapes |
+
+Held elsewhere: ownership, calls in any order, integer dtypes and "invalid arguments change
+nothing" (the general checks every exercise gets). Held by no check as such: the state's bits
+(m as the running max): states are judged by what they mean, as the contract says.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Miss, describe, expect_array, expect_rejected, fail, measure, name_mistakes, odd_size,
-                             settle)
+from grader.checking import (Miss, describe, expect_rejected, fail, garbage, measure, name_mistakes,
+                             odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -44,34 +67,35 @@ class Reply:
 def _softmax(ex, scores, mask, case) -> Reply:
     call = f"masked_softmax(scores {_text(scores)}, mask {_text(mask)})"
     value, warnings = _call(ex, "masked_softmax", scores, mask)
-    return Reply(expect_array(value, call=call, shape=scores.shape, kind="f", case=case), call, warnings)
+    return Reply(received(value, call=call, shape=scores.shape, kind="f", slips=slips_of(ex), case=case), call,
+                 warnings)
 
 
-def _expect_state(value, call, T, D, case):
+def _expect_state(value, call, T, D, case, slips):
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         fail(f"{call} returned {describe(value)}; expected a tuple (m [T], l [T], o [T, D]) with T = {T}, D = {D}",
              case)
-    m = expect_array(value[0], call=f"{call} -> m", shape=(T,), kind="f", case=case)
-    l = expect_array(value[1], call=f"{call} -> l", shape=(T,), kind="f", case=case)
-    o = expect_array(value[2], call=f"{call} -> o", shape=(T, D), kind="f", case=case)
+    m = received(value[0], call=f"{call} -> m", shape=(T,), kind="f", slips=slips, case=case)
+    l = received(value[1], call=f"{call} -> l", shape=(T,), kind="f", slips=slips, case=case)
+    o = received(value[2], call=f"{call} -> o", shape=(T, D), kind="f", slips=slips, case=case)
     return m, l, o
 
 
 def _partial(ex, q, k, v, mask, case) -> Reply:
     call = f"partial_attention(q {_text(q)}, k {_text(k)}, v {_text(v)}, mask {_text(mask)})"
     value, warnings = _call(ex, "partial_attention", q, k, v, mask)
-    return Reply(_expect_state(value, call, q.shape[0], v.shape[1], case), call, warnings)
+    return Reply(_expect_state(value, call, q.shape[0], v.shape[1], case, slips_of(ex)), call, warnings)
 
 
 def _merge(ex, a, b, case, call="merge_partials(a, b)") -> Reply:
     value, warnings = _call(ex, "merge_partials", tuple(a), tuple(b))
-    return Reply(_expect_state(value, call, a[0].shape[0], a[2].shape[1], case), call, warnings)
+    return Reply(_expect_state(value, call, a[0].shape[0], a[2].shape[1], case, slips_of(ex)), call, warnings)
 
 
 def _finalize(ex, state, case, call="finalize(state)") -> Reply:
     T, D = state[2].shape
     value, warnings = _call(ex, "finalize", tuple(state))
-    return Reply(expect_array(value, call=call, shape=(T, D), kind="f", case=case), call, warnings)
+    return Reply(received(value, call=call, shape=(T, D), kind="f", slips=slips_of(ex), case=case), call, warnings)
 
 
 # ---- comparisons --------------------------------------------------------------------------
@@ -479,6 +503,37 @@ def check_large_logits_attention(ex):
 
 
 
+def _far_qkv(dtype):
+    """q, k, v whose scaled scores in each row sit near its own offset in [-1e4, 1e4]: the first
+    row far below 0 (exp of every score underflows), the second far above (it overflows)."""
+    def make(rng, T, n):
+        offsets = rng.uniform(-1e4, 1e4, T)
+        offsets[:2] = [-rng.uniform(800, 1e4), rng.uniform(800, 1e4)][:T]
+        q, k = offset_scores(rng, offsets, n, odd_size(rng, 3, 20), dtype)
+        return q, k, rng.standard_normal(k.shape).astype(dtype)
+    return make
+
+
+def check_far_scores_attention(ex):
+    """Rows whose scaled scores all lie far from 0 (-1e4 to 1e4), keys no query may see holding any finite value."""
+    rng, judged = ex.rng, []
+    for dtype in (F32, F64):
+        q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, qkv=_far_qkv(dtype))
+        for row in (0, 1):  # the far rows see something
+            mask[row, int(rng.integers(0, k.shape[0]))] |= not mask[row].any()
+        unseen = ~mask.any(axis=0)
+        k[unseen], v[unseen] = garbage(rng, k[unseen].shape, dtype), garbage(rng, v[unseen].shape, dtype)
+        case = {"T": q.shape[0], "n": k.shape[0], "D": q.shape[1], "dtype": str(dtype), "cuts": cuts,
+                "keys no query may see": int(unseen.sum()), "seed": ex.seed}
+        state = _partial(ex, q, k, v, mask, case)
+        judged += _judged_states(ex, state.value, q, k, v, mask, case, state.call)
+        chunks = _chunk_states(ex, q, k, v, mask, cuts, case)
+        merged = _merge_tree(ex, chunks, rng, case, "left")
+        judged += _judged_states(ex, merged, q, k, v, mask, case, f"the {len(cuts) - 1} chunk states merged",
+                                 cuts=cuts, states=chunks)
+    _settle(ex, judged, diagnosis.explain_attention, _attention_message)
+
+
 # ---- numpy warnings -----------------------------------------------------------------------
 
 def _quiet_miss(reply, case, situation, empty_rows=True):
@@ -570,4 +625,5 @@ def check_rejects_bad_shapes(ex):
         expect_rejected(ex, getattr(ex.candidate, name), *args, call=call, diagnosis="accepts_bad_shapes",
                         why="numpy broadcast the mismatched shapes and a caller's bug turned into a "
                             "plausible-looking answer", case={"seed": ex.seed})
+
 

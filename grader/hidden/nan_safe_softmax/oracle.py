@@ -2,13 +2,16 @@
 
 Everything is computed from the definition: the allowed entries of a row, their largest value
 m, the weights exp(s - m), their exact sum. A row with no allowed entry has no weights: its
-softmax and its attention output are zeros and its log-sum-exp is -inf. Inputs are converted
+softmax and its attention output are zeros and its log-sum-exp is -inf. Attention's (o, lse)
+is the kit's one masked-attention oracle (``_oracles.attention_lse``). Inputs are converted
 to float64 exactly (float32 values are float64 values) and sums of weights use math.fsum, so
 the oracle's only rounding is float64's, far below what any float32 submission shows.
 """
 import math
 
 import numpy as np
+
+from .._oracles import attention_lse as attention  # noqa: F401  (the shared (o, lse) oracle)
 
 
 def softmax_row(scores, allowed) -> list[float]:
@@ -33,31 +36,6 @@ def scaled_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """q k^T / sqrt(D) in float64 [T, n]. Products of float32 values are exact in float64, so
     this is the exact score up to float64's rounding of the sum."""
     return (q.astype(np.float64) @ k.astype(np.float64).T) / math.sqrt(q.shape[1])
-
-
-def log_sum_exp(values: list[float]) -> float:
-    """log(sum(exp(values))) exactly enough; -inf for an empty list."""
-    if not values:
-        return -math.inf
-    top = max(values)
-    return top + math.log(math.fsum(math.exp(x - top) for x in values))
-
-
-def attention(q, k, v, mask) -> tuple[np.ndarray, np.ndarray]:
-    """(output float64 [T, Dv], lse float64 [T]) of masked attention, row by row.
-
-    A row that may see no key gets a zero output and lse = -inf."""
-    s = scaled_scores(q, k)
-    v64 = v.astype(np.float64)
-    out = np.zeros((q.shape[0], v.shape[1]))
-    lse = np.full(q.shape[0], -np.inf)
-    for i in range(q.shape[0]):
-        seen = np.flatnonzero(mask[i])
-        if seen.size:
-            weights = softmax_row(s[i, seen].tolist(), [True] * seen.size)
-            out[i] = np.asarray(weights) @ v64[seen]  # float64: far below float32's rounding
-            lse[i] = log_sum_exp(s[i, seen].tolist())
-    return out, lse
 
 
 def state_lse(m, l) -> np.ndarray:

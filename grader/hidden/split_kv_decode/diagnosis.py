@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.checking import tolerance
+
 from . import oracle
 
 LN2 = math.log(2.0)
@@ -16,23 +18,35 @@ LN2 = math.log(2.0)
 
 @dataclass(frozen=True)
 class Tol:
-    atol: float
-    rtol: float
+    """Section 1's absolute tolerances (``checking.tolerance``): for o, whose size is the values',
+    and for lse, whose size is the scores'."""
+    o: float
+    lse: float
+
+    @classmethod
+    def of(cls, inputs, want, magnitude: float | None = None) -> "Tol":
+        """For answers ``want`` = (o, lse or None) computed from ``inputs``; m is the largest
+        finite |lse| unless ``magnitude`` gives the scores' own."""
+        o, lse = (np.asarray(x, np.float64) if x is not None else None for x in want)
+        if magnitude is None:
+            magnitude = float(np.max(np.abs(lse[np.isfinite(lse)]), initial=1.0)) if lse is not None else 1.0
+        scale = float(np.max(np.abs(o[np.isfinite(o)]), initial=1.0))
+        return cls(tolerance(inputs, magnitude, scale), tolerance(inputs, magnitude))
 
 
-def close(got, want, tol: Tol) -> np.ndarray:
-    """Elementwise: equal (infinities included, NaN matching NaN) or within tolerance."""
+def close(got, want, atol: float) -> np.ndarray:
+    """Elementwise: equal (infinities included, NaN matching NaN) or within ``atol``."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        near = np.isfinite(want) & (np.abs(got - want) <= tol.atol + tol.rtol * np.abs(want))
+        near = np.isfinite(want) & (np.abs(got - want) <= atol)
     return (got == want) | (np.isnan(got) & np.isnan(want)) | near
 
 
 def off_rows(got_o, got_lse, want_o, want_lse, tol: Tol) -> np.ndarray:
     """[rows] bool: rows where o or (when both are given) lse differ. o may be [..., D]."""
-    bad = ~close(got_o, want_o, tol).all(axis=-1)
+    bad = ~close(got_o, want_o, tol.o).all(axis=-1)
     if got_lse is not None and want_lse is not None:
-        bad |= ~close(got_lse, want_lse, tol)
+        bad |= ~close(got_lse, want_lse, tol.lse)
     return bad
 
 
@@ -109,6 +123,14 @@ def merge_stale_max(o, lse):
     return acc / np.where(l > 0, l, 1.0)[:, None], None
 
 
+def _lost(got) -> np.ndarray:
+    """[rows]: what exp(lse) breaking leaves: an o row holding inf or NaN (overflow), or all zeros,
+    or an lse that is not finite (underflow); a row merely off by rounding is none of these."""
+    g_o = np.asarray(got[0], np.float64)
+    lost = ~np.isfinite(g_o).all(axis=-1) | (g_o == 0).all(axis=-1)
+    return lost | (~np.isfinite(np.asarray(got[1], np.float64)) if got[1] is not None else False)
+
+
 def explaining_merge(got, o, lse, want, tol, label="part"):
     """[(id, sentence)] of the merge mistakes that explain ``got`` for parts (o, lse); ``label``
     names a part in sentences ("part" or "split")."""
@@ -134,7 +156,8 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
     raw = merge_raw_exp(o, lse)
     beyond_exp = np.where(np.isfinite(lse), np.abs(lse), 0.0).max(axis=0) > 700  # where exp(lse) breaks
     seen = np.isfinite(lse).any(axis=0)  # rows every part missed are nan_on_empty_split's domain
-    if bad[seen].any() and np.array_equal(bad[seen], off_rows(*raw, *want, tol)[seen]) and beyond_exp[bad].all():
+    if (bad[seen].any() and np.array_equal(bad[seen], off_rows(*raw, *want, tol)[seen]) and beyond_exp[bad].all()
+            and _lost(got)[bad].all()):  # wrong where exp(lse) breaks, and as it breaks
         found.append(("merge_overflow",
                       f"query {row}, whose {label}s have lse up to {_g(np.max(lse[:, row]))}, is broken exactly "
                       "where exp(lse) without subtracting the largest overflows to inf or underflows to 0"))
@@ -200,17 +223,30 @@ def remainder_last_ranges(S, n):
     return [(i * size, (i + 1) * size if i < n - 1 else S) for i in range(n)]
 
 
+def ceil_ranges(S, n):
+    """FlashAttention's split sizes: ceil(S / n) keys each, the last split the remainder (or empty)."""
+    size = -(-S // n)
+    return [(min(i * size, S), min((i + 1) * size, S)) for i in range(n)]
+
+
 def explaining_ranges(got, S, n):
+    """The named mistakes of a cover that is not one (keys lost)."""
     if got == floor_ranges(S, n):
         return [("uneven_split_drops_keys",
                  f"split_ranges({S}, {n}) gave {n} ranges of {S // n} keys ending at {n * (S // n)}: the last "
                  f"{S - n * (S // n)} keys belong to no split")]
-    if got == remainder_last_ranges(S, n):
-        return [("remainder_in_last_split",
-                 f"split_ranges({S}, {n}) put all {S % n} leftover keys in the last range "
-                 f"({got[-1][1] - got[-1][0]} keys against {S // n}): sizes must differ by at most one, "
-                 "longer first")]
     return []
+
+
+def naming_convention(got, S, n):
+    """[(id, sentence)]: the convention a valid cover of other sizes follows (section 1 caps it at hire)."""
+    if got == ceil_ranges(S, n):
+        return [("ceil_split_sizes", f"split_ranges({S}, {n}) follows FlashAttention's convention, ceil(S / n) = "
+                                     f"{-(-S // n)} keys per split with the remainder in the last")]
+    if got == remainder_last_ranges(S, n):
+        return [("remainder_in_last_split", f"split_ranges({S}, {n}) gives every range S // n = {S // n} keys and "
+                                            f"the last one the {S % n} left over as well")]
+    return [("other_split_sizes", "its sizes follow a convention of its own")]
 
 
 # ---- split_kv_attention ------------------------------------------------------------------------

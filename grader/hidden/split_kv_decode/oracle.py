@@ -4,27 +4,9 @@ Attention is computed one query row at a time over the keys that row may see (ab
 positions: 0 <= k_pos <= q_pos), in float64 with the row's max subtracted. Nothing here knows
 about splits: the whole point of the exercise is that splitting changes nothing.
 """
-import math
-
 import numpy as np
 
-
-def attention_row(q_row, k, v, visible):
-    """(o [D], lse) of one query over the keys where ``visible`` [n] holds; (0, -inf) for none."""
-    keys = np.flatnonzero(visible)
-    if keys.size == 0:
-        return np.zeros(v.shape[1]), -math.inf
-    s = k[keys].astype(np.float64) @ q_row.astype(np.float64) / math.sqrt(len(q_row))  # [n_visible]
-    top = s.max()
-    w = np.exp(s - top)
-    return w @ v[keys].astype(np.float64) / w.sum(), top + math.log(w.sum())
-
-
-def masked_attention(q, k, v, mask):
-    """(o [T, D], lse [T]) of q [T, D] over k, v [n, D] where mask [T, n] allows."""
-    rows = [attention_row(q[i], k, v, mask[i]) for i in range(len(q))]
-    o = np.array([r[0] for r in rows]).reshape(len(q), v.shape[1])
-    return o, np.array([r[1] for r in rows], dtype=np.float64)
+from .._oracles import attention_lse as masked_attention  # the shared (o, lse) oracle
 
 
 def visible(q_positions, k_positions):
@@ -46,6 +28,14 @@ def ranges(S: int, num_splits: int) -> list[tuple[int, int]]:
     for size in sizes:
         bounds.append(bounds[-1] + size)
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def is_cover(ranges, S: int, num_splits: int) -> bool:
+    """Exactly ``num_splits`` contiguous, ordered (start, stop) ranges covering 0 .. S: a valid cover,
+    whatever its sizes (section 1: the sizes are a convention no correct use reads)."""
+    bounds = [0] + [stop for _, stop in ranges]
+    return (len(ranges) == num_splits and all(a == b for (a, _), b in zip(ranges, bounds))
+            and all(a <= b for a, b in ranges) and bounds[-1] == S)
 
 
 def sequence_positions(P: int, L: int, T: int):

@@ -1,24 +1,38 @@
 """Known-wrong varlen masks and left-padding rules, and the sentences that name them.
 
-A variant is a whole wrong answer for one input. A failing case is explained by the first
-variant that equals the candidate's answer on it; the checks name mistakes only when every
-failing case of a check is explained (see ``explain``).
+Each mistake is a ``checking.Variant`` over a :class:`Case`: its wrong mask (or positions) for
+the case's inputs, turned into what the check compares (an attention output, for attention
+checks). The checks name a mistake through ``checking.explain``: only when it fits every failing
+case of a check (or it and one other do); ``same`` is this exercise's comparator.
 """
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from grader.checking import Explanation, Variant, explain
+
 from . import oracle
 
-TOLERANCE = 1e-8
+
+@dataclass
+class Case:
+    """One failing input: ``inputs`` ((cu_q, cu_k), or (attention_mask, T or None)), the right mask
+    or positions the sentences compare with, ``compute`` turning a variant's mask into what the
+    check compares (None: the mask itself) and the tolerance of that comparison."""
+    inputs: tuple
+    want: np.ndarray
+    compute: Callable | None = None
+    atol: float = 0.0
+
+    def compared(self, answer):
+        return answer if self.compute is None else self.compute(answer)
 
 
-@dataclass(frozen=True)
-class Variant:
-    names: Callable  # (input) -> tuple of diagnosis ids this wrong answer shows
-    answer: Callable  # (input) -> the wrong answer
-    sentence: Callable  # (input, correct answer, wrong answer) -> a concrete sentence
+def _variant(diagnosis_id: str, answer: Callable, say: Callable) -> Variant:
+    """A checking.Variant from a wrong ``answer(inputs)`` and ``say(inputs, right, wrong)``."""
+    return Variant(diagnosis_id, lambda case: case.compared(answer(case.inputs)),
+                   lambda case: say(case.inputs, case.want, answer(case.inputs)))
 
 
 # -- packed batches: inputs are (cu_q, cu_k) as int64 arrays ---------------------------------
@@ -137,28 +151,41 @@ def _say_empty_lookup(inputs, want, got):
 
 
 def _say_packed(inputs, want, got):
+    """Sequence boundaries ignored; where one batch-wide offset is also wrong, that is said too."""
     sentence = _say_cross(inputs, want, got)
-    if "global_offset" in _packed_names(inputs):
+    if not np.array_equal(_global_index(*inputs), oracle.varlen_mask(*inputs)):
         within = _say_offset("within its own sequence too, one offset (total_k - total_q) for the whole batch")
         sentence += "; " + within(inputs, want, _global_index(*inputs))
     return sentence
 
 
-def _packed_names(inputs):
-    wrong_offsets = not np.array_equal(_global_index(*inputs), oracle.varlen_mask(*inputs))
-    return ("cross_sequence_attention",) + (("global_offset",) if wrong_offsets else ())
+def _top_left(cu_q, cu_k):
+    return _per_sequence(cu_q, cu_k, np.zeros(len(cu_q) - 1, np.int64))
+
+
+def _say_top_left(inputs, want, got):
+    cu_q, cu_k = inputs
+    n_q, n_k = _counts(cu_q, cu_k)
+    r = _first_wrong_row(want, got)
+    b = _sequence_of(cu_q, r)
+    i = r - int(cu_q[b])
+    return (f"each sequence's queries start at its first key (as xformers' BlockDiagonalCausalMask or PyTorch's "
+            f"is_causal align them): sequence {b} (n_q = {n_q[b]}, n_k = {n_k[b]}) has its query {i} (row {r}) see "
+            f"{_keys(got[r].sum())}, not {int(want[r].sum())}; its queries are its last {n_q[b]} positions, "
+            f"{n_k[b] - n_q[b]} .. {n_k[b] - 1}")
 
 
 MASK_VARIANTS = [
-    Variant(lambda i: ("global_offset",), lambda i: _global_local(*i),
-            _say_offset("one offset (total_k - total_q) for the whole batch instead of per sequence")),
-    Variant(lambda i: ("global_offset",), lambda i: _global_index(*i),
-            _say_offset("one bottom-right offset over the packed rows (total_k - total_q) instead of per sequence")),
-    Variant(lambda i: ("global_offset",), lambda i: _first_offset(*i),
-            _say_offset("the first sequence's offset used for every sequence")),
-    Variant(_packed_names, lambda i: _packed_causal(*i), _say_packed),
-    Variant(lambda i: ("cross_sequence_attention",), lambda i: _earlier_visible(*i), _say_cross),
-    Variant(lambda i: ("cross_sequence_attention",), lambda i: _empty_lookup(*i), _say_empty_lookup),
+    _variant("global_offset", lambda i: _global_local(*i),
+             _say_offset("one offset (total_k - total_q) for the whole batch instead of per sequence")),
+    _variant("global_offset", lambda i: _global_index(*i),
+             _say_offset("one bottom-right offset over the packed rows (total_k - total_q) instead of per sequence")),
+    _variant("global_offset", lambda i: _first_offset(*i),
+             _say_offset("the first sequence's offset used for every sequence")),
+    _variant("cross_sequence_attention", lambda i: _packed_causal(*i), _say_packed),
+    _variant("cross_sequence_attention", lambda i: _earlier_visible(*i), _say_cross),
+    _variant("cross_sequence_attention", lambda i: _empty_lookup(*i), _say_empty_lookup),
+    _variant("top_left_alignment", lambda i: _top_left(*i), _say_top_left),
 ]
 
 
@@ -213,56 +240,35 @@ def _say_query_columns(inputs, want, got):
 
 
 POSITION_VARIANTS = [
-    Variant(lambda i: ("positions_count_padding",), _column_positions, _say_columns),
-    Variant(lambda i: ("positions_count_padding",),
-            lambda i: np.broadcast_to(np.arange(i[0].shape[1]), i[0].shape), _say_columns),
+    _variant("positions_count_padding", _column_positions, _say_columns),
+    _variant("positions_count_padding", lambda i: np.broadcast_to(np.arange(i[0].shape[1]), i[0].shape), _say_columns),
 ]
 
 DECODE_MASK_VARIANTS = [
-    Variant(lambda i: ("padding_visible",), _padding_visible, _say_padding_visible),
-    Variant(lambda i: ("positions_count_padding",), _query_columns, _say_query_columns),
+    _variant("padding_visible", _padding_visible, _say_padding_visible),
+    _variant("positions_count_padding", _query_columns, _say_query_columns),
 ]
 
 
 # -- explaining failures ---------------------------------------------------------------------
 
 
-def _same(got, wrong):
+def _same(got, wrong, atol=0.0):
     if got.shape != wrong.shape:
         return False
     if got.dtype.kind == "f" or wrong.dtype.kind == "f":
         # a row that sees nothing under the variant (NaN) matches zeros or NaN
         empty = np.isnan(wrong).all(axis=-1, keepdims=True)
-        close = np.isclose(got, np.nan_to_num(wrong), rtol=0, atol=TOLERANCE)
+        close = np.isclose(got, np.nan_to_num(wrong), rtol=0, atol=atol)
         return bool((close | (empty & np.isnan(got))).all())
     return np.array_equal(got, wrong)
 
 
-def matching(variants, inputs, got, compute=None) -> list[int]:
-    """Indices of the variants equal to ``got`` on ``inputs``.
-
-    ``compute`` turns a variant's answer into what is compared (e.g. attention outputs from a
-    variant's mask); by default the answer itself."""
-    found = []
-    for n, variant in enumerate(variants):
-        wrong = variant.answer(inputs)
-        if _same(got, wrong if compute is None else compute(wrong)):
-            found.append(n)
-    return found
+def _fits(got, wrong, case: Case) -> bool:
+    return _same(got, wrong, case.atol)
 
 
-def explain(variants, cases):
-    """(names, sentence) per failing case, or None where no variant fits that case.
-
-    ``cases`` are (inputs, correct answer, matching indices). A variant that fits every case
-    is preferred, so one mistake is told the same way throughout a check."""
-    common = set.intersection(*(set(c[2]) for c in cases)) if cases else set()
-    out = []
-    for inputs, want, found in cases:
-        chosen = min(common) if common else (found[0] if found else None)
-        if chosen is None:
-            out.append(None)
-            continue
-        variant = variants[chosen]
-        out.append((variant.names(inputs), variant.sentence(inputs, want, variant.answer(inputs))))
-    return out
+def explain_failures(variants, failures) -> Explanation:
+    """Which mistakes explain every failing (Case, submitted answer): ``checking.explain`` with
+    this exercise's comparator; a variant equal to the right answer on a case fits nothing there."""
+    return explain(variants, failures, right=lambda case: case.compared(case.want), same=_fits)

@@ -6,6 +6,7 @@ packed layout except to find a sequence's own rows.
 import numpy as np
 
 from .._oracles import attention as masked_attention  # noqa: F401  (shared; a row that sees nothing is NaN)
+from .._oracles import attention_lse
 
 
 def sequences(cu_q, cu_k):
@@ -29,21 +30,21 @@ def varlen_mask(cu_q, cu_k) -> np.ndarray:
     return mask
 
 
-def attend(q, k, v):
-    """Softmax attention of each query row over every given key (scale 1/sqrt(D))."""
-    scores = q @ k.T / np.sqrt(q.shape[1])
-    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
-    return weights / weights.sum(axis=1, keepdims=True) @ v
+def varlen_attention_lse(q, k, v, cu_q, cu_k) -> tuple[np.ndarray, np.ndarray]:
+    """(o [total_q, D], lse [total_q]): each sequence alone, its queries over its own keys with the
+    decode rule, through the kit's one masked-attention oracle."""
+    o, lse = np.zeros((q.shape[0], v.shape[1])), np.full(q.shape[0], -np.inf)
+    for q_rows, k_rows, q_positions in sequences(cu_q, cu_k):
+        if len(q_rows):
+            rows, keys = slice(q_rows.start, q_rows.stop), slice(k_rows.start, k_rows.stop)
+            mask = np.arange(len(k_rows))[None, :] <= np.asarray(q_positions)[:, None]
+            o[rows], lse[rows] = attention_lse(q[rows], k[keys], v[keys], mask)
+    return o, lse
 
 
 def varlen_attention(q, k, v, cu_q, cu_k) -> np.ndarray:
-    """Each sequence alone: dense causal attention of its queries over its own keys."""
-    out = np.zeros((q.shape[0], v.shape[1]))
-    for q_rows, k_rows, q_positions in sequences(cu_q, cu_k):
-        for row, q_position in zip(q_rows, q_positions):
-            seen = list(k_rows)[: q_position + 1]
-            out[row] = attend(q[row:row + 1], k[seen], v[seen])[0]
-    return out
+    """Each sequence alone: causal attention of its queries over its own keys."""
+    return varlen_attention_lse(q, k, v, cu_q, cu_k)[0]
 
 
 def left_padded_positions(attention_mask) -> np.ndarray:

@@ -62,6 +62,8 @@ def merge_states(o, lse):
 
 def split_ranges(S, num_splits):
     """num_splits contiguous (start, stop) ranges covering 0 .. S, longer ones first."""
+    if isinstance(S, (float, np.floating)) or isinstance(num_splits, (float, np.floating)):
+        raise ValueError(f"S and num_splits must be ints, got {S!r} and {num_splits!r}")
     S, num_splits = operator.index(S), operator.index(num_splits)
     if S < 0 or num_splits < 1:
         raise ValueError(f"need S >= 0 and num_splits >= 1, got S = {S}, num_splits = {num_splits}")

@@ -62,6 +62,8 @@ def left_padded_positions(attention_mask):
 def left_padded_decode_mask(attention_mask, T):
     mask = _padding(attention_mask)
     B, S = mask.shape
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)):
+        raise ValueError(f"T must be an int, got {T!r}")
     if not 1 <= T <= S or not mask[:, S - T:].all():
         raise ValueError("need 1 <= T <= S with the last T columns real")
     positions = np.where(mask, np.cumsum(mask, axis=1) - 1, -1)

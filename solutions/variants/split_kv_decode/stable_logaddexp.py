@@ -34,6 +34,8 @@ def merge_states(o, lse):
 
 
 def split_ranges(S, num_splits):
+    if int(S) != S or int(num_splits) != num_splits:
+        raise ValueError(f"S and num_splits must be integers, got {S!r} and {num_splits!r}")
     S, n = int(S), int(num_splits)
     if S < 0 or n < 1:
         raise ValueError(f"need S >= 0 and num_splits >= 1, got {S}, {n}")

@@ -1,12 +1,15 @@
-"""Known wrong: split_ranges gives every range S // num_splits keys and the last one the remainder
-too: no key lost, but sizes differ by more than one.
+"""Known wrong: attention_with_lse subtracts the largest score over every key, masked ones included.
+Any shift leaves a softmax unchanged, so ordinary inputs come out right; but a key no query may see
+can hold anything (an empty ring slot holding 1e30): the visible scores then sit so far below that
+max that exp underflows to 0 for all of them, and the row loses every key it saw.
 """
+EXPECTED_DIAGNOSIS = ()  # no named mistake is this one
+EXPECTED_LEVEL = "weak"
+
 import math
 import operator
 
 import numpy as np
-
-EXPECTED_DIAGNOSIS = "remainder_in_last_split"
 
 
 def _floats(name: str, x, ndim: int) -> np.ndarray:
@@ -37,9 +40,10 @@ def attention_with_lse(q, k, v, mask):
     if D == 0 or k.shape != (n, D) or v.shape != (n, D) or mask.shape != (T, n) or mask.dtype != bool:
         raise ValueError(f"need q [T, D], k [n, D], v [n, D], bool mask [T, n]; got {q.shape}, {k.shape}, "
                          f"{v.shape}, {mask.dtype} {mask.shape}")
-    s = np.where(mask, q @ k.T / math.sqrt(D), -np.inf)  # scaled scores           [T, n]
-    m = np.max(s, axis=1, initial=-np.inf)  # -inf on rows that see nothing            [T]
-    m_safe = np.where(np.isfinite(m), m, 0.0)  # never evaluate -inf - (-inf)          [T]
+    raw = q @ k.T / math.sqrt(D)  # scaled scores                                        [T, n]
+    s = np.where(mask, raw, -np.inf)
+    m = np.max(raw, axis=1, initial=-np.inf)  # the mistake: the max over every key, masked ones too
+    m_safe = np.where(np.isfinite(m) & mask.any(axis=1), m, 0.0)
     p = np.exp(s - m_safe[:, None])  # [T, n]
     l = p.sum(axis=1)  # [T]
     o = p @ v / _nonzero(l)[:, None]  # [T, D]
@@ -62,11 +66,14 @@ def merge_states(o, lse):
 
 def split_ranges(S, num_splits):
     """num_splits contiguous (start, stop) ranges covering 0 .. S, longer ones first."""
+    if isinstance(S, (float, np.floating)) or isinstance(num_splits, (float, np.floating)):
+        raise ValueError(f"S and num_splits must be ints, got {S!r} and {num_splits!r}")
     S, num_splits = operator.index(S), operator.index(num_splits)
     if S < 0 or num_splits < 1:
         raise ValueError(f"need S >= 0 and num_splits >= 1, got S = {S}, num_splits = {num_splits}")
-    size = S // num_splits
-    return [(i * size, (i + 1) * size if i < num_splits - 1 else S) for i in range(num_splits)]
+    size, longer = divmod(S, num_splits)
+    stops = np.cumsum([size + (i < longer) for i in range(num_splits)])
+    return [(int(stop - size - (i < longer)), int(stop)) for i, stop in enumerate(stops)]
 
 
 def split_kv_attention(q, k, v, q_positions, k_positions, num_splits):
