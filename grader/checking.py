@@ -398,3 +398,13 @@ def settle(ex, misses: list):
     if smallest.found and not shared:
         message += f" (consistent with {smallest.found[0][0]} in this case, not in every failing case)"
     fail(message, case=smallest.case, kind=smallest.kind)
+
+
+# -- values: what section 1 allows an input to hold --------------------------------------------------
+
+
+def garbage(rng: np.random.Generator, shape) -> np.ndarray:
+    """Finite float64 values of any magnitude from 1 to 1e30, either sign: what a slot that no
+    query may read can hold (section 1). A slot hidden by adding -1e9 to its score is not hidden
+    once it holds 1e12."""
+    return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(0, 30, shape)

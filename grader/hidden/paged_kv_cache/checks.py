@@ -51,6 +51,7 @@ from grader.checking import (
     expect_array,
     expect_rejected,
     fail,
+    garbage,
     odd_size_closed,
     summarize,
 )
@@ -284,12 +285,6 @@ class LentLayout(Lent):
 
     def num_free_blocks(self):
         return self.num_free
-
-
-def garbage(rng, shape) -> np.ndarray:
-    """Finite values of any magnitude up to 1e30, either sign: what a slot no query may read can
-    hold (section 1). Masking such a slot by adding -1e9 to its score does not hide it."""
-    return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(0, 30, shape)
 
 
 def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, int]:
