@@ -675,7 +675,7 @@ def check_attention_gqa_groups(ex):
 
 
 def check_attention_extreme_scores(ex):
-    """paged_attention with scaled scores up to 1e4 in size and float32 queries, leftovers of any size in unread slots."""
+    """paged_attention with scaled scores up to 1e4 in size and float32 queries, values of any size in unread slots."""
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((5, 2, 3), (1, 1, 2), (7, 3, 1)):
         lens = _lens(rng, 2, bs, longest=30)

@@ -348,7 +348,7 @@ def check_decode_stream(ex):
 
 
 def check_chunked_stream(ex):
-    """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
+    """Chunks of random size (T = 1 and T > 1), wrapping many times, each shorter than capacity - window."""
     rng, streams = ex.rng, []
     for _ in range(3):
         C = odd_size_closed(rng, 20, 70)
@@ -359,7 +359,7 @@ def check_chunked_stream(ex):
 
 
 def check_chunk_overwrites_needed_slots(ex):
-    """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
+    """capacity = window with chunks of T > 1, and chunks nearly as long as the ring."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 24)
     equal = make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1))
