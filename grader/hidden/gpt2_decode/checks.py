@@ -5,11 +5,29 @@ process (what decode_step runs on) and here (its parameters feed the oracle). Lo
 compared with the whole-sequence oracle, row by row, with section 1's precision rule. A check feeds
 every run it tries before it fails, reports the smallest run that went wrong, and names a
 mistake only when it explains every wrong step of every run (``diagnosis.explain_steps``).
+
+One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> check id):
+
+| sentence | check |
+|---|---|
+| KVCache(config); len = cached positions | returns_logits, every run (len after every step) |
+| embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
+| projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed in place) |
+| logits match model.forward on the whole sequence | every run, section 1's precision rule |
+| past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
+| token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
+| two caches on one model are independent | independent_caches |
+| outputs are float64 arrays; right values in a list: hygiene | returns_logits |
+| arguments unchanged (the model's parameters too); calls in any order | (the toolkit's ownership and call-order probes) |
+
+Sentences no check here holds as such: a step that recomputes the past from a private copy of
+the weights it took at an earlier step (every model object it was handed is checked, not a copy
+it made); the row count of ``c_attn`` (the prompt no longer promises that the grader reads it).
 """
 import importlib.util
 import sys
 import zlib
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -30,10 +48,10 @@ from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import tokens as _tokens
 
-BASE = dict(vocab_size=97, n_ctx=83, n_embd=60, n_head=5, n_layer=2)  # no size a power of two
+BASE = {"vocab_size": 97, "n_ctx": 83, "n_embd": 60, "n_head": 5, "n_layer": 2}  # no size a power of two
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kit_gpt2(path: str):
     name = f"kvgrade_kit_gpt2_{zlib.crc32(path.encode()):08x}"  # the kit's file, not any "gpt2" on sys.path
     spec = importlib.util.spec_from_file_location(name, path)
@@ -158,8 +176,8 @@ def random_config(rng) -> dict:
     width = odd_size(rng, 3, 14) if n_head == 1 else int(rng.integers(3, 14))  # n_embd = n_head * width
     while (n_head * width) & (n_head * width - 1) == 0:
         width += 1
-    return dict(vocab_size=odd_size(rng, 40, 140), n_ctx=odd_size(rng, 30, 90), n_embd=n_head * width,
-                n_head=n_head, n_layer=int(rng.integers(1, 4)))
+    return {"vocab_size": odd_size(rng, 40, 140), "n_ctx": odd_size(rng, 30, 90), "n_embd": n_head * width,
+            "n_head": n_head, "n_layer": int(rng.integers(1, 4))}
 
 
 def check_returns_logits(ex):

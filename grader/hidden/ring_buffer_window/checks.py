@@ -7,6 +7,29 @@ failed (and diagnosed) in that part only. A check tries all its cases (masks, st
 appended to) before it fails, reports the smallest failing one, and names a mistake only when it
 explains every failing case: masks and streams through ``diagnosis``, cache states through
 ``checking.settle``.
+
+One sentence, one property (CONTRACT section 1 and ring_buffer_window's section -> check id):
+
+| sentence | check |
+|---|---|
+| keys, values [capacity, head_dim]; positions int64, -1 = empty | fresh_cache |
+| len = tokens appended; append writes slot position % capacity | append_wraps_slots, append_longer_than_capacity |
+| window_mask: k <= p and k > p - W (W keys, itself included), -1 never | window_mask_* |
+| windowed_attention_step: positions len .. len + T - 1, last W each, scale 1/sqrt(D) | decode_stream, chunked_stream, window_one, window_equals_capacity |
+| ... and leaves them appended | step_leaves_tokens_appended |
+| window <= capacity; T > 1; a chunk may overwrite slots its earlier queries need | chunk_overwrites_needed_slots, chunk_longer_than_capacity |
+| empty slots never attended | before_the_ring_fills |
+| never-attended slots hold any finite value (1e30) | slots_outside_the_window |
+| positions of any size (2^31) | long_positions |
+| numpy integers for ints, lists for index arrays | numpy_integer_arguments |
+| invalid arguments (float sizes too): ValueError, nothing changed | rejects_invalid_arguments |
+| right values in another container or dtype: hygiene | returns_arrays |
+| precision follows the inputs | every stream (checking.off_by) |
+| arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+
+Sentences no check here holds as such: "scores anywhere in [-1e4, 1e4]" (streams draw ordinary
+scores); the empty slots of the candidate's own fresh ring cannot be filled with garbage by
+the grader, so only slots it wrote are tried with extreme values.
 """
 from dataclasses import dataclass
 
@@ -52,8 +75,8 @@ def _state_miss(cache, ring: oracle.Ring, case, after: str) -> Miss | None:
         found = []
         if ring.length > C and np.array_equal(positions, np.where(ring.positions >= 0, np.arange(C), -1)):
             found.append(("slot_index_positions",
-                          f"the cache records slot indices, not positions: after {ring.length} tokens in "
-                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}"))
+                          (f"the cache records slot indices, not positions: after {ring.length} tokens in "
+                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")))
         return Miss(size, f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
                           f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})",
                     case, kind="corrupt", found=found)
@@ -348,7 +371,7 @@ def check_decode_stream(ex):
 
 
 def check_chunked_stream(ex):
-    """Chunks of random size (T = 1 and T > 1), wrapping many times, each shorter than capacity - window."""
+    """Chunks of random size (T = 1 and T > 1), wrapping the ring many times."""
     rng, streams = ex.rng, []
     for _ in range(3):
         C = odd_size_closed(rng, 20, 70)

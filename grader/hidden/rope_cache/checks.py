@@ -6,6 +6,27 @@ over the whole sequence computed from scratch (for a draft: over the cache plus 
 and the cache's length, stored keys and values with the sequence's own tokens, each key rotated
 once at its position. A check tries all its scripts, reports the smallest failing one, and
 names a mistake only when replaying that mistake reproduces every failing script.
+
+One sentence, one property (CONTRACT section 1 and rope_cache's section -> check id):
+
+| sentence | check |
+|---|---|
+| rotate-half formula, theta_i = p * base ** (-2 i / D); positions unsorted | rope_values, rope_relative_invariance |
+| odd D, negative positions, base <= 1: ValueError | rejects_invalid_arguments |
+| cache.base kept; keys and values [len, H, D] | fresh_cache |
+| a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, one_token_at_a_time, random_chunks |
+| cached keys never rotated again; stored keys are part of the answer | every script (keys compared after every step), decode_step_memory |
+| parents: drafts at len + depth(i), see the cache, ancestors, itself; nothing appended | tree_after_prefill |
+| T = 0 returns [0, H, D], changes nothing | one_token_at_a_time, random_chunks |
+| float32 or float64 inputs; outputs float64 or the inputs' dtype | random_chunks, rope_values, returns_arrays |
+| precision follows the inputs (float32 angles at 1e5 are wrong) | rope_values (oracle.tolerance) |
+| lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, fresh_cache |
+| right values in another container: hygiene | returns_arrays |
+| arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+
+Sentences no check here holds as such: "keys and values may be properties" (a freedom);
+"scores anywhere in [-1e4, 1e4]" (scripts draw ordinary scores); trees thousands deep (the
+trees here are at most a dozen drafts).
 """
 from dataclasses import dataclass
 from functools import cached_property
