@@ -43,6 +43,7 @@ from grader.checking import (
     tolerance,
 )
 from grader.sandbox import CandidateRaised
+from grader.stateful import Op, describe_ops, shrink
 
 from .._values import as_array, container_slip
 from . import diagnosis, oracle
@@ -221,13 +222,33 @@ def check_decode_from_empty_cache(ex):
     _expect_run(run, run.feed(ids, [1] * 12), "one token per call from an empty cache")
 
 
+def _steps(ids, chunks) -> list[Op]:
+    out, start = [], 0
+    for T in chunks:
+        out.append(Op("decode_step", (tuple(ids[start:start + T]),), _tokens(T)))
+        start += T
+    return out
+
+
 def check_chunked_prefill(ex):
-    """Chunked prefill: steps of random sizes T > 1 on a non-empty cache match forward."""
-    run = Run(ex, BASE, 15)
-    total = int(ex.rng.integers(55, 80))
-    chunks = _random_chunks(ex.rng, total, int(ex.rng.integers(5, 17)))
-    ids = _random_ids(ex.rng, 97, total)
-    _expect_run(run, run.feed(ids, chunks), f"a {total}-token sequence in steps of {chunks}")
+    """Chunked prefill: sequences of steps of random sizes (T > 1 and T = 1) on a non-empty cache match forward."""
+    sequences = []
+    for _ in range(2):
+        total = int(ex.rng.integers(55, 80))
+        chunks = _random_chunks(ex.rng, total, int(ex.rng.integers(5, 17)))
+        sequences.append(_steps(_random_ids(ex.rng, 97, total), chunks))
+
+    def play(ops):  # a fresh cache fed these steps: (run, its logits) when they are wrong
+        run = Run(ex, BASE, 15)
+        got = run.feed([t for op in ops for t in op.args[0]], [len(op.args[0]) for op in ops])
+        return None if oracle.close(got, run.expected()) else (run, got)
+
+    failing = [(ops, found) for ops in sequences if (found := play(ops)) is not None]
+    if failing:  # the first one shrunk within a fixed number of replays is the case shown; a mistake
+        ops, (run, got) = shrink(*failing[0], play)  # is named only when it explains every run
+        shown = f"a {len(run.ids)}-token sequence in steps of {run.chunks}, shrunk from a longer failing one"
+        _expect_runs(ex, [(run, got, f"{shown} ({describe_ops(ops)})")]
+                     + [(r, g, f"steps of {r.chunks}") for _, (r, g) in failing])
 
 
 def check_random_configs(ex):

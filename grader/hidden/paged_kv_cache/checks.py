@@ -57,7 +57,7 @@ from grader.checking import (
 )
 from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
-from grader.stateful import Op, describe_ops, first_failure
+from grader.stateful import Op, describe_ops, shrink
 
 from .._values import as_array, container_slip
 from . import diagnosis, oracle
@@ -651,11 +651,14 @@ def check_operation_sequences(ex):
     hard = tuple(kind for kind in FAILURE_KINDS if kind != "efficiency")
     for kinds in (hard, ("efficiency",)):  # a wrong answer first; waste only when nothing is wrong
         for sizes, sequences, memo in drawn:
-            found = first_failure(sequences, _only(_player(ex, sizes, memo), kinds))
-            if found:
-                ops, (failure, named) = found
+            play = _only(_player(ex, sizes, memo), kinds)
+            failing = [(ops, found) for ops in sequences if (found := play(ops)) is not None]
+            if failing:  # the first one shrunk is the case shown; a mistake is named only when every
+                ops, (failure, named) = shrink(*failing[0], play)  # failing sequence, shrunk or not, shows it
+                shared = set.intersection(*({i for i, _ in found[1]} for _, found in failing))
                 for mistake in named:
-                    ex.diagnose(*mistake)
+                    if mistake[0] in shared:
+                        ex.diagnose(*mistake)
                 nb, bs, Hkv, D, group = sizes
                 case = {"num_blocks": nb, "block_size": bs, "num_kv_heads": Hkv, "head_dim": D,
                         "query_heads": Hkv * group, "operations": describe_ops(ops), "seed": ex.seed}

@@ -42,6 +42,7 @@ from grader.checking import (
     odd_size,
     settle,
 )
+from grader.stateful import shrink
 
 from .._values import as_array, container_slip
 from . import diagnosis, oracle
@@ -353,6 +354,50 @@ def check_tree_after_prefill(ex):
     scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
                           "a prefill of 7 tokens, a step of 1, then a tree (D = 2)"))
     _expect_scripts(ex, scripts)
+
+
+# ---- random sequences of steps and trees (grader.stateful) ---------------------------------------
+
+
+def _random_steps(rng, H, D, count) -> list[Step]:
+    """Plain steps of every size (T = 0, 1, a few, a long chunk) and trees of every shape, interleaved."""
+    steps = []
+    for _ in range(count):
+        if rng.random() < 0.35:
+            T = int(rng.integers(1, 9))
+            shape = rng.choice(["chain", "bushy", "random"])
+            parents = (list(range(-1, T - 1)) if shape == "chain" else
+                       [-1] + [int(rng.integers(0, max(1, i // 2 + 1))) for i in range(1, T)] if shape == "bushy" else
+                       random_tree(rng, T))
+            steps.append(tree_step(rng, parents, H, D, as_array=rng.random() < 0.5))
+        else:
+            T = int(rng.choice([0, 1, 1, 2, 3, int(rng.integers(4, 12)), int(rng.integers(12, 30))]))
+            steps += plain_steps(rng, [T], H, D)
+    return steps
+
+
+def _playable(steps) -> list[Step]:
+    """A tree needs a cached token to hang from: trees before the first plain token are left out."""
+    out, cached = [], 0
+    for step in steps:
+        if step.parents is None or cached:
+            out.append(step)
+            cached += len(step.q) if step.parents is None else 0
+    return out
+
+
+def check_steps_and_trees_interleaved(ex):
+    """Random sequences of plain steps (T = 0, 1, many) and trees of drafts, interleaved: outputs and the cache after every call."""
+    rng = ex.rng
+    H, D = _heads(rng), _head_dim(rng, 6, 20)
+    sequences = [_playable(_random_steps(rng, H, D, 16)) for _ in range(3)]
+
+    def play(steps):
+        return run_script(ex, Script(H, D, 10000.0, _playable(steps), "random steps and trees (shrunk)"))
+
+    failing = [(steps, miss) for steps in sequences if (miss := play(steps)) is not None]
+    if failing:  # the shrunk one is the smallest case shown; a mistake is named only when it fits all
+        settle(ex, [shrink(*failing[0], play)[1]] + [miss for _, miss in failing])
 
 
 # ---- invalid arguments ---------------------------------------------------------------------------
