@@ -467,14 +467,14 @@ def check_long_sequence(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """Sizes and sequence ids given as numpy integers (np.int64) work everywhere."""
+    """Sizes and sequence ids given as numpy integers (int8 to int64) work everywhere."""
     i = np.int64
     try:
-        run = Run(ex, i(50), i(7), i(3), i(5), group=5)
-        run.add(i(11)), run.add(i(12))
-        run.append(i(11), 9), run.append(i(12), 16), run.fork(i(11), i(13)), run.append(i(13), 3)
-        run.free(i(12))
-        run.attend(i(13), 2), run.attend(i(11), 1)
+        run = Run(ex, i(50), np.int32(7), np.int16(3), np.int8(5), group=5)
+        run.add(i(11)), run.add(np.int8(12))
+        run.append(np.int32(11), 9), run.append(i(12), 16), run.fork(np.int16(11), i(13)), run.append(i(13), 3)
+        run.free(np.int16(12))
+        run.attend(np.int8(13), 2), run.attend(i(11), 1)
     except CandidateRaised as exc:
         if exc.is_a("ValueError"):
             fail(f"a numpy integer was rejected: {exc}; wherever an int is asked for, np.int64 works too",

@@ -509,7 +509,7 @@ def check_long_positions(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists."""
+    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists and small int arrays."""
     rng = ex.rng
     C, D, W = np.int64(odd_size_closed(rng, 7, 20)), np.int32(odd_size_closed(rng, 3, 9)), 5
     with other_argument_types("numpy integer sizes or list positions were rejected"):
@@ -529,7 +529,10 @@ def check_numpy_integer_arguments(ex):
                      f"RingKVCache(np.int64({C}), np.int32({D})) differs from the rule",
                      case={"capacity": int(C), "head_dim": int(D), "window": W, "seed": ex.seed},
                      kind="wrong" if np.isfinite(got).all() else "nan")
-        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3)], "positions given as lists")
+        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3),
+                           (np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
+                           (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
+                      "positions given as lists and as int8, int16 and int32 arrays")
 
 
 # -- invalid arguments -----------------------------------------------------------------------

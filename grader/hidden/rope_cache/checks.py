@@ -112,8 +112,10 @@ def plain_steps(rng, chunks, H, D, dtype=np.float64) -> list[Step]:
 
 
 def tree_step(rng, parents, H, D, as_array=False) -> Step:
+    """A tree of drafts; ``as_array``: parents as a numpy array of a signed dtype drawn from int8 .. int64."""
     T = len(parents)
-    return Step(*(_tokens(rng, T, H, D) for _ in range(3)), np.array(parents, np.int64) if as_array else parents)
+    dtype = rng.choice([np.int8, np.int16, np.int32, np.int64]) if as_array else None
+    return Step(*(_tokens(rng, T, H, D) for _ in range(3)), np.array(parents, dtype) if as_array else parents)
 
 
 def expected(script: Script) -> list[Seen]:
