@@ -8,7 +8,7 @@ model. Linear layers store their weight as [in, out] and are applied as ``x @ W 
     model = GPT2.random(config, seed=0)
     logits = model.forward([3, 14, 15])          # [3, 97]: one row per position, causal
 
-Counting rows (how the grader sees what is recomputed): each block's ``attn.c_attn.weight``
+Counting rows (for your own tests; the grader does not read the counts): each block's ``attn.c_attn.weight``
 is an ndarray subclass that notes how many input rows pass through it in a matrix product
 (``x @ W``, ``np.matmul``, ``np.dot``, ``np.einsum``, ``np.tensordot``, also through views
 such as ``W[:, :C]`` or ``W.T``). Apart from that it behaves as a plain float64 array, and

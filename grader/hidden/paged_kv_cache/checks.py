@@ -1,11 +1,44 @@
 """Hidden checks for paged_kv_cache. Each ``check_*`` is one stable check id (without the prefix).
 
-Lifecycle checks drive the candidate's cache and the oracle's token histories with the same
-operations (add, append in chunks, fork, free) and, after every operation, read every live
-sequence back through the fixed layout (``block_table`` + the pools) and compare it with its
-history; paged_attention is compared with dense attention over the history. Attention checks
-also run on a layout the grader builds and lends (shuffled tables, leftovers in every unused
-slot), so they show what paged_attention reads through the table and nothing else.
+The cache is driven by random operation sequences (``grader.stateful``: add, append of every
+size, fork, free, re-added ids, the pool running out) against the oracle's token histories;
+after every operation every live sequence is read back through the fixed layout
+(``block_table`` + the pools) and compared with its history, with ``seq_len`` and
+``num_free_blocks``; paged_attention is compared with dense attention over the history. The
+first failing sequence is shrunk (a bounded number of replays) and is the case shown.
+Attention checks also run on a layout the grader builds and lends (shuffled tables, garbage up
+to 1e30 in every slot no query may read, scores up to 1e4), so they show what paged_attention
+reads through the table and nothing else. Values are judged with section 1's precision rule
+(``checking.close``); a right value in another container is judged as a value, and the
+container alone fails ``returns_arrays`` (hygiene).
+
+One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> check id):
+
+| sentence | check |
+|---|---|
+| token p lives at key_pool[table[p // bs], p % bs] | operation_sequences, single_sequence, long_sequence |
+| append writes seq_len .. seq_len + T - 1, blocks in any order | operation_sequences, single_sequence |
+| too few free blocks: RuntimeError, nothing changed | out_of_blocks, operation_sequences |
+| fork shares blocks, copies nothing, cannot run out | fork_copies_nothing, operation_sequences |
+| an append into a shared block copies it first (no append changes another sequence) | operation_sequences |
+| a full shared block is never copied | operation_sequences (block count, efficiency) |
+| free returns a block when no other holder is left | operation_sequences |
+| stale slots past seq_len hold any finite value, never attended | attention_garbage_and_extremes |
+| block_table returns a copy | (the toolkit's ownership probes) |
+| ids are ints; after free an id may be added again | operation_sequences |
+| all four sizes >= 1; T = 0 changes nothing | rejects_invalid_arguments, operation_sequences |
+| paged_attention: last T positions, bottom-right, h // (Hq // Hkv), 1/sqrt(D) | attention_gqa_groups, attention_edges |
+| paged_attention uses only seq_len, block_table and the pools | attention_* (on a lent layout) |
+| unknown or reused ids, shapes, Hq % Hkv, T range: ValueError, nothing changed | rejects_invalid_arguments |
+| a float size (2.5) is an invalid argument | rejects_invalid_arguments |
+| numpy integers work wherever an int is asked for | numpy_integer_arguments |
+| scores anywhere in [-1e4, 1e4]; garbage up to 1e30 in slots never read | attention_garbage_and_extremes |
+| float32 inputs; precision follows the inputs | single_sequence, operation_sequences, attention_garbage_and_extremes |
+| the right values in another container or dtype: hygiene | returns_arrays |
+| a function leaves its arguments unchanged; results belong to the caller | (the toolkit's ownership probes) |
+
+Sentences no check here holds as such: "a sequence's blocks are in general not consecutive" (a
+freedom, not a duty); "storage can be inspected" (every check reads the pools).
 """
 from __future__ import annotations
 
@@ -13,15 +46,32 @@ import math
 
 import numpy as np
 
-from grader.checking import expect_array, expect_rejected, fail, odd_size_closed, summarize
+from grader.checking import (
+    CheckFailure,
+    expect_array,
+    expect_rejected,
+    fail,
+    garbage,
+    odd_size_closed,
+    summarize,
+)
+from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
+from grader.stateful import Op, describe_ops, shrink
 
+from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import Failure, Layout
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
 
 
+def _int_array(value, call, shape, case):
+    return as_array(value, call=call, shape=shape, kind="i", case=case).astype(np.int64)
+
+
+def _float_array(value, call, shape, case):
+    return as_array(value, call=call, shape=shape, kind="f", case=case)
 
 
 def _tokens(T):
@@ -35,8 +85,9 @@ def _is_int(value):
 class Run:
     """A candidate cache and the oracle's histories, driven by the same operations."""
 
-    def __init__(self, ex, num_blocks, block_size, num_kv_heads, head_dim, group=1):
+    def __init__(self, ex, num_blocks, block_size, num_kv_heads, head_dim, group=1, diagnose=None):
         self.ex, self.rng = ex, ex.rng
+        self.diagnose = diagnose or ex.diagnose  # a replayed sequence names mistakes only once it is shrunk
         self.sizes = (num_blocks, block_size, num_kv_heads, head_dim)
         self.num_q_heads = num_kv_heads * group
         self.model = oracle.Histories(block_size, num_kv_heads, head_dim)
@@ -62,8 +113,8 @@ class Run:
         self.model.add(seq_id)
         self._did(f"add_sequence({seq_id})")
 
-    def append(self, seq_id, T, dtype=np.float64):
-        k, v = (self.rng.standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
+    def append(self, seq_id, T, dtype=np.float64, rng=None):
+        k, v = ((rng or self.rng).standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
         self.cache.call("append", seq_id, k, v)
         self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
         self._did(f"append({seq_id}, {_tokens(T)}{', float32' if dtype == np.float32 else ''})")
@@ -86,7 +137,7 @@ class Run:
     # -- what the cache holds -----------------------------------------------------------------
 
     def read_layout(self, after) -> Layout:
-        nb, bs, Hkv, D = self.sizes
+        nb, bs = self.sizes[:2]
         case = self.case()
         pools = [expect_array(getattr(self.cache, name), call=f"cache.{name} {after}", shape=self.sizes,
                               kind="f", case=case) for name in ("key_pool", "value_pool")]
@@ -96,8 +147,8 @@ class Run:
             if not _is_int(L) or L != self.model.length(s):
                 fail(f"seq_len({s}) is {summarize(L)} {after}; expected {self.model.length(s)}", case,
                      kind="corrupt")
-            table = expect_array(self.cache.call("block_table", s), call=f"block_table({s}) {after}",
-                                 shape=(math.ceil(L / bs),), kind="iu", case=case)
+            table = _int_array(self.cache.call("block_table", s), call=f"block_table({s}) {after}",
+                               shape=(math.ceil(L / bs),), case=case)
             if ((table < 0) | (table >= nb)).any() or len(set(table.tolist())) != len(table):
                 fail(f"block_table({s}) {after} is {diagnosis.short(table)}: entries must be distinct "
                      f"block numbers in 0..{nb - 1}", case, kind="corrupt")
@@ -127,12 +178,12 @@ class Run:
                    f"{len(mismatches)} stored tokens of live sequences differ from what they appended")
         sentence = diagnosis.overwritten_by_sharer(layout, self.model, mismatches)
         if sentence:
-            self.ex.diagnose("fork_without_copy_on_write", sentence)
+            self.diagnose("fork_without_copy_on_write", sentence)
             message += f"; {sentence}"
         fail(message, self.case(), kind="corrupt")
 
     def _expect_free_count(self, layout, after, freed, tables_before):
-        got = self.cache.call("num_free_blocks")
+        got = self.num_free = self.cache.call("num_free_blocks")
         held = {int(b) for t in layout.tables.values() for b in t}
         expected = self.sizes[0] - len(held)
         if _is_int(got) and got == expected:
@@ -141,32 +192,33 @@ class Run:
                    f"{len(held)} distinct blocks of {self.sizes[0]}, so {expected} should be free")
         found = None
         if _is_int(got) and got < expected:
-            found = ("blocks_leaked", f"{expected - got} block(s) that no live sequence holds are not free "
-                                      f"{after}: a block must return to the pool when its last holder lets go")
+            found = ("blocks_leaked", (f"{expected - got} block(s) that no live sequence holds are not free "
+                                       f"{after}: a block must return to the pool when its last holder lets go"))
         elif _is_int(got) and freed is not None:
             sentence = diagnosis.returned_shared_blocks(freed, tables_before, layout, got, expected)
             found = ("free_ignores_sharing", sentence) if sentence else None
         if found:
-            self.ex.diagnose(*found)
+            self.diagnose(*found)
             message += f"; {found[1]}"
         fail(message, self.case(), kind="corrupt")
 
     # -- attention ----------------------------------------------------------------------------
 
-    def attend(self, seq_id, T=None, dtype=np.float64):
+    def attend(self, seq_id, T=None, dtype=np.float64, rng=None):
         """paged_attention for the last T tokens of ``seq_id`` (T random when None); a wrong
         output is kept in ``failures`` and reported by :meth:`finish`."""
+        rng = rng or self.rng
         L = self.model.length(seq_id)
         if T is None:
-            T = 1 if self.rng.random() < 0.4 else int(self.rng.integers(1, min(L, 9) + 1))
-        q = self.rng.standard_normal((T, self.num_q_heads, self.sizes[3])).astype(dtype)
-        got = expect_array(self.ex.candidate.call("paged_attention", self.cache, seq_id, q),
+            T = 1 if rng.random() < 0.4 else int(rng.integers(1, min(L, 9) + 1))
+        q = rng.standard_normal((T, self.num_q_heads, self.sizes[3])).astype(dtype)
+        got = _float_array(self.ex.candidate.call("paged_attention", self.cache, seq_id, q),
                            call=f"paged_attention(cache, {seq_id}, q [{T}, {self.num_q_heads}, {self.sizes[3]}])",
-                           shape=q.shape, kind="f", case=self.case())
-        q = q.astype(np.float64)  # float32 queries are exact in float64; the output is float64
-        want = oracle.attention(self.model.keys[seq_id], self.model.values[seq_id], q)
-        if not diagnosis.close(got, want):
-            self.failures.append(Failure(self.layout, seq_id, q, got, want, self.ops[-1]))
+                           shape=q.shape, case=self.case())
+        want = oracle.attention(self.model.keys[seq_id], self.model.values[seq_id], q.astype(np.float64))
+        failure = Failure(self.layout, seq_id, q, got, want, self.ops[-1] if self.ops else "")
+        if not failure.right():
+            self.failures.append(failure)
 
     def attend_all(self):
         for s in self.model.live():
@@ -177,15 +229,16 @@ class Run:
         report_attention(self.ex, self.failures, self.case())
 
 
-def report_attention(ex, failures: list[Failure], case=None):
+def report_attention(ex, failures: list[Failure], case=None, diagnose=None):
     """Fail on the smallest wrong paged_attention output, naming the mistakes that explain all."""
+    diagnose = diagnose or ex.diagnose
     if not failures:
         return
     f = min(failures, key=lambda x: x.size)
     T, Hq, D = f.q.shape
     L = f.layout.lens[f.seq_id]
     error = np.nan_to_num(np.abs(f.got - f.want), nan=np.inf).max(axis=2)  # [T, Hq]
-    i, h = (int(x) for x in np.argwhere(error > diagnosis.TOLERANCE)[0])
+    i, h = (int(x) for x in np.argwhere(f.off_by().any(axis=2))[0])
     where = f" after {f.after}" if f.after else " (on a layout the grader built, tables shuffled)"
     message = (f"paged_attention(cache, {f.seq_id}, q [{T}, {Hq}, {D}]){where}: query {i} (position "
                f"{L - T + i} of {L}), head {h} differs from dense attention over the sequence's own tokens "
@@ -194,7 +247,7 @@ def report_attention(ex, failures: list[Failure], case=None):
         message += "; some outputs are NaN or infinite"
     found = diagnosis.explain(failures)
     for diagnosis_id, sentence in found:
-        ex.diagnose(diagnosis_id, sentence)
+        diagnose(diagnosis_id, sentence)
     if found:
         message += "".join(f"; {sentence}" for _, sentence in found)
     elif here := diagnosis.explain([f]):  # this case alone fits, the others do not: no name
@@ -235,39 +288,54 @@ class LentLayout(Lent):
 
 
 def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, int]:
-    """Sequences of the given lengths on shuffled blocks; every slot holds random data, so the
-    slots after a sequence's last token hold leftovers. (layout, free blocks)."""
+    """Sequences of the given lengths on shuffled blocks; every slot that holds none of their
+    tokens (after a last token, in a spare block) holds garbage. (layout, free blocks)."""
     counts = [math.ceil(L / block_size) for L in lens]
     used = sum(counts)
     spare = max(counts) + int(rng.integers(0, 3))  # reading from a first block onward stays in the pool
     shape = (used + spare, block_size, num_kv_heads, head_dim)
-    layout = Layout(block_size, rng.standard_normal(shape), rng.standard_normal(shape))
+    layout = Layout(block_size, garbage(rng, shape), garbage(rng, shape))
     order, start = rng.permutation(used), 0
     ids = rng.choice(np.arange(1, 1000), size=len(lens), replace=False)
     for seq_id, L, n in zip(ids, lens, counts):
         layout.tables[int(seq_id)], layout.lens[int(seq_id)] = order[start:start + n].astype(np.int64), L
+        p = np.arange(L)
+        where = layout.tables[int(seq_id)][p // block_size], p % block_size
+        for pool in (layout.key_pool, layout.value_pool):
+            pool[where] = rng.standard_normal((L, num_kv_heads, head_dim))
         start += n
     return layout, spare
 
 
-def expect_lent_cases(ex, cases):
-    """cases: (lens, block_size, Hkv, group, D, [(seq index, T)]): compare every call with the oracle."""
+def _queries(rng, keys, T, Hq, extreme, dtype):
+    """Queries [T, Hq, D]; ``extreme``: scaled so the largest |score| over the keys is 1e2 .. 1e4."""
+    q = rng.standard_normal((T, Hq, keys.shape[2]))
+    if extreme:
+        top = np.abs(np.einsum("thd,ngd->thng", q, keys)).max() / math.sqrt(keys.shape[2])
+        q *= 10.0 ** rng.uniform(2, 4) / top
+    return q.astype(dtype)
+
+
+def expect_lent_cases(ex, cases, extreme=False):
+    """cases: (lens, block_size, Hkv, group, D, [(seq index, T)]): compare every call with the oracle
+    (``extreme``: scores up to 1e4, float32 queries in every other call)."""
     failures = []
     for lens, bs, Hkv, group, D, calls in cases:
         layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D)
         ids = list(layout.lens)
         case = {"block_size": bs, "num_kv_heads": Hkv, "query_heads": Hkv * group, "head_dim": D,
                 "seq_lens": [layout.lens[s] for s in ids], "seed": ex.seed}
-        for index, T in calls:
+        for n, (index, T) in enumerate(calls):
             s = ids[index]
-            q = ex.rng.standard_normal((T, Hkv * group, D))
-            call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}])"
-            got = expect_array(ex.candidate.call("paged_attention", LentLayout(layout, spare), s, q),
-                               call=call, shape=q.shape, kind="f", case=case)
             keys, values = layout.gather(s)
-            want = oracle.attention(keys, values, q)
-            if not diagnosis.close(got, want):
-                failures.append(Failure(layout, s, q, got, want, case=case))
+            dtype = np.float32 if extreme and n % 2 else np.float64
+            q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype)
+            call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{', float32' if dtype != np.float64 else ''})"
+            got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout, spare), s, q),
+                               call=call, shape=q.shape, case=case)
+            failure = Failure(layout, s, q, got, oracle.attention(keys, values, q.astype(np.float64)), case=case)
+            if not failure.right():
+                failures.append(failure)
     report_attention(ex, failures)
 
 
@@ -315,101 +383,6 @@ def check_single_sequence(ex):
         run.append(3, 4, dtype=np.float32)  # float32 inputs are allowed; the pools stay float64
         run.attend(3, 2, dtype=np.float32)
         run.attend(3, run.model.length(3))  # every token at once, as in prefill
-        run.finish()
-
-
-def _interleaved(run, ids, rounds):
-    rng = run.rng
-    for _ in range(rounds):
-        for s in rng.permutation(ids):
-            run.append(int(s), 1 if rng.random() < 0.3 else int(rng.integers(2, 3 * run.block_size)))
-        run.attend_all()
-
-
-def check_interleaved_sequences(ex):
-    """Many sequences appended in interleaved chunks (their blocks are not consecutive), read back after each."""
-    rng = ex.rng
-    for bs, Hkv, group in ((7, 3, 3), (13, 1, 5)):
-        ids = [int(x) for x in rng.choice(np.arange(1, 500), size=5, replace=False)]
-        run = Run(ex, odd_size_closed(rng, 140, 200), bs, Hkv, odd_size_closed(rng, 3, 11), group)
-        for s in ids:
-            run.add(s)
-        _interleaved(run, ids, 4)
-        run.finish()
-
-
-def check_free_and_reuse(ex):
-    """Sequences freed in random order; new ones (reused ids too) get the freed blocks, leftovers and all."""
-    rng = ex.rng
-    for bs, Hkv, group in ((7, 3, 5), (13, 2, 3)):
-        run = Run(ex, odd_size_closed(rng, 60, 90), bs, Hkv, odd_size_closed(rng, 3, 9), group)
-        ids = list(range(6))
-        for s in ids:
-            run.add(s)
-        _interleaved(run, ids, 2)
-        for s in rng.permutation([0, *rng.choice(ids[1:], size=3, replace=False)]):
-            run.free(int(s))
-        fresh = [0, 100, 101]  # 0 is an id used before
-        for s in fresh:
-            run.add(s)
-        for _ in range(3):  # short appends: last blocks partly filled over old data
-            for s in fresh:
-                run.append(s, int(rng.integers(1, bs)))
-            run.attend_all()
-        run.finish()
-
-
-def _fork_tree(run, root, depth):
-    """Fork a chain ``depth`` deep from ``root``, with appends between; returns the new ids."""
-    rng, made, parent = run.rng, [], root
-    for n in range(depth):
-        child = root * 100 + n + 1
-        run.fork(parent, child)
-        made.append(child)
-        run.append(parent, int(rng.integers(1, run.block_size + 2)))
-        parent = child if rng.random() < 0.7 else parent
-    return made
-
-
-def check_forks_and_appends(ex):
-    """Forks several deep (of empty and full-block sequences too), appends to parents and children in turns."""
-    rng = ex.rng
-    for bs, Hkv, group in ((7, 1, 3), (13, 3, 5)):
-        run = Run(ex, odd_size_closed(rng, 150, 200), bs, Hkv, odd_size_closed(rng, 3, 9), group)
-        run.add(1)
-        run.append(1, int(rng.integers(bs + 1, 3 * bs)) | 1)
-        family = [1] + _fork_tree(run, 1, 4)
-        for _ in range(3):
-            for s in rng.permutation(family):
-                run.append(int(s), 1 if rng.random() < 0.5 else int(rng.integers(2, bs + 3)))
-            run.attend_all()
-        for s in rng.permutation(family)[:2]:
-            run.free(int(s))
-        run.attend_all()
-        run.add(9)  # an empty sequence forks too; a fork at a block boundary shares only full blocks
-        run.fork(9, 10)
-        run.append(10, bs), run.append(9, 2)
-        run.fork(10, 11)
-        run.append(11, 1), run.append(10, 1)
-        run.attend_all()
-        run.finish()
-
-
-def check_free_counts_after_fork_and_free(ex):
-    """num_free_blocks after forks and frees in random order: a shared block returns only with its last holder."""
-    rng = ex.rng
-    for bs in (7, 13):
-        run = Run(ex, odd_size_closed(rng, 80, 120), bs, 2, odd_size_closed(rng, 3, 7))
-        run.add(5)
-        run.append(5, 3 * bs + int(rng.integers(1, bs)))
-        family = [5] + _fork_tree(run, 5, 3)
-        run.fork(family[-1], 77)
-        family.append(77)
-        for s in rng.permutation(family):
-            run.free(int(s))  # after the last one, every block is free again
-        run.add(5)  # an id may be added again after free
-        run.append(5, bs + 2)
-        run.attend(5)
         run.finish()
 
 
@@ -494,20 +467,202 @@ def check_long_sequence(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """Sizes and sequence ids given as numpy integers (np.int64) work everywhere."""
+    """Sizes and sequence ids given as numpy integers (int8 to int64) work everywhere."""
     i = np.int64
     try:
-        run = Run(ex, i(50), i(7), i(3), i(5), group=5)
-        run.add(i(11)), run.add(i(12))
-        run.append(i(11), 9), run.append(i(12), 16), run.fork(i(11), i(13)), run.append(i(13), 3)
-        run.free(i(12))
-        run.attend(i(13), 2), run.attend(i(11), 1)
+        run = Run(ex, i(50), np.int32(7), np.int16(3), np.int8(5), group=5)
+        run.add(i(11)), run.add(np.int8(12))
+        run.append(np.int32(11), 9), run.append(i(12), 16), run.fork(np.int16(11), i(13)), run.append(i(13), 3)
+        run.free(np.int16(12))
+        run.attend(np.int8(13), 2), run.attend(i(11), 1)
     except CandidateRaised as exc:
         if exc.is_a("ValueError"):
             fail(f"a numpy integer was rejected: {exc}; wherever an int is asked for, np.int64 works too",
                  {"seed": ex.seed}, kind="hygiene")
         raise
     run.finish()
+
+
+# -- checks: operation sequences against the model ------------------------------------------------
+
+# (num_blocks, block_size, num_kv_heads, head_dim, query heads per kv head): small pools run out
+SEQUENCE_SIZES = [(9, 3, 2, 3, 2), (6, 1, 1, 4, 3), (11, 5, 3, 2, 1), (8, 7, 1, 3, 5)]
+SEQUENCES, STEPS = 3, 30
+IDS = (0, 1, 2, 3, -7, 2**40)  # any int is an id; a freed id comes back
+
+
+def _draw_sequence(rng, sizes) -> list[Op]:
+    """Operations a cache meets in serving, aimed at the boundaries: appends that end a block
+    exactly, T = 0, chunks larger than the pool, forks of full and partly filled blocks."""
+    nb, bs = sizes[0], sizes[1]
+    live, ops = {}, []  # id -> length, as far as the draws know (the model decides in play)
+    for _ in range(STEPS):
+        seed, dead = int(rng.integers(2**31)), [s for s in IDS if s not in live]
+        kind = rng.choice(["add", "append", "append", "append", "fork", "free", "attend", "attend"])
+        if kind == "add" or not live:
+            if dead:
+                live[s := int(rng.choice(dead))] = 0
+                ops.append(Op("add", (s,)))
+            continue
+        s = int(rng.choice(list(live)))
+        if kind == "append":
+            T = int(rng.choice([0, 1, (-live[s]) % bs or bs, int(rng.integers(2, 2 * bs + 2)),
+                                int(rng.integers(bs, nb * bs + 2))]))
+            dtype = "float32" if rng.random() < 0.2 else "float64"
+            live[s] += T
+            ops.append(Op("append", (s, T, seed, dtype), f"{s}, {_tokens(T)}{', float32' if dtype != 'float64' else ''}"))
+        elif kind == "fork" and dead:
+            live[c := int(rng.choice(dead))] = live[s]
+            ops.append(Op("fork", (s, c)))
+        elif kind == "free":
+            del live[s]
+            ops.append(Op("free", (s,)))
+        elif kind == "attend" and live[s]:
+            T = 1 if rng.random() < 0.4 else int(rng.integers(1, live[s] + 1))
+            ops.append(Op("attend", (s, T, seed), f"cache, {s}, q of {_tokens(T)}"))
+    return ops
+
+
+def _apply(run, op) -> str | None:
+    """Apply ``op`` to both sides and compare; an op the model calls invalid is skipped (a
+    shrunk sequence may drop the add an op needed). Returns a waste note, or None."""
+    model, name, args = run.model, op.name, op.args
+    live = set(model.live())
+    if name == "add" and args[0] not in live:
+        run.add(args[0])
+    elif name == "fork" and args[0] in live and args[1] not in live:
+        try:
+            run.fork(*args)
+        except CandidateRaised as exc:
+            if not exc.is_a("RuntimeError"):
+                raise
+            fail(f"{op} raised RuntimeError ({exc.message[:80]}): a fork shares the parent's blocks, so it "
+                 "takes none and cannot run out", run.case(), kind="efficiency")
+    elif name == "free" and args[0] in live:
+        run.free(args[0])
+    elif name == "attend" and args[0] in live and model.length(args[0]):
+        s, T, seed = args
+        run.attend(s, min(T, model.length(s)), rng=np.random.default_rng(seed))
+        report_attention(run.ex, run.failures, run.case(), run.diagnose)
+    elif name == "append" and args[0] in live:
+        return _append_or_refuse(run, *args)
+    return _waste(run)
+
+
+def _append_or_refuse(run, seq_id, T, seed, dtype):
+    """An append the model either takes or refuses for want of blocks (RuntimeError, nothing changed)."""
+    rng, model = np.random.default_rng(seed), run.model
+    k, v = (rng.standard_normal((T, *run.sizes[2:])).astype(dtype) for _ in range(2))
+    need, free = model.blocks_needed(seq_id, T), run.sizes[0] - model.fewest_blocks()
+    fits = need <= free
+    before = {s: t.copy() for s, t in run.layout.tables.items()}
+    call = f"append({seq_id}, {_tokens(T)})"
+    try:
+        run.cache.call("append", seq_id, k, v)
+    except CandidateRaised as exc:
+        if not exc.is_a("RuntimeError"):
+            raise
+        waste = _waste(run)
+        if fits and not waste:
+            fail(f"{call} raised RuntimeError ({exc.message[:80]}), yet it needs {need} of the {free} free "
+                 "blocks", run.case(), kind="corrupt")
+        run.ops.append(f"{call} -> RuntimeError")
+        layout = run.expect_state(f"after the refused {call}")
+        for s, table in before.items():
+            if not np.array_equal(layout.tables[s], table):
+                fail(f"the refused {call} changed block_table({s}) from {diagnosis.short(table)} to "
+                     f"{diagnosis.short(layout.tables[s])}", run.case(), kind="corrupt")
+        return waste
+    if not fits:
+        fail(f"{call} succeeded, but it needs {need} blocks (the copy of a shared last block included) and "
+             f"only {free} are free: expected RuntimeError, with nothing changed", run.case(), kind="corrupt")
+    before_len = model.length(seq_id)
+    model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
+    run._did(call)
+    _expect_written_alone(run, seq_id, before_len, call)
+    return _waste(run)
+
+
+def _expect_written_alone(run, seq_id, start, call):
+    """The blocks an append wrote into are held by the appending sequence alone (copy-on-write),
+    even where no other sequence has read the slots yet."""
+    table, bs = run.layout.tables[seq_id], run.block_size
+    written = {int(b) for b in table[start // bs:]}
+    for other, t in run.layout.tables.items():
+        shared = written & {int(b) for b in t} if other != seq_id else set()
+        if shared:
+            block = min(shared)
+            sentence = (f"{call} wrote into block {block}, which sequence {other} also holds (a fork gave them "
+                        "the same blocks): an append into a block another sequence holds must copy it first")
+            run.diagnose("fork_without_copy_on_write", sentence)
+            fail(f"after {call}, block {block} holds tokens of sequence {seq_id} and is still in sequence "
+                 f"{other}'s table; {sentence}", run.case(), kind="corrupt")
+
+
+def _waste(run) -> str | None:
+    """More blocks in use than copy-on-write needs is waste (efficiency); fewer is sharing a block
+    that an append should have copied (caught by the tokens, or here by the count)."""
+    used, fewest = run.sizes[0] - run.num_free, run.model.fewest_blocks()
+    if used < fewest:
+        fail(f"after {run.ops[-1]}, the cache holds {used} blocks, fewer than the {fewest} its sequences' "
+             "different contents need: a block is still shared where an append should have copied it",
+             run.case(), kind="corrupt")
+    if used > fewest:
+        return (f"after {run.ops[-1]}, the cache holds {used} blocks; copy-on-write needs only {fewest} "
+                "(fork shares every block, an append copies only a shared, partly filled last block and "
+                "never a full one)")
+    return None
+
+
+def _player(ex, sizes, memo):
+    """play(ops) for grader.stateful: (failure, mistakes it names) of one fresh cache, or None."""
+    nb, bs, Hkv, D, group = sizes
+
+    def play(ops):
+        key = tuple(ops)
+        if key not in memo:
+            named = []
+            try:
+                run = Run(ex, nb, bs, Hkv, D, group, diagnose=lambda *found: named.append(found))
+                waste = None
+                for op in ops:
+                    waste = waste or _apply(run, op)
+                memo[key] = (CheckFailure(waste, kind="efficiency"), []) if waste else None
+            except CheckFailure as exc:
+                memo[key] = exc, named
+            except CandidateRaised as exc:
+                memo[key] = CheckFailure(f"{op} raised {exc.type_name} ({exc.message[:120]}) on a valid call",
+                                         kind="crash"), []
+        return memo[key]
+    return play
+
+
+def _only(play, kinds):
+    """``play`` counting only failures of the given kinds, so shrinking keeps a failure as grave."""
+    def filtered(ops):
+        result = play(ops)
+        return result if result is not None and result[0].kind in kinds else None
+    return filtered
+
+
+def check_operation_sequences(ex):
+    """Random sequences of add, append (T = 0, 1, many), fork, free and attention, the pool running out: every observable after every call."""
+    drawn = [(sizes, [_draw_sequence(ex.rng, sizes) for _ in range(SEQUENCES)], {}) for sizes in SEQUENCE_SIZES]
+    hard = tuple(kind for kind in FAILURE_KINDS if kind != "efficiency")
+    for kinds in (hard, ("efficiency",)):  # a wrong answer first; waste only when nothing is wrong
+        for sizes, sequences, memo in drawn:
+            play = _only(_player(ex, sizes, memo), kinds)
+            failing = [(ops, found) for ops in sequences if (found := play(ops)) is not None]
+            if failing:  # the first one shrunk is the case shown; a mistake is named only when every
+                ops, (failure, named) = shrink(*failing[0], play)  # failing sequence, shrunk or not, shows it
+                shared = set.intersection(*({i for i, _ in found[1]} for _, found in failing))
+                for mistake in named:
+                    if mistake[0] in shared:
+                        ex.diagnose(*mistake)
+                nb, bs, Hkv, D, group = sizes
+                case = {"num_blocks": nb, "block_size": bs, "num_kv_heads": Hkv, "head_dim": D,
+                        "query_heads": Hkv * group, "operations": describe_ops(ops), "seed": ex.seed}
+                fail(failure.message, case, failure.picture, failure.kind)
 
 
 # -- checks: paged_attention on the grader's layout -----------------------------------------------
@@ -520,6 +675,15 @@ def check_attention_gqa_groups(ex):
         lens = _lens(rng, 3, bs)
         cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 17), _lent_calls(rng, lens)))
     expect_lent_cases(ex, cases)
+
+
+def check_attention_extreme_scores(ex):
+    """paged_attention with scaled scores up to 1e4 in size and float32 queries, values of any size in unread slots."""
+    rng, cases = ex.rng, []
+    for bs, Hkv, group in ((5, 2, 3), (1, 1, 2), (7, 3, 1)):
+        lens = _lens(rng, 2, bs, longest=30)
+        cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 9), _lent_calls(rng, lens)))
+    expect_lent_cases(ex, cases, extreme=True)
 
 
 def check_attention_edges(ex):
@@ -576,6 +740,22 @@ def check_fork_copies_nothing(ex):
              kind="efficiency")
 
 
+def check_returns_arrays(ex):
+    """block_table returns an int64 array, paged_attention a float64 array (float32 queries too)."""
+    run = Run(ex, 12, 5, 2, 3, group=2)
+    run.add(4)
+    run.append(4, 7, dtype=np.float32)
+    slips = [container_slip(run.cache.call("block_table", 4), call="block_table(4)", dtype=np.int64)]
+    for dtype in (np.float64, np.float32):
+        q = ex.rng.standard_normal((2, 4, 3)).astype(dtype)
+        slips.append(container_slip(ex.candidate.call("paged_attention", run.cache, 4, q),
+                                    call=f"paged_attention(cache, 4, {np.dtype(dtype)} q)", dtype=np.float64))
+    slips = [slip for slip in slips if slip]
+    if slips:
+        fail("; ".join(slips) + ": the right values in another container or dtype", {"seed": ex.seed},
+             kind="hygiene")
+
+
 def _state_snapshot(run):
     layout = run.read_layout("")
     return ({s: t.tolist() for s, t in layout.tables.items()}, dict(layout.lens),
@@ -587,7 +767,7 @@ REJECTED = "an invalid call must say what is wrong and leave the cache as it was
 
 def check_rejects_invalid_arguments(ex):
     """Unknown or reused ids, wrong shapes, Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
-    for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2)]:
+    for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2), (3, 2.5, 1, 2)]:
         expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
                         diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
     run = Run(ex, 20, 5, 2, 3, group=3)

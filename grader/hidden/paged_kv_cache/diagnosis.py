@@ -5,8 +5,13 @@ two pools. A variant reads it with up to three mistakes:
 
 - ``reader``: "table" (right), "logical" (position p from block p // block_size, as if the
   sequence's blocks were the first ones) or "consecutive" (from the sequence's first block on);
-- ``stale``: the queries count every slot of the table's blocks as keys (the offset taken from
-  the slots, not from seq_len), so the slots past seq_len in the last block are attended;
+- ``stale``: the slots past seq_len in the last block are attended: "offset", the queries count
+  every slot of the table's blocks as keys (the offset taken from the slots, not from seq_len);
+  "all", every query sees them besides its own causal keys (a mask built for the real tokens
+  only, or slots hidden by adding -1e9, which a leftover of 1e12 outweighs: a query row may then
+  also be the clean reading's);
+- ``top_left``: the T queries placed at the sequence's first positions 0 .. T - 1 instead of its
+  last T (a causal mask aligned top-left, PyTorch's ``is_causal``);
 - the head mapping, inferred per query head: which kv head's keys and values explain it.
 
 A variant explains a wrong output when every query head matches it with some kv head. A
@@ -14,12 +19,14 @@ mistake is named only when the fewest-mistake explanation is the same for every 
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-TOLERANCE = 1e-8
+from grader import checking
+
 READERS = ("table", "logical", "consecutive")
 
 
@@ -43,12 +50,15 @@ class Reading:
     reader: str
     stale: bool
     mapping: tuple  # kv head each query head read
+    top_left: bool = False
 
     def mistakes(self, Hkv) -> frozenset:
         group = len(self.mapping) // Hkv
         named = {"physical_order_assumed"} if self.reader != "table" else set()
         if self.stale:
             named.add("stale_slots_visible")
+        if self.top_left:
+            named.add("top_left_alignment")
         if any(j != h // group for h, j in enumerate(self.mapping)):
             named.add("gqa_head_mapping")
         return frozenset(named)
@@ -63,20 +73,23 @@ def _blocks(layout, seq_id, reader, positions):
     return None if (blocks >= len(layout.key_pool)).any() else blocks
 
 
-def per_kv_head(layout, seq_id, q, reader, stale):
+def per_kv_head(layout, seq_id, q, reader, stale, top_left=False):
     """[Hkv, T, Hq, D]: every query head's output had it read kv head j, or None when the
     reading leaves the pool."""
-    T, Hq, D = q.shape
+    T, _, D = q.shape
     L, bs = layout.lens[seq_id], layout.block_size
     n = len(layout.tables[seq_id]) * bs if stale else L
-    if n == 0:
+    if n == 0 or (stale == "all" and n == L):
         return None
     positions = np.arange(n)
     blocks = _blocks(layout, seq_id, reader, positions)
     if blocks is None:
         return None
     keys, values = layout.key_pool[blocks, positions % bs], layout.value_pool[blocks, positions % bs]
-    visible = positions[None, :] <= (n - T + np.arange(T))[:, None]  # [T, n]
+    first = 0 if top_left else (L if stale == "all" else n) - T
+    visible = positions[None, :] <= (first + np.arange(T))[:, None]  # [T, n]
+    if stale == "all":
+        visible |= positions[None, :] >= L
     outs = []
     for j in range(keys.shape[1]):
         scores = np.einsum("thd,nd->thn", q, keys[:, j]) / math.sqrt(D)
@@ -86,29 +99,49 @@ def per_kv_head(layout, seq_id, q, reader, stale):
     return np.stack(outs)
 
 
-def close(a, b):
-    return bool(np.isfinite(a).all() and np.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE))
+def magnitude(layout, seq_id, q) -> float:
+    """The largest |scaled score| of ``q`` against the sequence's own keys (section 1's m)."""
+    keys, _ = layout.gather(seq_id)
+    if not len(keys):
+        return 1.0
+    return float(np.abs(np.einsum("thd,ngd->thng", q.astype(np.float64), keys)).max() / math.sqrt(q.shape[2]))
 
 
-def readings(layout, seq_id, q, got) -> list[Reading]:
+def close(a, b, q=None, m: float = 1.0):
+    """Section 1's rule for an output computed from ``q`` (its dtype) with scores up to ``m``."""
+    return bool(np.isfinite(a).all() and checking.close(a, b, () if q is None else (q,), m))
+
+
+def readings(layout, seq_id, q, got, m: float = 1.0) -> list[Reading]:
     """Every variant reading that explains the output ``got`` [T, Hq, D]."""
     Hq, Hkv = q.shape[1], layout.key_pool.shape[2]
     group = Hq // Hkv
     found = []
-    for reader in READERS:
-        for stale in (False, True):
-            outs = per_kv_head(layout, seq_id, q, reader, stale)
-            if outs is None:
-                continue
-            mapping = []
-            for h in range(Hq):
-                fits = [j for j in range(Hkv) if close(got[:, h], outs[j][:, h])]
-                if not fits:
-                    break
-                mapping.append(h // group if h // group in fits else fits[0])
-            if len(mapping) == Hq:
-                found.append(Reading(reader, stale, tuple(mapping)))
+    for reader, stale, top_left in itertools.product(READERS, (False, "offset", "all"), (False, True)):
+        outs = per_kv_head(layout, seq_id, q, reader, stale, top_left)
+        if outs is None:
+            continue
+        # stale slots seen only where their scores win (e.g. hidden by adding -1e9, which hides a
+        # small leftover and not one of 1e12): each query row may also be the clean reading's
+        clean = per_kv_head(layout, seq_id, q, reader, False, top_left) if stale == "all" else None
+        mapping = []
+        for h in range(Hq):
+            fits = [j for j in range(Hkv) if all(
+                close(got[t, h], outs[j][t, h], q, m) or (clean is not None and close(got[t, h], clean[j][t, h], q, m))
+                for t in range(len(got)))]
+            if not fits:
+                break
+            mapping.append(h // group if h // group in fits else fits[0])
+        if clean is not None and len(mapping) == Hq and close(got, _mapped(clean, mapping), q, m):
+            continue  # the clean reading alone explains it: no stale slot was seen
+        if len(mapping) == Hq:
+            found.append(Reading(reader, stale, tuple(mapping), top_left))
     return found
+
+
+def _mapped(outs, mapping) -> np.ndarray:
+    """[T, Hq, D]: query head h's output as read from kv head mapping[h]."""
+    return np.stack([outs[j][:, h] for h, j in enumerate(mapping)], axis=1)
 
 
 @dataclass
@@ -126,6 +159,17 @@ class Failure:
     def size(self):
         return self.q.size * self.layout.lens[self.seq_id]
 
+    @property
+    def magnitude(self) -> float:
+        return magnitude(self.layout, self.seq_id, self.q)
+
+    def right(self) -> bool:
+        return close(self.got, self.want, self.q, self.magnitude)
+
+    def off_by(self) -> np.ndarray:
+        """[T, Hq, D]: True where the output misses beyond section 1's tolerance."""
+        return checking.off_by(self.got, self.want, (self.q,), self.magnitude)
+
 
 def explain(failures: list[Failure]) -> list[tuple[str, str]]:
     """[(diagnosis id, sentence)] for the fewest mistakes that explain every failure, or []
@@ -133,7 +177,7 @@ def explain(failures: list[Failure]) -> list[tuple[str, str]]:
     common = None
     per_failure = []
     for f in failures:
-        found = readings(f.layout, f.seq_id, f.q, f.got)
+        found = readings(f.layout, f.seq_id, f.q, f.got, f.magnitude)
         kinds = {r.mistakes(f.layout.key_pool.shape[2]) for r in found} - {frozenset()}
         per_failure.append(found)
         common = kinds if common is None else common & kinds
@@ -202,8 +246,19 @@ def _stale(f, r):
             f"after a free): its last query saw {n} keys instead of {L}")
 
 
-SENTENCES = {"gqa_head_mapping": _gqa, "physical_order_assumed": _physical, "stale_slots_visible": _stale}
+def _top_left(f, r):
+    T, L = f.q.shape[0], f.layout.lens[f.seq_id]
+    if not r.top_left or T == L:
+        return None
+    return (f"the {T} queries of sequence {f.seq_id} were placed at its first positions 0..{T - 1}, not at its "
+            f"last {T} ({L - T}..{L - 1}): query 0 saw 1 key instead of {L - T + 1} (a top-left causal mask, "
+            "as tril(ones(T, L)) or PyTorch's is_causal gives)")
+
+
+SENTENCES = {"gqa_head_mapping": _gqa, "physical_order_assumed": _physical, "stale_slots_visible": _stale,
+             "top_left_alignment": _top_left}
 DEFAULT = {"gqa_head_mapping": "query heads read the wrong kv heads",
+           "top_left_alignment": "the queries were aligned at the sequence's first positions, not its last",
            "physical_order_assumed": "positions were read from the wrong blocks, not through the block table",
            "stale_slots_visible": "slots past seq_len in the last block were attended"}
 

@@ -7,14 +7,51 @@ failed (and diagnosed) in that part only. A check tries all its cases (masks, st
 appended to) before it fails, reports the smallest failing one, and names a mistake only when it
 explains every failing case: masks and streams through ``diagnosis``, cache states through
 ``checking.settle``.
+
+One sentence, one property (CONTRACT section 1 and ring_buffer_window's section -> check id):
+
+| sentence | check |
+|---|---|
+| keys, values [capacity, head_dim]; positions int64, -1 = empty | fresh_cache |
+| len = tokens appended; append writes slot position % capacity | append_wraps_slots, append_longer_than_capacity |
+| window_mask: k <= p and k > p - W (W keys, itself included), -1 never | window_mask_* |
+| windowed_attention_step: positions len .. len + T - 1, last W each, scale 1/sqrt(D) | decode_stream, chunked_stream, window_one, window_equals_capacity |
+| ... and leaves them appended | step_leaves_tokens_appended |
+| window <= capacity; T > 1; a chunk may overwrite slots its earlier queries need | chunk_overwrites_needed_slots, chunk_longer_than_capacity |
+| empty slots never attended | before_the_ring_fills |
+| never-attended slots hold any finite value (1e30) | slots_outside_the_window |
+| positions of any size (2^31) | long_positions |
+| numpy integers for ints, lists for index arrays | numpy_integer_arguments |
+| invalid arguments (float sizes too): ValueError, nothing changed | rejects_invalid_arguments |
+| right values in another container or dtype: hygiene | returns_arrays |
+| precision follows the inputs | every stream (checking.off_by) |
+| arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+
+Sentences no check here holds as such: "scores anywhere in [-1e4, 1e4]" (streams draw ordinary
+scores); the empty slots of the candidate's own fresh ring cannot be filled with garbage by
+the grader, so only slots it wrote are tried with extreme values.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Explanation, Miss, chunk_sizes, expect_array, expect_rejected, fail, grid_picture,
-                             name_mistakes, odd_size_closed, other_argument_types, settle)
+from grader.checking import (
+    Explanation,
+    Miss,
+    chunk_sizes,
+    close,
+    expect_rejected,
+    fail,
+    garbage,
+    grid_picture,
+    name_mistakes,
+    odd_size_closed,
+    off_by,
+    other_argument_types,
+    settle,
+)
 
+from .._values import as_array, container_slip
 from . import diagnosis, oracle
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
@@ -32,21 +69,21 @@ def _state_miss(cache, ring: oracle.Ring, case, after: str) -> Miss | None:
     if length != ring.length:
         return Miss(size, f"len(cache) is {length} {after}; expected {ring.length} (tokens appended so far)",
                     case, kind="corrupt")
-    positions = expect_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
+    positions = as_array(cache.positions, call="cache.positions", shape=(C,), kind="i", case=case)
     if not np.array_equal(positions, ring.positions):
         slot = int(np.flatnonzero(positions != ring.positions)[0])
         found = []
         if ring.length > C and np.array_equal(positions, np.where(ring.positions >= 0, np.arange(C), -1)):
             found.append(("slot_index_positions",
-                          f"the cache records slot indices, not positions: after {ring.length} tokens in "
-                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}"))
+                          (f"the cache records slot indices, not positions: after {ring.length} tokens in "
+                          f"a ring of {C}, slot {slot} holds position {ring.positions[slot]}, not {slot}")))
         return Miss(size, f"cache.positions {after} is {_short(positions)}; expected {_short(ring.positions)} "
                           f"(slot {slot} should hold position {ring.positions[slot]}, found {positions[slot]})",
                     case, kind="corrupt", found=found)
     filled = ring.positions >= 0
     for name, want in (("keys", ring.keys), ("values", ring.values)):
-        got = expect_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
-        bad = np.flatnonzero(~np.isclose(got, want, rtol=0, atol=diagnosis.TOLERANCE).all(axis=1) & filled)
+        got = as_array(getattr(cache, name), call=f"cache.{name}", shape=(C, D), kind="f", case=case)
+        bad = np.flatnonzero(off_by(got, want).any(axis=1) & filled)
         if bad.size:
             slot = int(bad[0])
             return Miss(size, f"cache.{name}[{slot}] {after} is not the row of position {ring.positions[slot]} "
@@ -109,8 +146,9 @@ def check_append_longer_than_capacity(ex):
 
 def _mask(ex, q_pos, k_pos, W, case):
     call = f"window_mask(q_positions[{len(q_pos)}], k_positions[{len(k_pos)}], window={W})"
-    return expect_array(ex.candidate.call("window_mask", q_pos, k_pos, W), call=call,
-                        shape=(len(q_pos), len(k_pos)), kind="b", case=case)
+    mask = as_array(ex.candidate.call("window_mask", q_pos, k_pos, W), call=call,
+                    shape=(len(q_pos), len(k_pos)), kind="bi", case=case)
+    return mask.astype(bool) if mask.dtype.kind != "b" and set(np.unique(mask).tolist()) <= {0, 1} else mask
 
 
 def _expect_masks(ex, cases, what):
@@ -206,9 +244,17 @@ class Stream:
     def head_dim(self):
         return self.q.shape[1]
 
+    live = slice(None)  # rows whose scores count for section 1's m (every row of a plain stream)
+
     def case(self, seed):
         return {"capacity": self.capacity, "head_dim": self.head_dim, "window": self.window,
                 "tokens": len(self.q), "chunks": _short(self.chunks), "seed": seed}
+
+    def wrong_rows(self, got, want) -> np.ndarray:
+        """Per row of a chunk: off beyond section 1's rule (scores bounded over the stream's own
+        tokens; a slot of garbage that no query may see is not involved)."""
+        live = self.live
+        return off_by(got, want, (self.q, self.k, self.v), diagnosis.magnitude(self.q[live], self.k[live])).any(axis=1)
 
 
 def make_stream(rng, capacity, window, chunks) -> Stream:
@@ -238,13 +284,13 @@ def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
         call = (f"windowed_attention_step(cache, q, k, v, window={s.window}) for positions "
                 f"{start}..{start + T - 1} (RingKVCache({s.capacity}, {s.head_dim}))")
         out = ex.candidate.call("windowed_attention_step", cache, s.q[part], s.k[part], s.v[part], s.window)
-        outputs.append(expect_array(out, call=call, shape=(T, s.head_dim), kind="f", case=s.case(ex.seed)))
+        outputs.append(as_array(out, call=call, shape=(T, s.head_dim), kind="f", case=s.case(ex.seed)))
         if ring is not None:
             ring.append(s.k[part], s.v[part])
             after = f"after the step for positions {start}..{start + T - 1}"
             settle(ex, [_state_miss(cache, ring, s.case(ex.seed), after)])  # a broken cache stops the stream
         first_failure = stop == len(s.chunks)
-        if want is not None and first_failure and (_differs(out, want[part]) > diagnosis.TOLERANCE).any():
+        if want is not None and first_failure and s.wrong_rows(outputs[-1], want[part]).any():
             stop = n + 1 + after_failure
         start += T
     return outputs
@@ -276,9 +322,9 @@ def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
     outputs = run_stream(ex, s, want=want)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
-        error = _differs(got, want[start:start + T])
-        if (error > diagnosis.TOLERANCE).any():
-            p = start + int(np.argmax(error > diagnosis.TOLERANCE))
+        error, wrong = _differs(got, want[start:start + T]), s.wrong_rows(got, want[start:start + T])
+        if wrong.any():
+            p = start + int(np.argmax(wrong))
             where = f"position {start}" if T == 1 else f"positions {start}..{start + T - 1}"
             message = (f"{what}: RingKVCache({s.capacity}, {s.head_dim}) fed {len(s.q)} tokens in "
                        f"{len(s.chunks)} chunks, window {s.window}; the step for {where} "
@@ -320,12 +366,12 @@ def check_decode_stream(ex):
     """T = 1 decode over a few hundred tokens: every output matches full sliding-window attention."""
     rng = ex.rng
     C = odd_size_closed(rng, 9, 29)
-    W = int(rng.integers(2, C))
+    W = int(rng.integers(2, C - 1))  # W <= C - 2: a window of the capacity differs from W + 1
     expect_streams(ex, [(make_stream(rng, C, W, [1] * odd_size_closed(rng, 170, 200)), "plain decode (T = 1)")])
 
 
 def check_chunked_stream(ex):
-    """Chunks of random size (T = 1 and T > 1), wrapping many times, none overwriting a key still needed."""
+    """Chunks of random size (T = 1 and T > 1), wrapping the ring many times."""
     rng, streams = ex.rng, []
     for _ in range(3):
         C = odd_size_closed(rng, 20, 70)
@@ -336,12 +382,12 @@ def check_chunked_stream(ex):
 
 
 def check_chunk_overwrites_needed_slots(ex):
-    """capacity = window with T > 1: a chunk overwrites slots its own earlier queries still need."""
+    """capacity = window with chunks of T > 1, and chunks nearly as long as the ring."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 24)
     equal = make_stream(rng, C, C, chunk_sizes(rng, odd_size_closed(rng, 250, 330), 2, C, p_one=0.1))
     C = odd_size_closed(rng, 12, 40)
-    W = int(rng.integers(C // 2, C))
+    W = int(rng.integers(C // 2, C - 1))
     long = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 250, 330), C - W + 2, C, p_one=0))
     expect_streams(ex, [(equal, "capacity = window, chunks of T > 1"),
                         (long, "chunks long enough to overwrite keys their own queries need")])
@@ -353,7 +399,7 @@ def check_chunk_longer_than_capacity(ex):
     rng, streams = ex.rng, []
     for _ in range(2):
         C = odd_size_closed(rng, 5, 30)
-        W = int(rng.integers(2, C + 1)) if C > 1 else 1
+        W = int(rng.integers(2, C - 1))
         chunks = ([C + int(rng.integers(1, 4 * C)), 1, C + int(rng.integers(1, 2 * C))]
                   + chunk_sizes(rng, odd_size_closed(rng, 3 * C, 5 * C), 2, C))
         streams.append((make_stream(rng, C, W, chunks), "a first chunk longer than the cache"))
@@ -368,6 +414,59 @@ def check_before_the_ring_fills(ex):
         W = int(rng.integers(sum(chunks), C + 1))
         streams.append((make_stream(rng, C, W, chunks), "a cache that is not yet full"))
     expect_streams(ex, streams)
+
+
+def check_slots_outside_the_window(ex):
+    """Ring slots outside every later query's window hold leftovers of any size (up to 1e30): no query sees them."""
+    rng, misses = ex.rng, []
+    for _ in range(2):
+        C, D = odd_size_closed(rng, 12, 30), odd_size_closed(rng, 3, 17)
+        W = int(rng.integers(2, C // 2))
+        stale = C - W  # appended first, then W ordinary tokens: the ring is full, the leftovers out of reach
+        q, k, v = (rng.standard_normal((W + 2 * C, D)) for _ in range(3))
+        cache = ex.candidate.call("RingKVCache", C, D)
+        cache.call("append", garbage(rng, (stale, D)), garbage(rng, (stale, D)))
+        cache.call("append", k[:W], v[:W])
+        want = oracle.sliding_window_attention(q, k, v, W)  # positions shifted by `stale`: out of every window
+        chunks = chunk_sizes(rng, 2 * C, 2, C - W)
+        case = {"capacity": C, "head_dim": D, "window": W, "leftovers": stale, "chunks": _short(chunks),
+                "seed": ex.seed}
+        misses.append(_leftover_miss(ex, cache, (q, k, v), want, W, stale, chunks, case))
+    settle(ex, misses)
+
+
+def _leftover_miss(ex, cache, qkv, want, W, stale, chunks, case) -> Miss | None:
+    q, k, v = qkv
+    start = W
+    for T in chunks:
+        part = slice(start, start + T)
+        out = as_array(ex.candidate.call("windowed_attention_step", cache, q[part], k[part], v[part], W),
+                       call="windowed_attention_step", shape=(T, q.shape[1]), kind="f", case=case)
+        if off_by(out, want[part], qkv, diagnosis.magnitude(q, k)).any() or not np.isfinite(out).all():
+            p = stale + start
+            return Miss(len(chunks), f"after {stale} tokens of leftovers (values up to 1e30) and {W} ordinary ones, "
+                                     f"the step for positions {p}..{p + T - 1} (window {W}) differs from sliding-window "
+                                     "attention over the ordinary tokens: a slot outside the window was seen "
+                                     "(a mask that adds a large negative number does not hide 1e12)", case,
+                        kind="wrong" if np.isfinite(out).all() else "nan")
+        start += T
+    return None
+
+
+def check_returns_arrays(ex):
+    """window_mask returns a numpy bool array, windowed_attention_step a float64 one (float32 inputs too)."""
+    rng, slips = ex.rng, []
+    mask = ex.candidate.call("window_mask", np.arange(3, 6), np.arange(6), 2)
+    slips.append(container_slip(mask, call="window_mask(...)", dtype=bool))
+    for dtype in (np.float64, np.float32):
+        cache = ex.candidate.call("RingKVCache", 5, 3)
+        x = rng.standard_normal((2, 3)).astype(dtype)
+        out = ex.candidate.call("windowed_attention_step", cache, x, x, x, 2)
+        slips.append(container_slip(out, call=f"windowed_attention_step({np.dtype(dtype)} q, k, v)",
+                                    dtype=np.float64))
+    slips = [slip for slip in slips if slip]
+    if slips:
+        fail(slips[0] + ": the right values in another container or dtype", {"seed": ex.seed}, kind="hygiene")
 
 
 def check_window_one(ex):
@@ -410,7 +509,7 @@ def check_long_positions(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists."""
+    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists and small int arrays."""
     rng = ex.rng
     C, D, W = np.int64(odd_size_closed(rng, 7, 20)), np.int32(odd_size_closed(rng, 3, 9)), 5
     with other_argument_types("numpy integer sizes or list positions were rejected"):
@@ -424,13 +523,16 @@ def check_numpy_integer_arguments(ex):
             want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
                                            oracle.window_mask(start + np.arange(T), stored, W))
             ring.append(k, v)
-            got = expect_array(out, call="windowed_attention_step with numpy ints", shape=(T, int(D)), kind="f")
-            if not np.allclose(got, want, rtol=0, atol=diagnosis.TOLERANCE):
+            got = as_array(out, call="windowed_attention_step with numpy ints", shape=(T, int(D)), kind="f")
+            if not close(got, want, (q, k, v), diagnosis.magnitude(q, k)):
                 fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window=np.int64({W})) on "
                      f"RingKVCache(np.int64({C}), np.int32({D})) differs from the rule",
                      case={"capacity": int(C), "head_dim": int(D), "window": W, "seed": ex.seed},
                      kind="wrong" if np.isfinite(got).all() else "nan")
-        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3)], "positions given as lists")
+        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3),
+                           (np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
+                           (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
+                      "positions given as lists and as int8, int16 and int32 arrays")
 
 
 # -- invalid arguments -----------------------------------------------------------------------
@@ -439,7 +541,7 @@ def check_numpy_integer_arguments(ex):
 def check_rejects_invalid_arguments(ex):
     """Bad sizes, windows and shapes raise ValueError, and a rejected call leaves the cache as it was."""
     rng = ex.rng
-    for C, D in [(0, 4), (4, 0), (-3, 2)]:
+    for C, D in [(0, 4), (4, 0), (-3, 2), (2.5, 4)]:
         expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
     C, D = 6, 4
     cache = ex.candidate.call("RingKVCache", C, D)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import oracle
+from grader import checking
 
-TOLERANCE = 1e-8  # outputs are float64; only summation order may differ
+from . import oracle
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Mistakes:
     empty_visible: bool = False  # slots holding -1 are not excluded
     append_first: bool = False  # the chunk is appended before its queries attend
     late_queries: bool = False  # query positions counted from len(cache) after the append
+    window_is_capacity: bool = False  # the window is the ring's capacity (Mistral's rotating buffer)
 
 
 # Atoms: (name, the fields it sets, the diagnosis ids it shows). Order = preference on ties.
@@ -54,9 +55,10 @@ ATOMS = [
     ("append_first", {"append_first": True}, ["append_before_attend"]),
     ("late_queries", {"append_first": True, "late_queries": True},
      ["queries_after_append"]),
+    ("capacity_window", {"window_is_capacity": True}, ["window_is_capacity"]),
 ]
 RIGHT = Mistakes()  # no mistake: variant_mask(RIGHT, ...) is the rule (the oracle tests pin it)
-STEP_ONLY = {"query_slot", "ring_slots", "written_ring_slots", "append_first", "late_queries"}
+STEP_ONLY = {"query_slot", "ring_slots", "written_ring_slots", "append_first", "late_queries", "capacity_window"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def _combine(atoms) -> Mistakes | None:
     m = Mistakes(**fields)
     if m.empty_visible and m.key_index:  # indices are never -1: nothing to hide
         return None
-    if m.no_lower_bound and m.window_delta:
+    if (m.no_lower_bound or m.window_is_capacity) and m.window_delta:
         return None
     if m.ring_slots and (m.append_first or m.key_index):  # the same as key_index after an append
         return None
@@ -119,7 +121,7 @@ def variant_mask(m: Mistakes, q_positions, k_positions, window: int, capacity: i
     q, k = q[:, None], k[None, :]
     seen = k <= q
     if not m.no_lower_bound:
-        seen &= k > q - (window + m.window_delta)
+        seen &= k > q - ((capacity if m.window_is_capacity else window) + m.window_delta)
     if not (m.empty_visible or m.key_index):
         seen &= k >= 0
     return seen
@@ -189,6 +191,9 @@ def sentence(diagnosis_id: str, atoms, e: Example) -> str:
                     f"query and the {W - 1} before it (FlashAttention's window_size=({W - 1}, 0))")
         return (f"the window admits only W - 1 = {W - 1} keys: {saw}, but window {W} means {want}; "
                 "W counts the query itself")
+    if diagnosis_id == "window_is_capacity":
+        return (f"the window is the ring's capacity {C}, not the window {W} asked for: {saw}, not {want} "
+                "(Mistral's rotating buffer ties the sliding window to the cache size; here they differ)")
     if diagnosis_id == "window_ignored":
         return f"the window's lower bound k > p - W is missing: {saw}, not only the last {W}: {want}"
     if diagnosis_id == "empty_slots_visible":
@@ -261,10 +266,18 @@ def _softmax_rows(scores, mask, values):
     return out
 
 
-def same_output(submitted, expected) -> bool:
-    """Equal up to rounding; a row that sees no key may come back as NaN or as zeros."""
+def magnitude(q, k) -> float:
+    """A bound on the scaled scores |q . k| / sqrt(D) of a stream: section 1's m."""
+    if not len(q) or not len(k):
+        return 1.0
+    return float(np.linalg.norm(q, axis=1).max() * np.linalg.norm(k, axis=1).max() / np.sqrt(q.shape[1]))
+
+
+def same_output(submitted, expected, inputs=(), m: float = 1.0) -> bool:
+    """Equal within section 1's rule (``checking.close``, scores up to ``m``); a row that sees no
+    key may come back as NaN or as zeros."""
     empty = np.isnan(expected).all(axis=1)
-    if not np.allclose(submitted[~empty], expected[~empty], rtol=0, atol=TOLERANCE):
+    if not checking.close(submitted[~empty], expected[~empty], inputs, m):
         return False
     rows = submitted[empty]
     return bool(np.all(~np.isfinite(rows).all(axis=1) | (rows == 0).all(axis=1)))
@@ -277,6 +290,7 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
     """
     ring = oracle.Ring(capacity, q.shape[1])
     alive = {var: ([], None) for var in variants}
+    m_bound = magnitude(q, k)
     start = 0
     for chunk_index, T in enumerate(chunks):
         part = slice(start, start + T)
@@ -301,7 +315,7 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
                 believed_k = np.concatenate([slots, q_pos])
             mask = variant_mask(m, believed_q, believed_k, window, capacity)
             out = _softmax_rows(scores[m.append_first], mask, values)
-            if submitted is not None and not same_output(submitted[chunk_index], out):
+            if submitted is not None and not same_output(submitted[chunk_index], out, (q, k, v), m_bound):
                 del alive[var]
                 continue
             outputs, example = alive[var]

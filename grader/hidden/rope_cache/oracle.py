@@ -7,6 +7,16 @@ import math
 
 import numpy as np
 
+from grader import checking
+
+
+def tolerance(inputs, angle: float, scale: float, m: float = 1.0) -> float:
+    """Section 1's precision rule for RoPE: the float inputs' own rounding (``checking.tolerance``,
+    scores up to ``m``, values up to ``scale``), plus a float64 rounding of the largest angle.
+    Positions are exact integers, so the careful angle is a float64 one: its rounding grows with
+    the position (1e-11 at 1e5); a float32 angle misses by about 5e-3 there, which no input justifies."""
+    return checking.tolerance(inputs, m, scale) + checking.tolerance((), float(angle) * max(1.0, m), scale)
+
 
 def rotate(x, positions, base: float) -> np.ndarray:
     """x [T, H, D] where dimensions i and i + D/2 of row t turn by positions[t] * base ** (-2 i / D)."""

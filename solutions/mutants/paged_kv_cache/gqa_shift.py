@@ -9,7 +9,10 @@ EXPECTED_DIAGNOSIS = "gqa_head_mapping"
 
 
 def _size(name, value):
-    n = operator.index(value)
+    try:
+        n = operator.index(value)  # an int or a numpy integer; 2.5 is not truncated
+    except TypeError:
+        raise ValueError(f"{name} must be an int, got {value!r}") from None
     if n < 1:
         raise ValueError(f"{name} must be >= 1, got {n}")
     return n
