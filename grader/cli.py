@@ -426,7 +426,8 @@ def serve(directory, exercises, minutes, feedback, host, port):
     DIR is the session folder: created when missing, resumed when it exists (same links).
     Prints the two links; send the candidate link only. Needs `pip install 'kvgrade[room]'`.
     """
-    from .room import MissingExtra, RoomError, serve as serve_room
+    from .room import MissingExtra, RoomError
+    from .room import serve as serve_room
 
     try:
         serve_room(directory, exercises or None, minutes, feedback, host, port, echo=click.echo)

@@ -77,12 +77,12 @@ def _banner(room, host: str, port: int, resumed: bool) -> list[str]:
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
     base = f"http://{shown}:{port}"
     meta = room.meta
-    return [f"kvgrade serve: {', '.join(meta['exercises'])} in {room.folder} "
-            f"({'resumed' if resumed else 'new session'}; time box {meta['minutes']} min, feedback {meta['feedback']})",
+    return [(f"kvgrade serve: {', '.join(meta['exercises'])} in {room.folder} ({'resumed' if resumed else 'new'} "
+             f"session; time box {meta['minutes']} min, feedback {meta['feedback']})"),
             f"candidate:   {base}/c/{meta['candidate_token']}/",
             f"interviewer: {base}/i/{meta['interviewer_token']}/",
-            f"Send the candidate link only; the interviewer link opens the sheet and the answers. The server "
-            f"listens on {host} only. To reach it from the candidate's machine, forward it yourself: an SSH "
-            f"tunnel (ssh -N -R 8000:127.0.0.1:{port} you@a-host-they-can-reach, then send that host's "
-            f"address with the same path) or your team's own HTTPS proxy. kvgrade never opens a tunnel.",
+            (f"Send the candidate link only; the interviewer link opens the sheet and the answers. The server "
+             f"listens on {host} only. To reach it from the candidate's machine, forward it yourself: an SSH "
+             f"tunnel (ssh -N -R 8000:127.0.0.1:{port} you@a-host-they-can-reach, then send that host's "
+             f"address with the same path) or your team's own HTTPS proxy. kvgrade never opens a tunnel."),
             "Stop with Ctrl-C; run the same command again to resume with the same links."]

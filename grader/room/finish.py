@@ -13,7 +13,9 @@ from datetime import datetime
 from ..engine import ExerciseFacts, build_result
 from ..notes import Notes, apply, template
 from ..result import Result
-from ..timeline import _timeline as runs_timeline  # one timeline rule for the workspace log and the room
+
+# one timeline rule for the workspace's log and the room's record
+from ..timeline import _timeline as runs_timeline
 
 REPORTS = ("result.json", "report.html", "notes.toml")
 KEPT_BY = ("Kept by the kvgrade serve server on the interviewer's machine: every edit, run, hint and "

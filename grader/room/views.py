@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from .. import interview
-from ..result import Result
 from ..render.common import for_candidate
+from ..result import Result
 from . import finish
 
 WITHHELD = "a hidden check (its description would give the answer away)"
