@@ -11,13 +11,9 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("starlette", reason="the room extra (kvgrade[room]) is not installed")
-from starlette.testclient import TestClient  # noqa: E402
-
-from grader import cli  # noqa: E402
-from grader.room import app as room_app  # noqa: E402
-from grader.room import grading, session  # noqa: E402
-from grader.room.session import Room, RoomError  # noqa: E402
+from grader import cli
+from grader.room import grading, session
+from grader.room.session import Room, RoomError
 
 EXERCISE = "decode_mask"
 
@@ -42,8 +38,17 @@ def room(tmp_path, held):
     r.close()
 
 
+def app_module():
+    pytest.importorskip("starlette", reason="the room extra (kvgrade[room]) is not installed")
+    from grader.room import app
+
+    return app
+
+
 def clients(room):
-    client = TestClient(room_app.create_app(room), raise_server_exceptions=False)
+    from starlette.testclient import TestClient
+
+    client = TestClient(app_module().create_app(room), raise_server_exceptions=False)
     c, i = room.meta["candidate_token"], room.meta["interviewer_token"]
     return client, {"X-Kvgrade-Token": c}, {"X-Kvgrade-Token": i}
 
@@ -94,7 +99,7 @@ def test_sizes_are_capped(room):
     answer = client.put("/api/candidate/files", headers=cand,
                         json={"exercise": EXERCISE, "name": "decode_mask.py", "text": big})
     assert answer.status_code == 413 and "KiB" in answer.json()["error"]
-    flood = client.put("/api/candidate/files", headers=cand, content=b"x" * (room_app.MAX_BODY_BYTES + 10))
+    flood = client.put("/api/candidate/files", headers=cand, content=b"x" * (app_module().MAX_BODY_BYTES + 10))
     assert flood.status_code == 413
     assert client.get("/nowhere").json() == {"error": "no such page or API route"}
 
