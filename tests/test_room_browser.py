@@ -1,0 +1,174 @@
+"""The live room as two people use it, in real headless Chromium (Selenium, Debian's chromedriver).
+
+One interview of decode_mask: the candidate types a top-left mask and submits; the run shows
+up live on the interviewer's page with its diagnosis; the interviewer sends hint 2 and it
+appears on the candidate's page; the candidate fixes the mask; the interviewer records an
+observation and a note and ends the interview; the reports hold what happened. Then the server
+is killed and started again on the same folder: same links, and both pages show it all.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from .room_server import REPO, Server, chrome
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+WAIT_SECONDS = 120  # one grading under a loaded machine; every wait is bounded by it
+WRONG = "import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    return np.tril(np.ones((T, S), bool))\n"
+RIGHT = ("import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n"
+         "        raise ValueError(f'need 1 <= T <= S, got T={T}, S={S}')\n"
+         "    return np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]\n")
+HINT = "Now take T = 2 over S = 5. At which positions do the two new tokens sit? Write row 0's mask by hand."
+NOTE = "Found the offset after hint 2 <script>alert(1)</script>"
+
+
+@pytest.fixture
+def pages(tmp_path):
+    drivers = []
+
+    def open_page(url: str):
+        driver = chrome(tmp_path / f"profile-{len(drivers)}")
+        drivers.append(driver)
+        driver.set_page_load_timeout(60)
+        driver.get(url)
+        return driver
+    yield open_page
+    for driver in drivers:
+        driver.quit()
+
+
+def wait(driver, test, what: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2).until(lambda d: test(d), message=what)
+
+
+def css(driver, selector: str):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def type_code(driver, code: str):
+    """Select all in the editor and type ``code`` as one text input (as a paste or an IME would)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    wait(driver, lambda d: css(d, "#ex-decode_mask .pane:not([hidden]) .cm-content"), "the editor")
+    css(driver, "#ex-decode_mask .pane:not([hidden]) .cm-content")[0].click()
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).perform()
+    driver.execute_cdp_cmd("Input.insertText", {"text": code})
+    typed = driver.execute_script("return document.querySelector('#ex-decode_mask .pane:not([hidden]) "
+                                  ".cm-content').cmView.view.state.doc.toString()")
+    assert typed == code
+
+
+def submissions_done(driver) -> int:
+    return len(css(driver, "#ex-decode_mask .run[data-kind='submit'][data-status='done']"))
+
+
+def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
+    folder = tmp_path / "interview"
+    server = Server(str(folder), "-e", "decode_mask", "--port", "0", "--minutes", "30")
+    try:
+        candidate = pages(server.links["candidate"])
+        interviewer = pages(server.links["interviewer"])
+        wait(interviewer, lambda d: css(d, "#ex-decode_mask .send-hint"), "the interviewer's sheet")
+
+        type_code(candidate, WRONG)
+        css(candidate, "#ex-decode_mask button.submit")[0].click()
+        wait(interviewer, lambda d: "top_left_alignment" in "".join(
+            r.text for r in css(d, "#ex-decode_mask .run[data-kind='submit'][data-status='done']")),
+            "the wrong submission, diagnosed, live on the interviewer's page")
+        assert "np.tril(np.ones((T, S), bool))" in css(interviewer, "#ex-decode_mask .code")[0].text
+        wait(candidate, lambda d: submissions_done(d) == 1, "the candidate's summary")
+        assert "top_left" not in css(candidate, "#ex-decode_mask .runs")[0].text  # summary: no diagnosis
+
+        css(interviewer, "#ex-decode_mask .send-hint[data-number='2']")[0].click()
+        wait(candidate, lambda d: [h.text for h in css(d, "#ex-decode_mask .hint")] == [f"Hint 2: {HINT}"],
+             "hint 2 on the candidate's page")
+        _screenshots(candidate, interviewer, tmp_path)
+
+        type_code(candidate, RIGHT)
+        css(candidate, "#ex-decode_mask button.submit")[0].click()
+        wait(candidate, lambda d: submissions_done(d) == 2, "the fixed submission graded")
+        criterion = css(interviewer, "#ex-decode_mask .observed li")[0].get_attribute("data-criterion")
+        css(interviewer, "#ex-decode_mask .observed li .met")[0].click()
+        css(interviewer, "#ex-decode_mask textarea.notes")[0].send_keys(NOTE)
+        wait(interviewer, lambda d: d.find_element("id", "status").text == "saved", "the note saved")
+        css(interviewer, "#end")[0].click()
+        interviewer.switch_to.alert.accept()
+        wait(interviewer, lambda d: len(css(d, ".report-link")) == 3, "the final reports")
+        wait(candidate, lambda d: not d.find_element("id", "ended").get_attribute("hidden"), "the frozen page")
+        assert css(candidate, "#ex-decode_mask button.submit")[0].get_attribute("disabled")
+        assert css(candidate, "#ex-decode_mask .cm-content")[0].get_attribute("contenteditable") == "false"
+        assert not interviewer.find_elements("css selector", "#exercises script")  # the note stayed text
+        _check_reports(folder, criterion)
+        before = _record(folder)
+    finally:
+        server.stop()
+
+    again = Server(str(folder))  # killed above; resumed without options
+    try:
+        assert again.links == server.links
+        assert _record(folder) == before
+        candidate.refresh()
+        interviewer.refresh()
+        wait(candidate, lambda d: css(d, "#ex-decode_mask .hint") and submissions_done(d) == 2, "the candidate's page")
+        assert candidate.execute_script("return document.querySelector('#ex-decode_mask .cm-content')"
+                                        ".cmView.view.state.doc.toString()") == RIGHT
+        assert not candidate.find_element("id", "ended").get_attribute("hidden")
+        wait(interviewer, lambda d: len(css(d, ".report-link")) == 3, "the interviewer's page")
+        assert css(interviewer, "#ex-decode_mask textarea.notes")[0].get_attribute("value") == NOTE
+        assert css(interviewer, "#ex-decode_mask .observed li .met")[0].is_selected()
+        assert css(interviewer, "#ex-decode_mask .send-hint[data-number='2']")[0].text == "sent"
+        assert len(css(interviewer, "#ex-decode_mask .run[data-kind='submit']")) == 2
+    finally:
+        again.stop()
+
+
+def _check_reports(folder: Path, criterion: str):
+    result = json.loads((folder / "result.json").read_text())
+    e = result["exercises"][0]
+    assert e["hints_given"] == [2] and e["notes"] == NOTE
+    assert e["timeline"]["runs"] == 3  # two submissions and the final grading, from the server's record
+    assert [d["id"] for d in e["timeline"]["diagnoses"]][:1] == ["top_left_alignment"]
+    assert "kept by the kvgrade serve server" in result["session"]["kept_by"].lower()
+    assert e["level"] == "hire"  # right answer, capped by hint 2
+    html = (folder / "report.html").read_text()
+    assert "Kept by the kvgrade serve server" in html and "&lt;script&gt;" in html
+    notes = tomllib.loads((folder / "notes.toml").read_text())
+    assert notes["decode_mask"]["hints"] == [2] and notes["decode_mask"]["observed"] == {criterion: True}
+    again = subprocess.run([sys.executable, "-m", "grader", "report", str(folder / "result.json"), "--notes",
+                            str(folder / "notes.toml"), "--json", "-"], cwd=REPO, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["exercises"][0]["level"] == "hire"
+
+
+def _record(folder: Path) -> tuple:
+    """Everything the session stored, read straight from its SQLite file."""
+    import sqlite3
+
+    db = sqlite3.connect(folder / "room.sqlite")
+    try:
+        return tuple(db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+                     for table in ("meta", "files", "snapshots", "runs", "events"))
+    finally:
+        db.close()
+
+
+def _screenshots(candidate, interviewer, tmp_path: Path):
+    """Both pages at 1280 px; into docs/ with KVGRADE_UPDATE_SCREENSHOTS=1."""
+    for name, driver in (("room_candidate_1280.png", candidate), ("room_interviewer_1280.png", interviewer)):
+        driver.save_screenshot(str(tmp_path / name))
+        assert driver.execute_script("return window.innerWidth") == 1280
+        if os.environ.get("KVGRADE_UPDATE_SCREENSHOTS") == "1":
+            shutil.copyfile(tmp_path / name, REPO / "docs" / name)
