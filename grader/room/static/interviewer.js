@@ -69,7 +69,7 @@ function render(state) {
   for (const ex of state.exercises) {
     const section = document.getElementById(`ex-${ex.id}`);
     for (const file of ex.files) views.get(`${ex.id}/${file.name}`).set(file.text);
-    section.querySelector("h2 .level").textContent = `${levelText(ex.level, ex.provisional)}: ${ex.reason}`;
+    section.querySelector("h2 .level").textContent = ex.reason || levelText(ex.level, ex.provisional);  // the reason opens with the level
     for (const button of section.querySelectorAll(".send-hint")) {
       const sent = ex.hints_sent.includes(Number(button.dataset.number));
       button.textContent = sent ? "sent" : "send hint";
