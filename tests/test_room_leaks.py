@@ -75,9 +75,12 @@ def _lines(path, shown: str) -> list[str]:
     return out
 
 
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _secrets(exercise, shown: str) -> dict[str, list[str]]:
     r = exercise.rubric
-    words = lambda text: " ".join(text.split())  # noqa: E731
     return {
         "hint": [words(h.text) for h in r.hints[1:]],
         "sheet": [words(r.summary), *map(words, r.levels.values()), *(words(c.expect) for c in r.checkpoints),
