@@ -20,9 +20,19 @@ REPO = Path(__file__).resolve().parent.parent
 START_SECONDS = 60.0
 
 
+def kvgrade(args: list[str]) -> list[str]:
+    """A ``kvgrade`` command line as this checkout runs it, from any folder."""
+    return [sys.executable, "-m", "grader", *args]
+
+
+def environment() -> dict:
+    """This checkout importable from any working folder (``python -m grader`` drops the cwd)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
 class Server:
-    def __init__(self, *args: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader", "serve", *args], cwd=REPO, text=True,
+    def __init__(self, *args: str, cwd: Path = REPO):
+        self.proc = subprocess.Popen(kvgrade(["serve", *args]), cwd=cwd, env=environment(), text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -166,9 +166,10 @@ def _record(folder: Path) -> tuple:
 
 
 def _screenshots(candidate, interviewer, tmp_path: Path):
-    """Both pages at 1280 px; into docs/ with KVGRADE_UPDATE_SCREENSHOTS=1."""
+    """Both pages at 1280 px (docs/ holds them); KVGRADE_SCREENSHOTS=DIR keeps them there."""
+    keep = os.environ.get("KVGRADE_SCREENSHOTS")
     for name, driver in (("room_candidate_1280.png", candidate), ("room_interviewer_1280.png", interviewer)):
-        driver.save_screenshot(str(tmp_path / name))
         assert driver.execute_script("return window.innerWidth") == 1280
-        if os.environ.get("KVGRADE_UPDATE_SCREENSHOTS") == "1":
-            shutil.copyfile(tmp_path / name, REPO / "docs" / name)
+        driver.save_screenshot(str(tmp_path / name))
+        if keep:
+            shutil.copyfile(tmp_path / name, Path(keep) / name)

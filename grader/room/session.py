@@ -61,7 +61,7 @@ class Room:
     def __init__(self, folder: Path, exercise_ids: list[str] | None = None, minutes: int | None = None,
                  feedback: str | None = None):
         """Open the session in ``folder``: resume it, or create it from the options given."""
-        self.folder = Path(folder)
+        self.folder = Path(folder).resolve()  # grading processes start elsewhere
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(self.folder)
         self.meta = self._settings(exercise_ids, minutes, feedback)
