@@ -93,6 +93,17 @@ def test_a_bad_request_gets_a_clear_error_and_no_traceback(room, body, status, w
     assert "Traceback" not in answer.text
 
 
+def test_two_tabs_do_not_fight_the_last_write_wins(room):
+    client, cand, inter = clients(room)
+    for text in ("# tab one\n", "# tab two\n"):
+        client.put("/api/candidate/files", headers=cand, json={"exercise": EXERCISE, "name": "decode_mask.py",
+                                                               "text": text})
+    for side, header in (("candidate", cand), ("interviewer", inter)):
+        files = client.get(f"/api/{side}/state", headers=header).json()["exercises"][0]["files"]
+        assert files[0]["text"] == "# tab two\n"  # what a reload of either page shows
+    assert room.store.snapshot_count() == 4  # both stubs, then each tab's edit: history keeps all
+
+
 def test_sizes_are_capped(room):
     client, cand, _ = clients(room)
     big = "#" * (session.MAX_FILE_BYTES + 1)

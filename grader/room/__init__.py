@@ -46,8 +46,17 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
         for line in _banner(room, host, sock.getsockname()[1], resumed):
             echo(line)
         config = uvicorn.Config(create_app(room), log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2)
-        uvicorn.Server(config).run(sockets=[sock])
+                                timeout_graceful_shutdown=5)
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig, frame):  # Ctrl-C: open pages' event streams end first
+                room.stop_streams()
+                super().handle_exit(sig, frame)
+        try:
+            Server(config).run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn raises the Ctrl-C again once it has shut down
+            pass
+        echo(f"stopped; everything is kept in {room.folder}")
     finally:
         room.close()
 

@@ -144,6 +144,8 @@ def _events(room: Room, role: str):
                         yield ": still here\n\n"
                         continue
                     changed.clear()
+                    if room.closing.is_set():
+                        return
                     yield "data: change\n\n"
             finally:
                 stop()

@@ -73,6 +73,7 @@ class Room:
                 if (ex.id, name) not in saved:
                     self.store.save_file(ex.id, name, starting_text(ex, name))
         self._listeners: list = []
+        self.closing = threading.Event()  # the server is stopping: event streams end
         self._lock = threading.Lock()
         self._queued = 0
         self._jobs: queue.Queue = queue.Queue()
@@ -111,6 +112,11 @@ class Room:
         entry = (role, notify)
         self._listeners.append(entry)
         return lambda: self._listeners.remove(entry)
+
+    def stop_streams(self):
+        """End every open event stream now, so a stopping server does not wait on them."""
+        self.closing.set()
+        self._changed()
 
     def _changed(self, *roles: str):
         for role, notify in list(self._listeners):
