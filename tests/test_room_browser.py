@@ -8,6 +8,7 @@ is killed and started again on the same folder: same links, and both pages show 
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from .room_server import REPO, Server, chrome
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WAIT_SECONDS = 120  # one grading under a loaded machine; every wait is bounded by it
+TAG = "<img src=x onerror=\"window.pwned = 1\">"  # candidate text that would run if put in as HTML
 WRONG = "import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    return np.tril(np.ones((T, S), bool))\n"
-RIGHT = ("import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    if not 1 <= T <= S:\n"
+RIGHT = (f"import numpy as np\n\n\ndef decode_causal_mask(T, S):  # {TAG}\n    if not 1 <= T <= S:\n"
          "        raise ValueError(f'need 1 <= T <= S, got T={T}, S={S}')\n"
          "    return np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]\n")
 HINT = "Now take T = 2 over S = 5. At which positions do the two new tokens sit? Write row 0's mask by hand."
@@ -88,6 +90,7 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
             r.text for r in css(d, "#ex-decode_mask .run[data-kind='submit'][data-status='done']")),
             "the wrong submission, diagnosed, live on the interviewer's page")
         assert "np.tril(np.ones((T, S), bool))" in css(interviewer, "#ex-decode_mask .code")[0].text
+        assert re.fullmatch(r"\d+:\d\d left", candidate.find_element("id", "clock").text)
         wait(candidate, lambda d: submissions_done(d) == 1, "the candidate's summary")
         assert "top_left" not in css(candidate, "#ex-decode_mask .runs")[0].text  # summary: no diagnosis
 
@@ -99,6 +102,8 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
         type_code(candidate, RIGHT)
         css(candidate, "#ex-decode_mask button.submit")[0].click()
         wait(candidate, lambda d: submissions_done(d) == 2, "the fixed submission graded")
+        wait(interviewer, lambda d: TAG in css(d, "#ex-decode_mask .code")[0].text, "the code shown as text")
+        assert not css(interviewer, "#exercises img") and interviewer.execute_script("return window.pwned") is None
         criterion = css(interviewer, "#ex-decode_mask .observed li")[0].get_attribute("data-criterion")
         css(interviewer, "#ex-decode_mask .observed li .met")[0].click()
         css(interviewer, "#ex-decode_mask textarea.notes")[0].send_keys(NOTE)

@@ -52,6 +52,10 @@ async function start(ex, kind) {
 
 function render(state) {
   if (!built) build(state);
+  const status = document.getElementById("status");
+  if (status.textContent.endsWith("...") && !state.exercises.some((ex) => ex.runs.some((r) => r.status === "running"))) {
+    say("");  // "grading..." ends with the run
+  }
   setClock(state);
   document.getElementById("ended").hidden = !state.ended;
   document.body.classList.toggle("frozen", state.ended);
