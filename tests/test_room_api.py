@@ -167,6 +167,18 @@ def test_a_restart_on_the_same_folder_keeps_links_code_and_the_record(tmp_path, 
         Room(tmp_path / "s", ["tree_mask"])
 
 
+def test_a_run_cut_short_by_a_crash_is_kept_as_interrupted(tmp_path, held):
+    first = Room(tmp_path / "s", [EXERCISE])
+    first.run(EXERCISE, "submit", {"decode_mask.py": "# submitted just before the crash\n"})
+    first.store.close()  # the server dies with the run going (its job thread stays held)
+    second = Room(tmp_path / "s")
+    runs = second.store.runs()
+    assert [(r["kind"], r["status"]) for r in runs] == [("submit", "interrupted")]
+    assert "stopped during this run" in second.candidate_view()["exercises"][0]["runs"][0]["error"]
+    assert second.store.files()[(EXERCISE, "decode_mask.py")] == "# submitted just before the crash\n"
+    second.close()
+
+
 def test_the_end_freezes_the_candidate(room, held):
     client, cand, inter = clients(room)
     assert client.post("/api/interviewer/end", headers=inter).status_code == 200
