@@ -45,7 +45,8 @@ class Store:
         self._db.executescript(SCHEMA)
 
     def close(self):
-        self._db.close()
+        with self._lock:  # never while another thread is inside a statement: sqlite would crash
+            self._db.close()
 
     def _rows(self, sql: str, args=()) -> list[tuple]:
         with self._lock:
