@@ -116,6 +116,9 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
         assert css(candidate, "#ex-decode_mask .cm-content")[0].get_attribute("contenteditable") == "false"
         assert not interviewer.find_elements("css selector", "#exercises script")  # the note stayed text
         _check_reports(folder, criterion)
+        css(interviewer, "#ex-decode_mask textarea.notes")[0].send_keys(" (after the end)")
+        wait(interviewer, lambda d: d.find_element("id", "status").text == "saved", "the later note saved")
+        assert tomllib.loads((folder / "notes.toml").read_text())["decode_mask"]["notes"] == NOTE + " (after the end)"
         before = _record(folder)
     finally:
         server.stop()
@@ -131,7 +134,7 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
                                         ".cmView.view.state.doc.toString()") == RIGHT
         assert not candidate.find_element("id", "ended").get_attribute("hidden")
         wait(interviewer, lambda d: len(css(d, ".report-link")) == 3, "the interviewer's page")
-        assert css(interviewer, "#ex-decode_mask textarea.notes")[0].get_attribute("value") == NOTE
+        assert css(interviewer, "#ex-decode_mask textarea.notes")[0].get_attribute("value") == NOTE + " (after the end)"
         assert css(interviewer, "#ex-decode_mask .observed li .met")[0].is_selected()
         assert css(interviewer, "#ex-decode_mask .send-hint[data-number='2']")[0].text == "sent"
         assert len(css(interviewer, "#ex-decode_mask .run[data-kind='submit']")) == 2

@@ -193,13 +193,20 @@ class Room:
         if value not in (True, False, None):
             raise RoomError("an observation is true, false or null")
         self.store.add_event("observed", exercise, {"criterion": criterion, "value": value})
-        self._changed(INTERVIEWER)
+        self._record_changed()
 
     def note(self, exercise: str, text) -> None:
         self._exercise(exercise)
         if not isinstance(text, str) or len(text.encode("utf-8", "surrogatepass")) > MAX_NOTE_BYTES:
             raise RoomError(f"notes are a string of at most {MAX_NOTE_BYTES // 1024} KiB")
         self.store.add_event("note", exercise, text)
+        self._record_changed()
+
+    def _record_changed(self):
+        """After the end, the reports follow the interviewer's record (nothing is graded again)."""
+        final = [r for r in self.store.runs() if r["kind"] == "final" and r["status"] == "done"]
+        if self.ended and final:
+            finish.write_reports(self, final[-1]["outcome"])
         self._changed(INTERVIEWER)
 
     def end(self) -> None:
