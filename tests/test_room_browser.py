@@ -1,7 +1,7 @@
 """The live room as two people use it, in real headless Chromium (Selenium, Debian's chromedriver).
 
-One interview of decode_mask: the candidate types a top-left mask and submits; the run shows
-up live on the interviewer's page with its diagnosis; the interviewer sends hint 2 and it
+One interview of tree_mask: the candidate types a causal triangle over the drafts and submits;
+the run shows up live on the interviewer's page with its diagnosis; the interviewer sends hint 2 and it
 appears on the candidate's page; the candidate fixes the mask; the interviewer records an
 observation and a note and ends the interview; the reports hold what happened. Then the server
 is killed and started again on the same folder: same links, and both pages show it all.
@@ -17,17 +17,49 @@ from pathlib import Path
 
 import pytest
 
+from grader import catalog
+
 from .room_server import REPO, Server, chrome
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WAIT_SECONDS = 120  # one grading under a loaded machine; every wait is bounded by it
 TAG = "<img src=x onerror=\"window.pwned = 1\">"  # candidate text that would run if put in as HTML
-WRONG = "import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    return np.tril(np.ones((T, S), bool))\n"
-RIGHT = (f"import numpy as np\n\n\ndef decode_causal_mask(T, S):  # {TAG}\n    if not 1 <= T <= S:\n"
-         "        raise ValueError(f'need 1 <= T <= S, got T={T}, S={S}')\n"
-         "    return np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]\n")
-HINT = "Now take T = 2 over S = 5. At which positions do the two new tokens sit? Write row 0's mask by hand."
+COMMON = """import numpy as np
+
+
+def _check(parents, P):
+    if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 0:
+        raise ValueError(f"P must be an int >= 0, got {P!r}")
+    parents = [int(p) for p in parents]
+    for i, p in enumerate(parents):
+        if not -1 <= p < i:
+            raise ValueError(f"parents[{i}] = {p} is not -1 or an earlier draft")
+    return parents
+
+
+def tree_positions(parents, P):
+    depth = []
+    for p in _check(parents, P):
+        depth.append(0 if p < 0 else depth[p] + 1)
+    return P + np.array(depth, dtype=np.int64)
+
+"""
+TRIANGLE = "    return np.tril(np.ones((T, P + T), bool), k=P)\n"
+WRONG = COMMON + "\ndef tree_attention_mask(parents, P):\n    T = len(_check(parents, P))\n" + TRIANGLE
+RIGHT = COMMON + f"""
+def tree_attention_mask(parents, P):  # {TAG}
+    parents = _check(parents, P)
+    mask = np.zeros((len(parents), P + len(parents)), bool)
+    for i, p in enumerate(parents):
+        if p < 0:
+            mask[i, :P] = True
+        else:
+            mask[i] = mask[p]
+        mask[i, P + i] = True
+    return mask
+"""
+HINT = " ".join(catalog.get("tree_mask").rubric.hints[1].text.split())
 NOTE = "Found the offset after hint 2 <script>alert(1)</script>"
 
 
@@ -63,62 +95,64 @@ def type_code(driver, code: str):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    wait(driver, lambda d: css(d, "#ex-decode_mask .pane:not([hidden]) .cm-content"), "the editor")
-    css(driver, "#ex-decode_mask .pane:not([hidden]) .cm-content")[0].click()
+    wait(driver, lambda d: css(d, "#ex-tree_mask .pane:not([hidden]) .cm-content"), "the editor")
+    css(driver, "#ex-tree_mask .pane:not([hidden]) .cm-content")[0].click()
     ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).perform()
     driver.execute_cdp_cmd("Input.insertText", {"text": code})
-    typed = driver.execute_script("return document.querySelector('#ex-decode_mask .pane:not([hidden]) "
+    typed = driver.execute_script("return document.querySelector('#ex-tree_mask .pane:not([hidden]) "
                                   ".cm-content').cmView.view.state.doc.toString()")
     assert typed == code
 
 
 def submissions_done(driver) -> int:
-    return len(css(driver, "#ex-decode_mask .run[data-kind='submit'][data-status='done']"))
+    return len(css(driver, "#ex-tree_mask .run[data-kind='submit'][data-status='done']"))
 
 
 def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
     folder = tmp_path / "interview"
-    server = Server(str(folder), "-e", "decode_mask", "--port", "0", "--minutes", "30")
+    server = Server(str(folder), "-e", "tree_mask", "--port", "0", "--minutes", "30")
     try:
         candidate = pages(server.links["candidate"])
         interviewer = pages(server.links["interviewer"])
-        wait(interviewer, lambda d: css(d, "#ex-decode_mask .send-hint"), "the interviewer's sheet")
+        wait(interviewer, lambda d: css(d, "#ex-tree_mask .send-hint"), "the interviewer's sheet")
 
         type_code(candidate, WRONG)
-        css(candidate, "#ex-decode_mask button.submit")[0].click()
-        wait(interviewer, lambda d: "top_left_alignment" in "".join(
-            r.text for r in css(d, "#ex-decode_mask .run[data-kind='submit'][data-status='done']")),
+        css(candidate, "#ex-tree_mask button.submit")[0].click()
+        wait(interviewer, lambda d: "triangle_tree_mask" in "".join(
+            r.text for r in css(d, "#ex-tree_mask .run[data-kind='submit'][data-status='done']")),
             "the wrong submission, diagnosed, live on the interviewer's page")
-        assert "np.tril(np.ones((T, S), bool))" in css(interviewer, "#ex-decode_mask .code")[0].text
+        assert TRIANGLE.strip() in css(interviewer, "#ex-tree_mask .code")[0].text
+        seed = str(_record(folder)[3][0][5])  # the run's seed as stored, all 63 bits of it
+        assert f"(seed {seed})" in css(interviewer, "#ex-tree_mask .run[data-kind='submit']")[0].text
         assert re.fullmatch(r"\d+:\d\d left", candidate.find_element("id", "clock").text)
         wait(candidate, lambda d: submissions_done(d) == 1, "the candidate's summary")
-        assert "top_left" not in css(candidate, "#ex-decode_mask .runs")[0].text  # summary: no diagnosis
+        assert "triangle_tree_mask" not in css(candidate, "#ex-tree_mask .runs")[0].text  # summary: no diagnosis
 
-        css(interviewer, "#ex-decode_mask .send-hint[data-number='2']")[0].click()
-        wait(candidate, lambda d: [h.text for h in css(d, "#ex-decode_mask .hint")] == [f"Hint 2: {HINT}"],
+        css(interviewer, "#ex-tree_mask .send-hint[data-number='2']")[0].click()
+        wait(candidate, lambda d: [h.text for h in css(d, "#ex-tree_mask .hint")] == [f"Hint 2: {HINT}"],
              "hint 2 on the candidate's page")
         _screenshots(candidate, interviewer, tmp_path)
 
         type_code(candidate, RIGHT)
-        css(candidate, "#ex-decode_mask button.submit")[0].click()
+        css(candidate, "#ex-tree_mask button.submit")[0].click()
         wait(candidate, lambda d: submissions_done(d) == 2, "the fixed submission graded")
-        wait(interviewer, lambda d: TAG in css(d, "#ex-decode_mask .code")[0].text, "the code shown as text")
+        wait(interviewer, lambda d: TAG in css(d, "#ex-tree_mask .code")[0].text, "the code shown as text")
         assert not css(interviewer, "#exercises img") and interviewer.execute_script("return window.pwned") is None
-        criterion = css(interviewer, "#ex-decode_mask .observed li")[0].get_attribute("data-criterion")
-        css(interviewer, "#ex-decode_mask .observed li .met")[0].click()
-        css(interviewer, "#ex-decode_mask textarea.notes")[0].send_keys(NOTE)
+        criterion = css(interviewer, "#ex-tree_mask .observed li")[0].get_attribute("data-criterion")
+        css(interviewer, "#ex-tree_mask .observed li .met")[0].click()
+        css(interviewer, "#ex-tree_mask textarea.notes")[0].send_keys(NOTE)
         wait(interviewer, lambda d: d.find_element("id", "status").text == "saved", "the note saved")
         css(interviewer, "#end")[0].click()
         interviewer.switch_to.alert.accept()
         wait(interviewer, lambda d: len(css(d, ".report-link")) == 3, "the final reports")
         wait(candidate, lambda d: not d.find_element("id", "ended").get_attribute("hidden"), "the frozen page")
-        assert css(candidate, "#ex-decode_mask button.submit")[0].get_attribute("disabled")
-        assert css(candidate, "#ex-decode_mask .cm-content")[0].get_attribute("contenteditable") == "false"
+        assert css(candidate, "#ex-tree_mask button.submit")[0].get_attribute("disabled")
+        assert css(candidate, "#ex-tree_mask .cm-content")[0].get_attribute("contenteditable") == "false"
         assert not interviewer.find_elements("css selector", "#exercises script")  # the note stayed text
         _check_reports(folder, criterion)
-        css(interviewer, "#ex-decode_mask textarea.notes")[0].send_keys(" (after the end)")
+        css(interviewer, "#ex-tree_mask textarea.notes")[0].send_keys(" (after the end)")
         wait(interviewer, lambda d: d.find_element("id", "status").text == "saved", "the later note saved")
-        assert tomllib.loads((folder / "notes.toml").read_text())["decode_mask"]["notes"] == NOTE + " (after the end)"
+        assert tomllib.loads((folder / "notes.toml").read_text())["tree_mask"]["notes"] == NOTE + " (after the end)"
         before = _record(folder)
     finally:
         server.stop()
@@ -129,15 +163,15 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
         assert _record(folder) == before
         candidate.refresh()
         interviewer.refresh()
-        wait(candidate, lambda d: css(d, "#ex-decode_mask .hint") and submissions_done(d) == 2, "the candidate's page")
-        assert candidate.execute_script("return document.querySelector('#ex-decode_mask .cm-content')"
+        wait(candidate, lambda d: css(d, "#ex-tree_mask .hint") and submissions_done(d) == 2, "the candidate's page")
+        assert candidate.execute_script("return document.querySelector('#ex-tree_mask .cm-content')"
                                         ".cmView.view.state.doc.toString()") == RIGHT
         assert not candidate.find_element("id", "ended").get_attribute("hidden")
         wait(interviewer, lambda d: len(css(d, ".report-link")) == 3, "the interviewer's page")
-        assert css(interviewer, "#ex-decode_mask textarea.notes")[0].get_attribute("value") == NOTE + " (after the end)"
-        assert css(interviewer, "#ex-decode_mask .observed li .met")[0].is_selected()
-        assert css(interviewer, "#ex-decode_mask .send-hint[data-number='2']")[0].text == "sent"
-        assert len(css(interviewer, "#ex-decode_mask .run[data-kind='submit']")) == 2
+        assert css(interviewer, "#ex-tree_mask textarea.notes")[0].get_attribute("value") == NOTE + " (after the end)"
+        assert css(interviewer, "#ex-tree_mask .observed li .met")[0].is_selected()
+        assert css(interviewer, "#ex-tree_mask .send-hint[data-number='2']")[0].text == "sent"
+        assert len(css(interviewer, "#ex-tree_mask .run[data-kind='submit']")) == 2
     finally:
         again.stop()
 
@@ -147,13 +181,13 @@ def _check_reports(folder: Path, criterion: str):
     e = result["exercises"][0]
     assert e["hints_given"] == [2] and e["notes"] == NOTE
     assert e["timeline"]["runs"] == 3  # two submissions and the final grading, from the server's record
-    assert [d["id"] for d in e["timeline"]["diagnoses"]][:1] == ["top_left_alignment"]
+    assert [d["id"] for d in e["timeline"]["diagnoses"]][:1] == ["triangle_tree_mask"]
     assert "kept by the kvgrade serve server" in result["session"]["kept_by"].lower()
     assert e["level"] == "hire"  # right answer, capped by hint 2
     html = (folder / "report.html").read_text()
     assert "Kept by the kvgrade serve server" in html and "&lt;script&gt;" in html
     notes = tomllib.loads((folder / "notes.toml").read_text())
-    assert notes["decode_mask"]["hints"] == [2] and notes["decode_mask"]["observed"] == {criterion: True}
+    assert notes["tree_mask"]["hints"] == [2] and notes["tree_mask"]["observed"] == {criterion: True}
     again = subprocess.run([sys.executable, "-m", "grader", "report", str(folder / "result.json"), "--notes",
                             str(folder / "notes.toml"), "--json", "-"], cwd=REPO, capture_output=True, text=True,
                            timeout=120, check=False)

@@ -90,7 +90,8 @@ def _candidate_run(run: dict, ex, feedback: str) -> dict:
 
 
 def _interviewer_run(run: dict) -> dict:
-    out = {k: run[k] for k in ("id", "at", "kind", "exercise", "status", "seed")}
+    out = {k: run[k] for k in ("id", "at", "kind", "exercise", "status")}
+    out["seed"] = None if run["seed"] is None else str(run["seed"])  # 63 bits: more than a JavaScript number holds
     outcome = run["outcome"]
     if run["status"] != "done" or run["kind"] == "public":
         return {**out, **outcome}
