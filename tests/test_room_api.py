@@ -198,6 +198,15 @@ def test_serve_without_the_extra_says_how_to_install_it(monkeypatch, tmp_path):
     assert "pip install 'kvgrade[room]'" in result.output and len(result.output.strip().splitlines()) == 1
 
 
+def test_a_folder_that_is_not_a_session_is_refused_in_one_line(tmp_path):
+    pytest.importorskip("uvicorn", reason="the room extra (kvgrade[room]) is not installed")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "room.sqlite").write_text("not a database")
+    result = CliRunner().invoke(cli.main, ["serve", str(tmp_path / "s")])
+    assert result.exit_code == 2 and "cannot open the session" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_the_core_never_imports_the_room_extra():
     code = "import sys, grader.cli, grader.engine; print(sorted({'starlette', 'uvicorn'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

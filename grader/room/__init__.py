@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import sqlite3
 from pathlib import Path
 
 from .session import RoomError
@@ -39,7 +40,10 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
     from .session import Room
 
     resumed = (Path(folder) / "room.sqlite").is_file()
-    room = Room(Path(folder), exercise_ids, minutes, feedback)
+    try:
+        room = Room(Path(folder), exercise_ids, minutes, feedback)
+    except (OSError, sqlite3.Error) as exc:
+        raise RoomError(f"cannot open the session in {folder}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         sock = _listen(host, port, room.meta.get("port"))
         room.store.set_meta(port=sock.getsockname()[1])
