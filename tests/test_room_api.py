@@ -104,6 +104,22 @@ def test_two_tabs_do_not_fight_the_last_write_wins(room):
     assert room.store.snapshot_count() == 4  # both stubs, then each tab's edit: history keeps all
 
 
+def test_a_set_of_two_exercises_each_with_its_own_files_and_the_summed_time_box(tmp_path, held):
+    room = Room(tmp_path / "s", [EXERCISE, "tree_mask"])
+    try:
+        client, cand, _ = clients(room)
+        state = client.get("/api/candidate/state", headers=cand).json()
+        assert [(e["id"], [f["name"] for f in e["files"]]) for e in state["exercises"]] == [
+            (EXERCISE, ["decode_mask.py", "test_decode_mask.py"]), ("tree_mask", ["tree_mask.py"])]
+        assert state["minutes"] == sum(room.exercises[e].rubric.time_box_minutes for e in room.exercises)
+        assert state["exercises"][1]["files"][0]["text"] == room.exercises["tree_mask"].stub_path.read_text()
+        answer = client.put("/api/candidate/files", headers=cand,
+                            json={"exercise": "tree_mask", "name": "test_tree_mask.py", "text": ""})
+        assert answer.status_code == 404  # tree_mask asks for no tests of the candidate's own
+    finally:
+        room.close()
+
+
 def test_sizes_are_capped(room):
     client, cand, _ = clients(room)
     big = "#" * (session.MAX_FILE_BYTES + 1)
