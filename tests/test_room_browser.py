@@ -117,12 +117,17 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
         wait(interviewer, lambda d: css(d, "#ex-tree_mask .send-hint"), "the interviewer's sheet")
 
         type_code(candidate, WRONG)
+        css(candidate, "#ex-tree_mask button.public")[0].click()
+        public = "#ex-tree_mask .run[data-kind='public'][data-status='done']"
+        wait(candidate, lambda d: css(d, public), "pytest's outcome of the public tests")
+        assert re.search(r"\d+ passed, \d+ failed", css(candidate, public)[0].text)
+        assert "tests passed" in css(interviewer, "#ex-tree_mask .runs")[0].text  # the interviewer sees it too
         css(candidate, "#ex-tree_mask button.submit")[0].click()
         wait(interviewer, lambda d: "triangle_tree_mask" in "".join(
             r.text for r in css(d, "#ex-tree_mask .run[data-kind='submit'][data-status='done']")),
             "the wrong submission, diagnosed, live on the interviewer's page")
         assert TRIANGLE.strip() in css(interviewer, "#ex-tree_mask .code")[0].text
-        seed = str(_record(folder)[3][0][5])  # the run's seed as stored, all 63 bits of it
+        seed = next(str(r[5]) for r in _record(folder)[3] if r[2] == "submit")  # as stored: all 63 bits
         assert f"(seed {seed})" in css(interviewer, "#ex-tree_mask .run[data-kind='submit']")[0].text
         assert re.fullmatch(r"\d+:\d\d left", candidate.find_element("id", "clock").text)
         wait(candidate, lambda d: submissions_done(d) == 1, "the candidate's summary")
