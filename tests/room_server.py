@@ -19,6 +19,31 @@ from . import browser
 REPO = Path(__file__).resolve().parent.parent
 START_SECONDS = 60.0
 
+# A tree_mask answer with the classic mistake (triangle_tree_mask): its grading is quick
+# (no own-tests stage), so the room's tests interview this exercise.
+COMMON = """import numpy as np
+
+
+def _check(parents, P):
+    if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 0:
+        raise ValueError(f"P must be an int >= 0, got {P!r}")
+    parents = [int(p) for p in parents]
+    for i, p in enumerate(parents):
+        if not -1 <= p < i:
+            raise ValueError(f"parents[{i}] = {p} is not -1 or an earlier draft")
+    return parents
+
+
+def tree_positions(parents, P):
+    depth = []
+    for p in _check(parents, P):
+        depth.append(0 if p < 0 else depth[p] + 1)
+    return P + np.array(depth, dtype=np.int64)
+
+"""
+TRIANGLE = "    return np.tril(np.ones((T, P + T), bool), k=P)\n"
+WRONG = COMMON + "\ndef tree_attention_mask(parents, P):\n    T = len(_check(parents, P))\n" + TRIANGLE
+
 
 def kvgrade(args: list[str]) -> list[str]:
     """A ``kvgrade`` command line as this checkout runs it, from any folder."""

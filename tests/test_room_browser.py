@@ -19,34 +19,12 @@ import pytest
 
 from grader import catalog
 
-from .room_server import REPO, Server, chrome
+from .room_server import COMMON, REPO, TRIANGLE, WRONG, Server, chrome
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WAIT_SECONDS = 120  # one grading under a loaded machine; every wait is bounded by it
 TAG = "<img src=x onerror=\"window.pwned = 1\">"  # candidate text that would run if put in as HTML
-COMMON = """import numpy as np
-
-
-def _check(parents, P):
-    if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 0:
-        raise ValueError(f"P must be an int >= 0, got {P!r}")
-    parents = [int(p) for p in parents]
-    for i, p in enumerate(parents):
-        if not -1 <= p < i:
-            raise ValueError(f"parents[{i}] = {p} is not -1 or an earlier draft")
-    return parents
-
-
-def tree_positions(parents, P):
-    depth = []
-    for p in _check(parents, P):
-        depth.append(0 if p < 0 else depth[p] + 1)
-    return P + np.array(depth, dtype=np.int64)
-
-"""
-TRIANGLE = "    return np.tril(np.ones((T, P + T), bool), k=P)\n"
-WRONG = COMMON + "\ndef tree_attention_mask(parents, P):\n    T = len(_check(parents, P))\n" + TRIANGLE
 RIGHT = COMMON + f"""
 def tree_attention_mask(parents, P):  # {TAG}
     parents = _check(parents, P)

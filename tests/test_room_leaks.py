@@ -1,7 +1,7 @@
 """Nothing the candidate's token can fetch gives the interview away.
 
-A wrong decode_mask answer (the top-left mask, which draws a diagnosis) is run and graded for
-real; hint 1 is sent. Then every route of the app, every method, and every static file is
+A wrong tree_mask answer (a causal triangle over the drafts, which draws a diagnosis) is run
+and graded for real; hint 1 is sent. Then every route of the app, every method, and every static file is
 fetched with the candidate's token, and no hint text but the one sent, no sheet text, no
 reference line, no hidden check's code, and (unless the feedback is detail) no diagnosis may
 appear. With detail feedback the diagnosis must appear: the probe sees what it looks for.
@@ -16,17 +16,18 @@ from grader.room.finish import REPORTS
 from grader.room.session import Room
 from grader.workspace import exercise_files
 
+from .room_server import WRONG
+
 pytestmark = pytest.mark.slow
 
-EXERCISE = "decode_mask"
-WRONG = "import numpy as np\n\n\ndef decode_causal_mask(T, S):\n    return np.tril(np.ones((T, S), bool))\n"
+EXERCISE = "tree_mask"
 RUN_SECONDS = 300
 
 
 def _graded_room(folder, feedback: str) -> Room:
     room = Room(folder, [EXERCISE], None, feedback)
     for kind in ("public", "submit"):
-        room.run(EXERCISE, kind, {"decode_mask.py": WRONG})
+        room.run(EXERCISE, kind, {"tree_mask.py": WRONG})
         deadline = time.monotonic() + RUN_SECONDS
         while room.store.runs()[-1]["status"] == "running":
             assert time.monotonic() < deadline, f"the {kind} run did not finish within {RUN_SECONDS} s"
@@ -86,7 +87,7 @@ def _secrets(exercise, shown: str) -> dict[str, list[str]]:
         "sheet": [words(r.summary), *map(words, r.levels.values()), *(words(c.expect) for c in r.checkpoints),
                   *(words(c.text) for c in r.criteria if c.observed),
                   *(words(f.ask) for f in r.follow_ups), *(words(f.listen_for) for f in r.follow_ups)],
-        "diagnosis": [d.id for d in r.diagnoses if d.id in ("top_left_alignment",)] + [d.explain for d in r.diagnoses],
+        "diagnosis": ["triangle_tree_mask"] + [d.explain for d in r.diagnoses],
         "reference": _lines(exercise.reference_path, shown),
         "hidden check": _lines(exercise.hidden_checks, shown),
     }
@@ -105,7 +106,7 @@ def test_the_candidates_token_fetches_nothing_it_must_not_see(tmp_path, feedback
         found = {kind: [s for s in texts if s and " ".join(s.split()) in fetched]
                  for kind, texts in _secrets(exercise, shown).items()}
         if feedback == "detail":
-            assert "top_left_alignment" in found.pop("diagnosis")  # detail shows diagnoses, as chosen
+            assert "triangle_tree_mask" in found.pop("diagnosis")  # detail shows diagnoses, as chosen
         assert not any(found.values()), found
         assert re.search(r"failed|passed", fetched)  # the public run's outcome and the checks are there
     finally:
