@@ -418,6 +418,35 @@ def start(directory, exercises, minutes):
 
 
 @main.command()
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
+@_options(EXERCISES)
+@click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
+              help="The time box (default: the rubrics' time boxes, summed).")
+@click.option("--feedback", type=click.Choice(["none", "summary", "detail"]), default=None,
+              help="What the candidate sees of a submission: none; summary (default: which checks pass and "
+                   "what each tries); detail (messages and diagnoses too).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="The port (0: a free one). Default: the session's own port when resumed, else a free one.")
+def serve(directory, exercises, minutes, feedback, host, port):
+    """Run a live interview room: a candidate page and an interviewer page, in the browser.
+
+    DIR is the session folder: created when missing, resumed when it exists (same links).
+    Prints the two links; send the candidate link only. Needs `pip install 'kvgrade[room]'`.
+    """
+    from .room import MissingExtra, RoomError
+    from .room import serve as serve_room
+
+    try:
+        serve_room(directory, exercises or None, minutes, feedback, host, port, echo=click.echo)
+    except MissingExtra as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(2)
+    except RoomError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@main.command()
 @click.argument("out", metavar="OUT")
 @_options(EXERCISES)
 def bundle(out, exercises):
