@@ -2,10 +2,21 @@
 
 ``Result.to_dict()`` is the contract JSON (schema ``kvgrade.result/1``) plus extra fields;
 ``Result.from_dict()`` reads it back, so reports can be re-rendered from a saved file.
+
+Plain data only: every field that can hold what candidate code produced (messages, cases,
+pictures, errors, notes, paths, logs) is made plain as it is assigned (``_Plain``), whatever
+was assigned: numpy scalars and arrays, NaN, huge or nested values, control characters. So
+no renderer meets anything but bounded JSON-safe data, and none needs its own guard.
 """
 from __future__ import annotations
 
+import json
+import math
+import re
 from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar
+
+import numpy as np
 
 SCHEMA = "kvgrade.result/1"
 LEVELS = ("weak", "hire", "strong_hire")
@@ -29,8 +40,146 @@ def level_rank(level: str | None) -> int:
     return -1 if level is None else LEVELS.index(level)
 
 
+# -- plain data ----------------------------------------------------------------------------------
+
+TEXT_MAX = 4000  # characters kept of one string (after control characters became escapes)
+ITEMS_MAX = 64  # entries kept of one list or dict
+DEPTH_MAX = 8  # nesting kept
+PICTURE_MAX = (64, 128)  # rows, columns a picture may hold (the checks crop to 16 x 48)
+
+# C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
+# and other invisible format characters, line and paragraph separators: each can rewrite a
+# terminal, hide text or reorder it.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+
+
+def neutral(text: str) -> str:
+    """``text`` with every control, bidi or zero-width character shown as a visible escape."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def plain_text(value) -> str:
+    """Any value as a bounded line-safe string (surrogates, which no file can encode, escaped);
+    anything but a string is written as its plain data (never by its own ``str``, which for a huge
+    array would format all of it)."""
+    text = neutral(str(value) if isinstance(value, str) else json.dumps(plain(value), ensure_ascii=False))
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= TEXT_MAX else f"{text[:TEXT_MAX]}... ({len(text) - TEXT_MAX} more characters)"
+
+
+def plain(value, depth: int = 0):
+    """``value`` as JSON data (None, bool, int, finite float, str, list, dict with str keys),
+    bounded in size and depth: what a result may hold, whatever a child or a check produced."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    if isinstance(value, (int, np.integer)):
+        number = int(value)
+        return number if abs(number) < 2**63 else f"an integer of {number.bit_length()} bits"
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else repr(number)  # 'nan', 'inf', '-inf': JSON has none
+    if isinstance(value, str):
+        return plain_text(value)
+    if depth >= DEPTH_MAX:
+        return f"a {type(value).__name__} nested too deep"
+    if isinstance(value, np.ndarray):
+        small = value.size <= ITEMS_MAX and value.ndim <= 2 and value.dtype.kind in "biuf"
+        return plain(value.tolist(), depth) if small else f"a {value.dtype} array of shape {value.shape}"
+    if isinstance(value, dict):
+        items = [(plain_text(k), plain(v, depth + 1)) for k, v in list(value.items())[:ITEMS_MAX]]
+        return dict(items + ([("...", f"{len(value) - ITEMS_MAX} more")] if len(value) > ITEMS_MAX else []))
+    if isinstance(value, (list, tuple)):
+        more = [f"... and {len(value) - ITEMS_MAX} more"] if len(value) > ITEMS_MAX else []
+        return [plain(v, depth + 1) for v in value[:ITEMS_MAX]] + more
+    return f"a {type(value).__name__}"
+
+
+def plain_texts(value) -> list[str]:
+    """A list of strings (skipped links, names of tests): anything else in it becomes its text."""
+    items = value if isinstance(value, (list, tuple)) else [] if value is None else [value]
+    return [plain_text(v) for v in items[:ITEMS_MAX]]
+
+
+def plain_own_tests(value) -> dict:
+    """The own-tests summary (grader/own_tests.py): a score in [0, 1] and three lists of names."""
+    value = value if isinstance(value, dict) else {}
+    score = plain(value.get("score"))
+    return {"score": score if type(score) in (int, float) and 0 <= score <= 1 else 0.0,
+            **{name: plain_texts(value.get(name)) for name in ("caught", "missed", "set_aside")}}
+
+
+def plain_case(value) -> dict | None:
+    """What a failing check tried: a dict of plain data (anything else is kept under "case")."""
+    if value is None:
+        return None
+    return plain(value if isinstance(value, dict) else {"case": value})
+
+
+def picture_problem(value) -> str | None:
+    """How ``value`` fails to be a picture the renderers can draw (see render/pictures.py), or None."""
+    if not isinstance(value, dict):
+        return f"is {type(value).__name__}, not an object"
+    for name in ("expected", "submitted"):
+        grid = value.get(name)
+        if not isinstance(grid, list) or len(grid) > PICTURE_MAX[0] or not all(
+                isinstance(row, list) and len(row) <= PICTURE_MAX[1]
+                and all(type(cell) is int and 0 <= cell < 10 for cell in row) for row in grid):
+            return f"{name} is not a grid of at most {PICTURE_MAX[0]} x {PICTURE_MAX[1]} cells of 0-9"
+    for name in ("shape", "origin"):
+        pair = value.get(name, [0, 0])
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int and 0 <= n < 2**63 for n in pair)):
+            return f"{name} is not two non-negative integers"
+    labels = value.get("labels", {})
+    if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and k.isdigit() and len(k) == 1 and isinstance(v, str) and len(v) == 1
+            for k, v in labels.items()):
+        return "labels do not map digits to one character each"
+    if not isinstance(value.get("title", ""), str):
+        return "title is not text"
+    return None
+
+
+def plain_picture(value) -> dict | None:
+    """A picture made plain, or None when it cannot be drawn (it illustrates, it never decides)."""
+    if value is None:
+        return None
+    value = plain(value)
+    return None if picture_problem(value) else value
+
+
+def _plain_dict(value) -> dict:
+    value = plain(value)
+    return value if isinstance(value, dict) else {}
+
+
+def plain_timeline(value) -> dict:
+    """The candidate's attempt log (grader/timeline.py), lists of the wrong shape left empty."""
+    log = _plain_dict(value)
+    points, diagnoses = log.get("points"), log.get("diagnoses")
+    points = [p for p in points if isinstance(p, list) and len(p) == 3 and all(type(x) in (int, float) for x in p)] \
+        if isinstance(points, list) else []
+    diagnoses = [d for d in diagnoses if isinstance(d, dict) and isinstance(d.get("id"), str)] \
+        if isinstance(diagnoses, list) else []
+    return {**log, "points": points, "diagnoses": diagnoses} if log else {}
+
+
+def _optional(clean):
+    return lambda value: None if value is None else clean(value)
+
+
+class _Plain:
+    """Fields named in ``_PLAIN`` go through their cleaner on every assignment, the dataclass's
+    own ``__init__`` included: the one place candidate-made values enter a result."""
+    _PLAIN: ClassVar[dict] = {}
+
+    def __setattr__(self, name, value):
+        clean = self._PLAIN.get(name)
+        super().__setattr__(name, clean(value) if clean else value)
+
+
 @dataclass
-class CheckResult:
+class CheckResult(_Plain):
     id: str
     passed: bool
     message: str = ""
@@ -40,13 +189,18 @@ class CheckResult:
     seconds: float = 0.0
     kind: str | None = None  # for a failure: one of FAILURE_KINDS
 
+    _PLAIN: ClassVar[dict] = {"id": plain_text, "message": plain_text, "description": plain_text,
+              "case": plain_case, "picture": plain_picture}
+
 
 @dataclass
-class Diagnosis:
+class Diagnosis(_Plain):
     id: str
     message: str
     caps: str = "weak"  # the highest level reachable with this mistake
     explain: str = ""  # the rubric's general explanation of the mistake
+
+    _PLAIN: ClassVar[dict] = {"id": plain_text, "message": plain_text}
 
 
 @dataclass
@@ -60,7 +214,7 @@ class Criterion:
 
 
 @dataclass
-class ExerciseResult:
+class ExerciseResult(_Plain):
     id: str
     status: str  # "graded" | "not_attempted" | "error"
     level: str | None = None
@@ -89,6 +243,9 @@ class ExerciseResult:
     interviewer: dict = field(default_factory=dict)  # the rubric's interviewer sheet (grader/interview.py)
     output_note: str | None = None  # "output truncated after 8 MiB" when the child printed past the cap
 
+    _PLAIN: ClassVar[dict] = {"error": _optional(plain_text), "notes": plain_text, "module": _optional(plain_text),
+              "own_tests": _optional(plain_own_tests), "timeline": plain_timeline, "output_note": _optional(plain_text)}
+
     @property
     def passed_checks(self) -> int:
         return sum(c.passed for c in self.checks)
@@ -112,7 +269,7 @@ class ExerciseResult:
 
 
 @dataclass
-class Result:
+class Result(_Plain):
     seed: int
     submission: str
     exercises: list = field(default_factory=list)
@@ -125,6 +282,8 @@ class Result:
     bounds: dict = field(default_factory=dict)  # which limits held for the children: see sandbox.isolation_report
     skipped_links: list = field(default_factory=list)  # links in the submission, never followed
     levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
+
+    _PLAIN: ClassVar[dict] = {"submission": plain_text, "session": _plain_dict, "skipped_links": plain_texts}
 
     @property
     def counted(self) -> list[ExerciseResult]:

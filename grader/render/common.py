@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 import shlex
 
-from ..result import Result
-from ..sandbox.isolation import NOT_ISOLATED
+from ..result import Result, neutral
+from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
 from . import pictures
 
 LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}
 STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted", "error": "error"}
 CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
 
-# C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
-# and other invisible format characters, line and paragraph separators: each can rewrite a
-# terminal, hide text or reorder it.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def run_notes(result: Result) -> list[str]:
@@ -41,11 +35,6 @@ def run_notes(result: Result) -> list[str]:
 
 def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
-
-
-def neutral(text: str) -> str:
-    """``text`` with every control, bidi or zero-width character shown as a visible escape."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def neutralized(value):
