@@ -13,7 +13,7 @@ import click
 from . import __version__, catalog
 from .checklist import hidden_checks
 from .engine import grade as run_grading
-from .notes import Notes, NotesError, apply as apply_notes, template as write_notes_template
+from .notes import Notes, NotesError, apply as apply_notes, reread, template as write_notes_template
 from .render import terminal
 from .render.common import NOT_ISOLATED, for_candidate, neutralized
 from .result import LEVELS, Result, level_rank
@@ -174,8 +174,10 @@ def _check_ids(exercises, checks):
               help="Run only this check of the one exercise given with -e (repeatable); "
                    "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
 @_options(OUTPUTS, NOTES, FEEDBACK, BATCH, _fail_under())
+@click.option("--live", is_flag=True, help="A live interview (the interviewer says so): validation beyond the "
+              "prompt's cases becomes something to observe, not a cap (rubrics/README.md).")
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
-          trust_submissions, fail_under, **outputs):
+          trust_submissions, fail_under, live, **outputs):
     """Grade a submission folder against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
@@ -188,13 +190,14 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
                  "--notes": notes_path, "--check": checks},
                 "apply to one submission; a batch writes every candidate's reports into --out")
         _refuse({"--fail-under": fail_under}, "applies to one submission")
+        _refuse({"--live": live}, "applies to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
     _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
     notes = _load_notes(notes_path)
-    result = _grade_one(paths[0], exercises, seed, notes, only)
+    result = _grade_one(paths[0], exercises, seed, notes, only, live)
     if not only:
         _log_attempt(paths[0], result)
     _warn_about(notes, result)
@@ -210,11 +213,12 @@ def _refuse(options: dict, why: str):
         raise click.UsageError(f"{', '.join(used)} {why}")
 
 
-def _grade_one(path, exercises, seed, notes, only):
+def _grade_one(path, exercises, seed, notes, only, live=False):
     """Grade one folder with progress dots; its result with candidate text neutralised."""
     progress = _Progress()
     try:
-        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=only, progress=progress)
+        result = run_grading(path, exercises or None, seed=seed, notes=notes, only_checks=only, progress=progress,
+                             live=live)
     except SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
     except IsolationError as exc:
@@ -376,7 +380,7 @@ def _warn_about(notes, result):
 
 def _load_result(path: str) -> Result:
     try:
-        return neutralized(Result.from_dict(json.loads(Path(path).read_text())))
+        return neutralized(reread(json.loads(Path(path).read_text())))
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="RESULT.json") from None
     except (ValueError, TypeError, KeyError, RecursionError) as exc:

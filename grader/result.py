@@ -242,6 +242,7 @@ class ExerciseResult(_Plain):
     timeline: dict = field(default_factory=dict)  # the candidate's own attempt log (grader/timeline.py): context only
     interviewer: dict = field(default_factory=dict)  # the rubric's interviewer sheet (grader/interview.py)
     output_note: str | None = None  # "output truncated after 8 MiB" when the child printed past the cap
+    rubric: dict = field(default_factory=dict)  # what it was judged with: rubric.record (id, sha256, rules)
 
     _PLAIN: ClassVar[dict] = {"error": _optional(plain_text), "notes": plain_text, "module": _optional(plain_text),
               "own_tests": _optional(plain_own_tests), "timeline": plain_timeline, "output_note": _optional(plain_text)}
@@ -268,6 +269,11 @@ class ExerciseResult(_Plain):
         return self
 
 
+# The rubric's words for the interviewer: shown in reports, never saved in a result (its ``rubric``
+# record keeps what re-judging needs; a report re-read from a file takes the words from the kit).
+RUBRIC_PROSE = ("about", "level_guide", "follow_ups", "interviewer")
+
+
 @dataclass
 class Result(_Plain):
     seed: int
@@ -282,8 +288,11 @@ class Result(_Plain):
     bounds: dict = field(default_factory=dict)  # which limits held for the children: see sandbox.isolation_report
     skipped_links: list = field(default_factory=list)  # links in the submission, never followed
     levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
+    live: bool = False  # graded live (the interviewer's --live, or the live room): see rubrics/README.md
+    caveats: list = field(default_factory=list)  # what every report says first: a saved level re-derived, ...
 
-    _PLAIN: ClassVar[dict] = {"submission": plain_text, "session": _plain_dict, "skipped_links": plain_texts}
+    _PLAIN: ClassVar[dict] = {"submission": plain_text, "session": _plain_dict, "skipped_links": plain_texts,
+                              "caveats": plain_texts}
 
     @property
     def counted(self) -> list[ExerciseResult]:
@@ -339,9 +348,11 @@ class Result(_Plain):
             "feedback": self.feedback,
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),
-            "exercises": [asdict(e) for e in self.exercises],
+            "live": self.live,
+            "exercises": [{k: v for k, v in asdict(e).items() if k not in RUBRIC_PROSE} for e in self.exercises],
             "session": self.session,
             **({"levels_hidden": True} if self.levels_hidden else {}),
+            **({"caveats": self.caveats} if self.caveats else {}),
         }
 
     @classmethod
@@ -366,13 +377,102 @@ def _known(kind, data: dict) -> dict:
     return {k: v for k, v in data.items() if k in names}
 
 
-_TOP_FIELDS = {"seed": int, "submission": str, "exercises": list}
-_EXERCISE_FIELDS = {"id": str, "status": str}
-_PART_FIELDS = {  # the lists inside an exercise, and what each of their entries must hold
-    "checks": {"id": str, "passed": bool},
-    "diagnoses": {"id": str, "message": str},
-    "criteria": {"id": str, "level": str, "text": str, "kind": str, "status": str},
+# -- reading a saved result back: every field checked, deeply ------------------------------------
+# A spec maps a field to a test that returns a problem ("is str, not int") or None. Fields
+# marked REQUIRED must be there; the others take their defaults. A result file is data from
+# anywhere (it may have been edited): what the renderers will meet is checked here, once.
+
+REQUIRED = object()
+STATUSES = ("graded", "not_attempted", "error")
+
+
+def _kind(*kinds):
+    def test(value):
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        return None if ok else f"is {type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
+    return test
+
+
+def _one_of(*allowed):
+    return lambda value: None if value in allowed and type(value) in (str, type(None)) else \
+        f"is {str(value)[:40]!r}, not one of {', '.join(map(str, allowed))}"
+
+
+def _maybe(test):
+    return lambda value: None if value is None else test(value)
+
+
+def _list_of(test):
+    def check(value):
+        if not isinstance(value, list):
+            return f"is {type(value).__name__}, not a list"
+        return next((f"[{i}] {problem}" for i, v in enumerate(value) if (problem := test(v))), None)
+    return check
+
+
+def _is_plain(value):
+    """Plain data as a result writes it (a fixed point of ``plain``): bounded, no NaN, str keys.
+    Its strings may hold control characters: they are made visible as the result is built."""
+    try:
+        return None if plain(value) == _texts_made_plain(value) else "is not plain data within the result's bounds"
+    except RecursionError:
+        return "is nested too deep"
+
+
+def _texts_made_plain(value):
+    if isinstance(value, str):
+        return plain_text(value)
+    if isinstance(value, list):
+        return [_texts_made_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {_texts_made_plain(k) if isinstance(k, str) else k: _texts_made_plain(v) for k, v in value.items()}
+    return value
+
+
+def _shaped(clean, what: str):
+    """Plain data that ``clean`` (the field's cleaner) leaves as it is, strings apart."""
+    return _all(_PLAIN_DICT, lambda v: None if clean(v) == _texts_made_plain(v) else f"is not {what}")
+
+
+def _fits(check):
+    return lambda value: None if (problem := check(value)) is None else f"does not fit: {problem}"
+
+
+def _all(*tests):
+    return lambda value: next((problem for t in tests if (problem := t(value))), None)
+
+
+def _number(low=0.0):
+    return _all(_kind(int, float), lambda v: None if math.isfinite(v) and v >= low else f"is {v}, not >= {low}")
+
+
+_TEXT, _FLAG, _PLAIN_DICT = _kind(str), _kind(bool), _all(_kind(dict), _is_plain)
+_TEXTS = _list_of(_TEXT)
+_SPECS = {
+    Result: {"seed": (REQUIRED, _all(_kind(int), _number())), "submission": (REQUIRED, _TEXT),
+             "exercises": (REQUIRED, _kind(list)), "isolation": _TEXT, "feedback": _one_of("summary", "detail"),
+             "kvgrade_version": _TEXT, "seconds": _number(), "session": _PLAIN_DICT, "bounds": _PLAIN_DICT,
+             "skipped_links": _TEXTS, "levels_hidden": _FLAG, "live": _FLAG},
+    ExerciseResult: {
+        "id": (REQUIRED, _TEXT), "status": (REQUIRED, _one_of(*STATUSES)), "level": _one_of(*LEVELS, None),
+        "error": _maybe(_TEXT), "title": _TEXT, "follow_ups": _list_of(_PLAIN_DICT), "notes": _TEXT,
+        "module": _maybe(_TEXT), "seconds": _number(), "required": _FLAG, "provisional": _FLAG,
+        "to_observe": _TEXTS, "reason": _TEXT, "to_raise": _TEXT, "hygiene": _TEXT, "kit_error": _FLAG,
+        "about": _TEXT, "level_guide": _PLAIN_DICT,
+        "own_tests": _maybe(_shaped(plain_own_tests, "an own-tests summary")),
+        "hints_offered": _all(_kind(int), _number()), "hints_given": _list_of(_all(_kind(int), _number(1))),
+        "timeline": _shaped(plain_timeline, "an attempt log"),
+        "interviewer": _PLAIN_DICT, "output_note": _maybe(_TEXT), "rubric": _PLAIN_DICT},
+    CheckResult: {"id": (REQUIRED, _TEXT), "passed": (REQUIRED, _FLAG), "message": _TEXT, "description": _TEXT,
+                  "case": _maybe(_PLAIN_DICT), "picture": _maybe(_fits(picture_problem)), "seconds": _number(),
+                  "kind": _one_of(*FAILURE_KINDS, None)},
+    Diagnosis: {"id": (REQUIRED, _TEXT), "message": (REQUIRED, _TEXT), "caps": _one_of(*LEVELS, None),
+                "explain": _TEXT},
+    Criterion: {"id": (REQUIRED, _TEXT), "level": (REQUIRED, _one_of(*LEVELS[1:])), "text": (REQUIRED, _TEXT),
+                "kind": (REQUIRED, _one_of("check", "observed")),
+                "status": (REQUIRED, _one_of("met", "missed", "to_observe")), "checks": _TEXTS},
 }
+_PARTS = {"checks": CheckResult, "diagnoses": Diagnosis, "criteria": Criterion}
 
 
 def schema_problem(data) -> str | None:
@@ -380,34 +480,34 @@ def schema_problem(data) -> str | None:
     if not isinstance(data, dict):
         return f"the top level is {type(data).__name__}, not an object"
     if data.get("schema") != SCHEMA:
-        return f"schema {data.get('schema')!r}, expected {SCHEMA!r}"
-    problems = (_object_problem(e, _EXERCISE_FIELDS, f"exercises[{i}]") or _parts_problem(e, f"exercises[{i}]")
-                for i, e in enumerate(data.get("exercises", [])))
-    return _fields_problem(data, _TOP_FIELDS, "result") or next(filter(None, problems), None)
+        return f"schema {str(data.get('schema'))[:40]!r}, expected {SCHEMA!r}"
+    problem = _object_problem(data, Result, "result")
+    for i, exercise in enumerate(data["exercises"] if not problem else []):
+        problem = problem or _exercise_problem(exercise, f"exercises[{i}]")
+    return problem
 
 
-def _parts_problem(exercise: dict, where: str) -> str | None:
-    for part, expected in _PART_FIELDS.items():
-        entries = exercise.get(part, [])
+def _exercise_problem(exercise, where: str) -> str | None:
+    problem = _object_problem(exercise, ExerciseResult, where)
+    for part, kind in _PARTS.items():
+        entries = exercise.get(part, []) if not problem else []
         if not isinstance(entries, list):
-            return f"{where}.{part} is {type(entries).__name__}, not list"
+            return f"{where}.{part} is {type(entries).__name__}, not a list"
         for j, entry in enumerate(entries):
-            problem = _object_problem(entry, expected, f"{where}.{part}[{j}]")
-            if problem:
-                return problem
-    return None
+            problem = problem or _object_problem(entry, kind, f"{where}.{part}[{j}]")
+    return problem
 
 
-def _object_problem(value, expected: dict, where: str) -> str | None:
+def _object_problem(value, kind, where: str) -> str | None:
     if not isinstance(value, dict):
         return f"{where} is {type(value).__name__}, not an object"
-    return _fields_problem(value, expected, where)
-
-
-def _fields_problem(data: dict, expected: dict, where: str) -> str | None:
-    for name, kind in expected.items():
-        if name not in data:
-            return f"{where} has no {name!r}"
-        if not isinstance(data[name], kind) or (kind is int and isinstance(data[name], bool)):
-            return f"{where}.{name} is {type(data[name]).__name__}, not {kind.__name__}"
+    for name, spec in _SPECS[kind].items():
+        required, test = spec if isinstance(spec, tuple) else (False, spec)
+        if name not in value:
+            if required:
+                return f"{where} has no {name!r}"
+            continue
+        problem = test(value[name])
+        if problem:
+            return f"{where}.{name} {problem}"
     return None

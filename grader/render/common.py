@@ -20,8 +20,8 @@ CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
 
 
 def run_notes(result: Result) -> list[str]:
-    """Plain lines every report header carries: the bounds that held, and links never followed."""
-    lines = []
+    """Plain lines every report header carries: live grading, the bounds that held, and links never followed."""
+    lines = [LIVE_NOTE] if result.live else []
     if result.bounds:
         b = result.bounds
         lines.append(f"bounds: memory {b.get('memory')}, processes {b.get('pids')}, scratch {b.get('scratch')}, "
@@ -31,6 +31,15 @@ def run_notes(result: Result) -> list[str]:
         more = f" and {len(result.skipped_links) - 5} more" if len(result.skipped_links) > 5 else ""
         lines.append(f"links in the submission, never followed: {shown}{more}")
     return lines
+
+
+LIVE_NOTE = "graded live: validation beyond the prompt's cases is for the interviewer to observe, not a cap"
+
+
+def caveats(result: Result) -> list[str]:
+    """What every report says first, in its strongest style: levels re-derived against the file,
+    a rubric that changed since (see ``notes.reread``)."""
+    return [f"caution: {line}" for line in result.caveats]
 
 
 def level_word(level: str | None) -> str:

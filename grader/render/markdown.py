@@ -10,7 +10,7 @@ import re
 
 from ..result import ExerciseResult, Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, STATUS_WORDS, exercise_level, explanation, failure_parts, level_phrase,
+from .common import (CRITERION_MARKS, STATUS_WORDS, caveats, exercise_level, explanation, failure_parts, level_phrase,
                      level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
                      status_text)
 
@@ -47,6 +47,7 @@ def render(result: Result) -> str:
            f"isolation {text(result.isolation)}", ""]
     if result.isolation == "process":
         out += ["**Not isolated: grade only code you trust.**", ""]
+    out += [f"> **{text(line)}**  " for line in caveats(result)] + ([""] if result.caveats else [])
     out += [f"{text(line)}  " for line in run_notes(result)] + ([""] if run_notes(result) else [])
     out += _session(result)
     columns = ["exercise", *(["level"] if shown else []), "checks passed", "status"]

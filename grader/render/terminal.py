@@ -5,7 +5,7 @@ import click
 
 from ..result import Result
 from . import interview, pictures
-from .common import (NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown,
+from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
                      own_tests_text, run_notes, status_text)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
@@ -21,6 +21,7 @@ def header(result: Result) -> list[str]:
              f"isolation: {result.isolation})"]
     if result.isolation == "process":
         lines.append(click.style(NOT_ISOLATED, fg="yellow", bold=True))
+    lines += [click.style(line, fg="red", bold=True) for line in caveats(result)]
     return lines + [click.style(line, dim=True) for line in run_notes(result)] + [""]
 
 
