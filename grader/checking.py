@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .catalog import Exercise
-from .result import FAILURE_KINDS, Diagnosis
+from .result import FAILURE_KINDS, Diagnosis, plural  # noqa: F401 (plural: the one way checks count things)
 from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
 
 PICTURE_MAX = (16, 48)  # rows, columns of a drawn grid; larger ones are cropped round the error
@@ -339,6 +339,7 @@ class ExerciseRun:
         self.exercise, self.seed, self.sandbox = exercise, seed, sandbox
         self.module_path = module_path
         self.diagnoses: dict[str, Diagnosis] = {}
+        self.named: list[tuple[str, str, str]] = []  # (check id, diagnosis id, sentence), every one named
         self.check_id = ""
         self.rng = np.random.default_rng(seed)
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
@@ -360,8 +361,10 @@ class ExerciseRun:
         self.rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode())])
 
     def diagnose(self, diagnosis_id: str, message: str):
-        """Name a classic mistake the submission shows; the first concrete sentence is kept."""
+        """Name a classic mistake the submission shows; the first concrete sentence is kept as the
+        diagnosis, and every one is logged with its check, so a report can say it once."""
         self.diagnoses.setdefault(diagnosis_id, Diagnosis(diagnosis_id, message))
+        self.named.append((self.check_id, diagnosis_id, message))
 
     @property
     def own_tests_path(self) -> Path | None:

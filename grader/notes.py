@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .result import plural
 from .rubric import RubricError, read_toml
 
 
@@ -87,7 +88,7 @@ def _check_hints_exist(path, exercise_id: str, hints: list[int]):
     except KeyError:
         return  # notes for an exercise this kit lacks: reported by Notes.problems
     if any(h > offered for h in hints):
-        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {offered} hint(s)")
+        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {plural(offered, 'hint')}")
 
 
 def apply(result, notes: Notes):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import Exercise
-from .checking import fail
+from .checking import fail, plural
 from .rubric import OwnTests
 from .sandbox import CandidateFault, Limits
 from .sandbox import relay
@@ -73,7 +73,7 @@ class OwnTestsRun:
     @property
     def line(self) -> str:
         if self.outcome == "ran":
-            return f"{len(self.tests)} test(s), {len(self.failed)} failing"
+            return f"{plural(len(self.tests), 'test')}, {len(self.failed)} failing"
         return "no tests were collected" if self.outcome == "no_tests" else f"could not run: {self.detail}"
 
 

@@ -62,6 +62,7 @@ class CollectChecks:
                              seconds=round(time.perf_counter() - self._started.get(item.nodeid, 0), 3))
         if not report.passed:
             self._explain(result, call.excinfo, eid)
+            result.named = [[d, s] for c, d, s in self.runs[eid].named if c == result.id]
         self.results[eid].append(result)
         if self.progress:
             self.progress(eid, result)

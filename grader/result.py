@@ -40,6 +40,11 @@ def level_rank(level: str | None) -> int:
     return -1 if level is None else LEVELS.index(level)
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """ "1 key", "2 keys", "4,093 keys": the one way messages count things."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 # -- plain data ----------------------------------------------------------------------------------
 
 TEXT_MAX = 4000  # characters kept of one string (after control characters became escapes)
@@ -164,6 +169,11 @@ def plain_timeline(value) -> dict:
     return {**log, "points": points, "diagnoses": diagnoses} if log else {}
 
 
+def _plain_pairs(value) -> list[list[str]]:
+    items = value if isinstance(value, (list, tuple)) else []
+    return [plain_texts(pair) for pair in items[:ITEMS_MAX] if isinstance(pair, (list, tuple)) and len(pair) == 2]
+
+
 def _optional(clean):
     return lambda value: None if value is None else clean(value)
 
@@ -188,9 +198,10 @@ class CheckResult(_Plain):
     picture: dict | None = None  # a small failing case to draw: see grader/pictures.py
     seconds: float = 0.0
     kind: str | None = None  # for a failure: one of FAILURE_KINDS
+    named: list = field(default_factory=list)  # [diagnosis id, sentence] pairs this check named in its message
 
     _PLAIN: ClassVar[dict] = {"id": plain_text, "message": plain_text, "description": plain_text,
-              "case": plain_case, "picture": plain_picture}
+                              "case": plain_case, "picture": plain_picture, "named": _plain_pairs}
 
 
 @dataclass
@@ -447,6 +458,11 @@ def _number(low=0.0):
 
 
 _TEXT, _FLAG, _PLAIN_DICT = _kind(str), _kind(bool), _all(_kind(dict), _is_plain)
+
+
+def _pair(value):
+    return None if len(value) == 2 else f"holds {len(value)} items, not 2"
+
 _TEXTS = _list_of(_TEXT)
 _SPECS = {
     Result: {"seed": (REQUIRED, _all(_kind(int), _number())), "submission": (REQUIRED, _TEXT),
@@ -465,7 +481,7 @@ _SPECS = {
         "interviewer": _PLAIN_DICT, "output_note": _maybe(_TEXT), "rubric": _PLAIN_DICT},
     CheckResult: {"id": (REQUIRED, _TEXT), "passed": (REQUIRED, _FLAG), "message": _TEXT, "description": _TEXT,
                   "case": _maybe(_PLAIN_DICT), "picture": _maybe(_fits(picture_problem)), "seconds": _number(),
-                  "kind": _one_of(*FAILURE_KINDS, None)},
+                  "kind": _one_of(*FAILURE_KINDS, None), "named": _list_of(_all(_TEXTS, _pair))},
     Diagnosis: {"id": (REQUIRED, _TEXT), "message": (REQUIRED, _TEXT), "caps": _one_of(*LEVELS, None),
                 "explain": _TEXT},
     Criterion: {"id": (REQUIRED, _TEXT), "level": (REQUIRED, _one_of(*LEVELS[1:])), "text": (REQUIRED, _TEXT),

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank
+from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank, plural
 
 HIRE_CAPPED_KINDS = tuple(kind for kind, cap in FAILURE_CAPS.items() if cap == "hire")
 
@@ -303,7 +303,7 @@ class Judgement:
 class _Cap:
     level: str
     cause: str  # as a reader sees it: "plain_decode (wrong)"
-    fix: str  # what lifts it: "pass plain_decode"
+    fixes: tuple[str, ...]  # what lifts it, one step each: ("pass plain_decode",)
 
 
 def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
@@ -369,24 +369,24 @@ def _failure_caps(checks: list[CheckResult]) -> list[_Cap]:
     for c in checks:
         if not c.passed:
             kind = c.kind if c.kind in FAILURE_CAPS else "wrong"
-            out.append(_Cap(FAILURE_CAPS[kind], f"{c.id} ({kind})", f"pass {c.id}"))
+            out.append(_Cap(FAILURE_CAPS[kind], f"{c.id} ({kind})", (f"pass {c.id}",)))
     return out
 
 
 def _criterion_cap(c: Criterion, checks: dict[str, CheckResult]) -> _Cap:
     below = LEVELS[level_rank(c.level) - 1]
     if c.kind == "observed":
-        return _Cap(below, "", f"show {c.id}")
+        return _Cap(below, "", (f"show {c.id}",))
     unmet = [check for check in c.checks if check not in checks or not checks[check].passed]
     if all(check in checks for check in unmet):  # all ran: the failures' kinds say how far it falls
         worst = min((FAILURE_CAPS.get(checks[check].kind, "weak") for check in unmet), key=level_rank)
         below = max(below, worst, key=level_rank)
-    return _Cap(below, "", "pass " + ", ".join(unmet))
+    return _Cap(below, "", tuple(f"pass {check}" for check in unmet))
 
 
 def _diagnosis_caps(rubric: Rubric, diagnoses: list[Diagnosis]) -> list[_Cap]:
     caps = [rubric.diagnosis(d.id).caps for d in diagnoses]
-    return [_Cap(cap, f"{d.id} (caps at {_word(cap)})", f"fix {d.id}") for d, cap in zip(diagnoses, caps)]
+    return [_Cap(cap, f"{d.id} (caps at {_word(cap)})", (f"fix {d.id}",)) for d, cap in zip(diagnoses, caps)]
 
 
 def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
@@ -395,7 +395,7 @@ def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
         if not 0 <= i < len(rubric.hints):
             raise ValueError(f"hint {i + 1} is not in the rubric (it has {len(rubric.hints)})")
         cap = rubric.hints[i].caps
-        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ""))
+        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ()))
     return out
 
 
@@ -403,17 +403,17 @@ def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe
     parts = [_listed([cap.cause for cap in binding if cap.cause])]
     above = LEVELS[level_rank(level) + 1] if level != LEVELS[-1] else None
     if missed and above:
-        parts.append(f"{_count(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
+        parts.append(f"{plural(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
     parts = [p for p in parts if p] or ["every check passed, no classic mistake"]
     if to_observe:
-        parts.append(f"provisional: {_count(len(to_observe), 'observation', 'observations')} to record")
+        parts.append(f"provisional: {plural(len(to_observe), 'observation')} to record")
     return f"{_word(level)}: " + "; ".join(parts)
 
 
 def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
     pieces = []
     if level != LEVELS[-1]:
-        fixes = list(dict.fromkeys(cap.fix for cap in binding if cap.fix)) or ["not possible after the hints given"]
+        fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes)) or ["not possible after the hints given"]
         pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
     if to_observe:
         pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")
@@ -438,10 +438,6 @@ def hygiene_line(checks: list[CheckResult]) -> str:
 def _listed(items: list[str], most: int = 3) -> str:
     shown = ", ".join(items[:most])
     return shown + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
 
 
 def _word(level: str) -> str:

@@ -9,7 +9,7 @@ import copy
 import dataclasses
 import shlex
 
-from ..result import Result, neutral
+from ..result import Result, neutral, plural
 from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
 from . import pictures
 
@@ -100,6 +100,15 @@ def reproduce(result: Result, exercise_id: str, check_id: str) -> str:
             f"--check {check_id} --feedback detail")
 
 
+def what_differs(check) -> str:
+    """A failing check's message without the diagnosis sentences it named, which a report that
+    says each diagnosis once (where it is named) would otherwise repeat under every check."""
+    text = check.message
+    for _, sentence in check.named:
+        text = text.replace(f"; {sentence}", "").replace(sentence, "")
+    return text.strip(" ;") or check.message
+
+
 def case_text(case: dict | None) -> str:
     return ", ".join(f"{k} = {v}" for k, v in (case or {}).items())
 
@@ -114,7 +123,7 @@ def own_tests_text(own_tests: dict | None) -> str:
     if missed:
         text += "; missed: " + ", ".join(missed)
     if own_tests.get("set_aside"):
-        text += f"; {len(own_tests['set_aside'])} test(s) set aside as disagreeing with the contract"
+        text += f"; {plural(len(own_tests['set_aside']), 'test')} set aside as disagreeing with the contract"
     return text
 
 

@@ -6,7 +6,7 @@ import click
 from ..result import Result
 from . import interview, pictures
 from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
-                     own_tests_text, run_notes, status_text)
+                     own_tests_text, run_notes, status_text, what_differs)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -62,7 +62,7 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     for c in e.checks:
         if c.passed:
             continue
-        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {(c.message or c.description) if detail else c.description}")
+        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: " + (_differs(c) if detail else c.description))
         if detail:
             lines += [click.style(f"        rerun: {value}", dim=True)
                       for label, value in failure_parts(result, e.id, c) if label == "reproduce"]
@@ -71,6 +71,13 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     if e.notes:
         lines.append("      notes: " + " ".join(e.notes.split()))
     return lines
+
+
+def _differs(check) -> str:
+    """What differs, then the ids of the mistakes it fits (their sentences are said once, above)."""
+    named = list(dict.fromkeys(d for d, _ in check.named))
+    return (what_differs(check) if check.message else check.description) + \
+        (click.style(f"  [{', '.join(named)}]", fg="yellow") if named else "")
 
 
 def single_check(result: Result, check_id: str) -> str:
