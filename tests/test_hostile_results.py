@@ -158,3 +158,95 @@ def test_a_wrong_answer_with_numpy_values_in_its_case_grades_and_saves(tmp_path)
     data = json.loads(out["r.json"].read_text())
     assert data["overall"]["level"] == "weak" and is_plain(data)
     assert CliRunner().invoke(main, ["report", str(out["r.json"])]).exit_code == 0
+
+
+# -- candidate text is inert in every format, one test per field -------------------------------
+
+EVIL = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) <javascript:alert(2)> ![i](javascript:x) # h"
+
+
+def _put(field):
+    def put(result):
+        e = result.exercises[0]
+        check = next(c for c in e.checks if not c.passed)
+        {"submission": lambda: setattr(result, "submission", f"/tmp/{EVIL}/sub"),
+         "title": lambda: setattr(e, "title", EVIL),
+         "module": lambda: setattr(e, "module", f"/tmp/{EVIL}/decode_mask.py"),
+         "error": lambda: setattr(result.exercises[2], "error", EVIL),
+         "notes": lambda: setattr(e, "notes", f"{EVIL}\n{EVIL}"),
+         "check message": lambda: setattr(check, "message", EVIL),
+         "case value": lambda: setattr(check, "case", {"T": EVIL}),
+         "case key": lambda: setattr(check, "case", {EVIL: 1}),
+         "picture title": lambda: check.picture.update(title=EVIL),
+         "diagnosis": lambda: setattr(e.diagnoses[0], "message", EVIL),
+         "own tests": lambda: setattr(e, "own_tests", {"score": 0.5, "caught": [EVIL], "missed": [EVIL],
+                                                       "set_aside": [EVIL]}),
+         "timeline": lambda: setattr(e, "timeline", {"points": [[1, 2, 3]], "diagnoses": [{"id": EVIL, "at": EVIL}]}),
+         "session": lambda: setattr(result, "session", {"started": EVIL, "kept_by": EVIL}),
+         "skipped links": lambda: setattr(result, "skipped_links", [EVIL]),
+         }[field]()
+        return result
+    return put
+
+
+FIELDS = ["submission", "title", "module", "error", "notes", "check message", "case value", "case key",
+          "picture title", "diagnosis", "own tests", "timeline", "session", "skipped links"]
+
+
+def markdown_markup(text: str) -> list[str]:
+    """What CommonMark would read as markup in ``text``: raw HTML or autolinks (an unescaped
+    ``<``), and links, images or references (unescaped ``[...]`` then ``(``, ``[`` or ``:``),
+    outside code spans and fences."""
+    text = re.sub(r"(?ms)^( *)(`{3,})text\n.*?^\1\2$", "", text)  # fenced blocks: literal
+    text = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)  # code spans: literal
+    return re.findall(r"(?<!\\)<[A-Za-z/!?]|(?<!\\)\[(?:[^\]\\]|\\.)*(?<!\\)\]\s*[(\[:]", text)
+
+
+class _Elements(__import__("html.parser").parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.bad = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("img", "script", "iframe", "object") or \
+                any(k.startswith("on") or (v or "").strip().lower().startswith("javascript:") for k, v in attrs):
+            self.bad.append((tag, attrs))
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_candidate_text_is_inert_in_every_format(field):
+    result = _put(field)(saved_result())
+    assert EVIL.split(">")[0][1:] in json.dumps(every_format(result)), "the field was not rendered anywhere"
+    md = markdown.render(result)
+    assert markdown_markup(md) == [], md
+    page = _Elements()
+    page.feed(html.render(result))
+    assert page.bad == []
+    ET.fromstring(junit.render(result))
+
+
+def test_the_markup_finders_find_markup():
+    """The two finders above would catch a raw field: they are not empty by construction."""
+    assert len(markdown_markup(f"x {EVIL} `<b>` [ ] done")) == 4  # <img, [click](, <javascript:, [i](
+    page = _Elements()
+    page.feed('<p><img src=x onerror="alert(1)"><a href="javascript:x">y</a></p>')
+    assert len(page.bad) == 2
+
+
+def batch_rows(evil_link: str) -> list[dict]:
+    return [{"rank": 1, "name": EVIL, "level": "hire", "provisional": False, "to_observe": 0, "score": 0.5,
+             "exercises": {"decode_mask": {"level": "hire", "status": "graded", "provisional": False,
+                                           "required": True, "checks": "3/4"}},
+             "report": evil_link, "error": None},
+            {"rank": 2, "name": "broken", "level": None, "provisional": False, "score": 0.0, "exercises": {},
+             "report": None, "error": EVIL}]
+
+
+@pytest.mark.parametrize("link", ["javascript:alert(1)", "x/report.html\" onclick=\"alert(1)", "ok/report.html"])
+def test_batch_names_errors_and_report_links_are_inert(link):
+    rows = batch_rows(link)
+    assert markdown_markup(markdown.batch_summary(rows, ["decode_mask"], 0).replace("[report](ok/report.html)", "")) == []
+    page = _Elements()
+    page.feed(html.render_batch(rows, f"kvgrade batch: {EVIL}", 0, ["decode_mask"]))
+    assert page.bad == []
+    assert ('href="ok/report.html"' in html.render_batch(rows, "t", 0, ["decode_mask"])) == (link == "ok/report.html")

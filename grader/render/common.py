@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import shlex
 
 from ..result import Result, neutral, plural
@@ -98,6 +99,16 @@ def reproduce(result: Result, exercise_id: str, check_id: str) -> str:
     """One command that re-runs a single check on the same submission with the same seed."""
     return (f"kvgrade grade {shlex.quote(result.submission)} -e {exercise_id} --seed {result.seed} "
             f"--check {check_id} --feedback detail")
+
+
+_REPORT_LINK = re.compile(r"[A-Za-z0-9._-]+/report\.html")
+
+
+def report_link(row: dict) -> str | None:
+    """A batch row's link to its report, only when it is the relative path batch writes
+    (``name/report.html``): a row read back from a manifest on disk is data, not a URL to trust."""
+    link = row.get("report")
+    return link if isinstance(link, str) and _REPORT_LINK.fullmatch(link) else None
 
 
 def what_differs(check) -> str:

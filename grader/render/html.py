@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, caveats, exercise_level, explanation,
+from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, caveats, report_link, exercise_level, explanation,
                      failure_parts, level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
                      status_text)
 
@@ -27,7 +27,7 @@ def environment() -> jinja2.Environment:
     env.filters["short_id"] = short_id
     env.filters["own_tests"] = own_tests_text
     env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS, caveats=caveats,
-                       not_isolated=NOT_ISOLATED, run_notes=run_notes,
+                       report_link=report_link, not_isolated=NOT_ISOLATED, run_notes=run_notes,
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,

@@ -11,7 +11,7 @@ import re
 from ..result import ExerciseResult, Result
 from . import interview, pictures
 from .common import (CRITERION_MARKS, STATUS_WORDS, caveats, exercise_level, explanation, failure_parts, level_phrase,
-                     level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
+                     level_word, levels_shown, overall_level, own_tests_text, report_link, run_notes, shows_detail,
                      status_text)
 
 
@@ -168,7 +168,7 @@ def batch_summary(rows: list[dict], exercise_ids: list[str], seed: int) -> str:
         per = [_batch_cell(r["exercises"].get(e)) for e in exercise_ids]
         overall = (f"broken: {text(r['error'])}" if r["error"] else
                    f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
-        report = f"[report]({r['report']})" if r["report"] else "-"
+        report = f"[report]({report_link(r)})" if report_link(r) else "-"
         lines.append("| " + " | ".join([str(r["rank"]), code(r["name"]), overall, *per, f"{r['score']:.0%}",
                                          report]) + " |")
     return "\n".join(lines) + "\n"
