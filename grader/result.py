@@ -323,6 +323,20 @@ class Result(_Plain):
         return min((e.level for e in counted), key=level_rank)
 
     @property
+    def overall_reason(self) -> str:
+        """One line: the exercises that set the overall level, each with its own reason
+        ("nan_safe_softmax: hint 2 given (caps at hire)"), so a level never stands unexplained."""
+        overall = self.overall_level
+        if self.levels_hidden:  # a candidate's copy: no level, so no reason for one
+            return ""
+        if overall is None:
+            broken = [e.id for e in self.counted if e.kit_error or e.level is None]
+            return f"no verdict: {', '.join(broken)} has none" if broken else "no exercise counted"
+        setting = [e for e in self.counted if e.level == overall]
+        parts = [f"{e.id}: {e.reason.split(': ', 1)[-1]}" if e.reason else e.id for e in setting]
+        return "; ".join(parts[:2]) + (f"; and {plural(len(parts) - 2, 'exercise')} more" if len(parts) > 2 else "")
+
+    @property
     def overall_provisional(self) -> bool:
         """Some counted exercise still waits on an observation that could lower the overall level."""
         overall = self.overall_level
@@ -352,7 +366,7 @@ class Result(_Plain):
             "seed": self.seed,
             "submission": self.submission,
             "overall": {"level": self.overall_level, "provisional": self.overall_provisional,
-                        "to_observe": self.overall_to_observe, "score": self.score},
+                        "to_observe": self.overall_to_observe, "score": self.score, "reason": self.overall_reason},
             "isolation": self.isolation,
             "bounds": self.bounds,
             "skipped_links": self.skipped_links,

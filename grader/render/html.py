@@ -50,7 +50,7 @@ def render(result: Result) -> str:
                            failure_parts=lambda e, c: failure_parts(result, e.id, c))
 
 
-def short_id(exercise_id: str, width: int = 16) -> str:
+def short_id(exercise_id: str, width: int = 24) -> str:
     """An exercise id short enough for a rotated column head: words cut to their first letters
     from the left until it fits (``ring_buffer_window`` -> ``r_b_window``)."""
     words = exercise_id.split("_")

@@ -40,7 +40,7 @@ def _quote(value: str) -> list[str]:
 
 def render(result: Result) -> str:
     shown = levels_shown(result)
-    overall = f"**Overall: {overall_level(result)}** · " if shown else ""
+    overall = f"**Overall: {overall_level(result)}** ({text(result.overall_reason)}) · " if shown else ""
     out = [f"# kvgrade report: {code(result.submission)}", "",
            f"{overall}{result.score:.0%} of checks passed · "
            f"seed {result.seed} · feedback {result.feedback} · kvgrade {text(result.kvgrade_version)} · "
@@ -167,7 +167,8 @@ def batch_summary(rows: list[dict], exercise_ids: list[str], seed: int) -> str:
     for r in rows:
         per = [_batch_cell(r["exercises"].get(e)) for e in exercise_ids]
         overall = (f"broken: {text(r['error'])}" if r["error"] else
-                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
+                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**"
+                   + (f" ({text(r['reason'])})" if r.get("reason") else ""))
         report = f"[report]({report_link(r)})" if report_link(r) else "-"
         lines.append("| " + " | ".join([str(r["rank"]), code(r["name"]), overall, *per, f"{r['score']:.0%}",
                                          report]) + " |")

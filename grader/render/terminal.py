@@ -45,7 +45,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines += _exercise_lines(result, e, detail)
     if shown:
         overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
-        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)"]
+        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)",
+                  click.style(f"    {result.overall_reason}", dim=True)]
     else:
         lines += ["", f"  {result.score:.0%} of checks passed   ({result.seconds:.1f} s)"]
     lines += ["  " + line for line in interview.session_lines(result)]
