@@ -251,3 +251,32 @@ def test_batch_names_errors_and_report_links_are_inert(link):
     page.feed(html.render_batch(rows, f"kvgrade batch: {EVIL}", 0, ["decode_mask"]))
     assert page.bad == []
     assert ('href="ok/report.html"' in html.render_batch(rows, "t", 0, ["decode_mask"])) == (link == "ok/report.html")
+
+
+@pytest.mark.slow  # grades a submission three times through the real CLI
+def test_the_replay_line_reproduces_a_failure_that_depends_on_earlier_calls(tmp_path):
+    """24.10: a module with state across calls (right for its first 12 calls, top-left after) fails
+    incremental_attention in the full run and passes it alone; the report's replay line, which runs
+    the checks before it in the same order, fails it the same way."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "decode_mask.py").write_text((catalog.KIT_ROOT / "solutions" / "decode_mask.py").read_text() + (
+        "\n_calls, _right = [0], decode_causal_mask\n\n\n"
+        "def decode_causal_mask(T, S):\n"
+        "    _calls[0] += 1\n"
+        "    mask = _right(T, S)  # validates\n"
+        "    return mask if _calls[0] <= 12 else np.tril(np.ones((T, S), dtype=bool))\n"))
+    page = tmp_path / "r.md"
+    assert CliRunner().invoke(main, ["grade", str(sub), "-e", "decode_mask", "--markdown", str(page)]).exit_code == 0
+    lines = page.read_text().splitlines()
+    rerun = next(line for line in lines if "--check incremental_attention --feedback" in line and "reproduce" in line)
+    replay = next(line for line in lines if "replays those calls" in line)
+
+    def outcome(line):
+        done = CliRunner().invoke(main, [*line.split("`")[-2].split()[1:], "--json", "-"])
+        assert done.exit_code == 0, done.output
+        return {c["id"]: c["passed"] for c in json.loads(done.output)["exercises"][0]["checks"]}
+
+    assert outcome(rerun) == {"incremental_attention": True}  # alone it passes: why the replay line exists
+    replayed = outcome(replay)
+    assert replayed["incremental_attention"] is False and list(replayed)[-1] == "incremental_attention"

@@ -10,6 +10,7 @@ import dataclasses
 import re
 import shlex
 
+from ..own_tests import CHECK_PREFIX as OWN_TESTS_PREFIX
 from ..result import Result, neutral, plural
 from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
 from . import pictures
@@ -109,6 +110,24 @@ def report_link(row: dict) -> str | None:
     (``name/report.html``): a row read back from a manifest on disk is data, not a URL to trust."""
     link = row.get("report")
     return link if isinstance(link, str) and _REPORT_LINK.fullmatch(link) else None
+
+
+REPLAY_NOTE = ("each rerun line runs its check alone, but the full run called this module for every check before "
+               "it, in one process: a module that keeps state across calls may answer differently alone. "
+               "This line replays those calls in the same order")
+
+
+def replay(result: Result, e) -> str:
+    """One command that reruns every check of ``e`` up to its last failing one, in the full run's
+    order and in one process (the candidate's own-test checks run elsewhere and are left out), so
+    a module that keeps state across calls meets the same calls; empty when a rerun line is
+    already that (its check ran first), or with summary feedback."""
+    ran = [c for c in e.checks if not c.id.startswith(OWN_TESTS_PREFIX)]
+    last = max((i for i, c in enumerate(ran) if not c.passed), default=0)
+    if not shows_detail(result) or last == 0:
+        return ""
+    checks = " ".join(f"--check {c.id}" for c in ran[:last + 1])
+    return f"kvgrade grade {shlex.quote(result.submission)} -e {e.id} --seed {result.seed} {checks} --feedback detail"
 
 
 def what_differs(check) -> str:

@@ -10,9 +10,9 @@ import re
 
 from ..result import ExerciseResult, Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, STATUS_WORDS, caveats, exercise_level, explanation, failure_parts, level_phrase,
-                     level_word, levels_shown, overall_level, own_tests_text, report_link, run_notes, shows_detail,
-                     status_text)
+from .common import (CRITERION_MARKS, REPLAY_NOTE, STATUS_WORDS, caveats, exercise_level, explanation, failure_parts,
+                     level_phrase, level_word, levels_shown, overall_level, own_tests_text, replay, report_link,
+                     run_notes, shows_detail, status_text)
 
 
 def text(value) -> str:
@@ -156,6 +156,8 @@ def _failing(result: Result, e: ExerciseResult) -> list[str]:
             out.append(f"  - {label}: {code(value) if label == 'reproduce' else text(value)}")
         if c.picture:
             out += ["", *fenced(pictures.text(c.picture), indent="  ")]
+    if replay(result, e):
+        out += ["", f"*{text(REPLAY_NOTE)}:* {code(replay(result, e))}"]
     return out + [""]
 
 

@@ -6,7 +6,7 @@ import click
 from ..result import Result
 from . import interview, pictures
 from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
-                     own_tests_text, run_notes, status_text, what_differs)
+                     own_tests_text, REPLAY_NOTE, replay, run_notes, status_text, what_differs)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -69,6 +69,8 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
                       for label, value in failure_parts(result, e.id, c) if label == "reproduce"]
         if c is drawn:
             lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
+    if detail and replay(result, e):
+        lines += [click.style(f"      {REPLAY_NOTE}:", dim=True), click.style(f"        {replay(result, e)}", dim=True)]
     if e.notes:
         lines.append("      notes: " + " ".join(e.notes.split()))
     return lines
