@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import catalog, engine, timeline
-from .notes import Notes, NotesError, apply as apply_notes, template
+from .notes import Notes, NotesError, apply as apply_notes, reread, template
 from .render.common import neutralized
 from .render.formats import FORMATS, render, shown as _shown
 from .result import Result
@@ -46,10 +46,8 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
     logged and the result carries the session's timeline. ``live``: the live room's run.
     """
     warn = warn or _quiet
-    if live:  # the engine's live mode; forwarded only when asked for
-        engine_options["live"] = live
     result = engine.grade(submission, exercises or None, seed=seed, notes=notes, only_checks=checks,
-                          progress=progress, **engine_options)
+                          progress=progress, live=live, **engine_options)
     result.feedback = "detail"
     root = Path(submission)
     shown = workspace_set(root) if not exercises and not checks else None
@@ -129,7 +127,7 @@ def _feedback(result: Result, feedback: str | None) -> str | None:
 def load(path: str | Path) -> Result:
     """A saved result (``--json``), validated; its candidate text made safe again."""
     try:
-        return neutralized(Result.from_dict(json.loads(Path(path).read_text())))
+        return neutralized(reread(json.loads(Path(path).read_text())))  # validated, levels re-derived
     except OSError as exc:
         raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError, KeyError, RecursionError) as exc:

@@ -244,6 +244,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
     errors = [f"{e.id}: {e.error}" for e in result.exercises if e.status == "error"]
     return {"name": name, "path": path, "level": result.overall_level, "score": result.score,
             "provisional": result.overall_provisional, "to_observe": len(result.overall_to_observe),
+            "reason": result.overall_reason,
             "exercises": {e.id: {"level": e.level, "status": e.status, "provisional": e.provisional,
                                  "required": e.required,
                                  "checks": f"{e.passed_checks}/{len(e.checks)}" if e.checks else ""}

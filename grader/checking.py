@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .catalog import Exercise
-from .result import FAILURE_KINDS, Diagnosis
+from .result import FAILURE_KINDS, Diagnosis, plural  # noqa: F401 (plural: the one way checks count things)
 from .sandbox import CandidateCrashed, CandidateRaised, RemoteObject, Sandbox
 from .sandbox.wire import HELD_BYTES
 
@@ -444,6 +444,7 @@ class ExerciseRun:
         self.exercise, self.seed, self.sandbox = exercise, seed, sandbox
         self.module_path = module_path
         self.diagnoses: dict[str, Diagnosis] = {}
+        self.named: list[tuple[str, str, str]] = []  # (check id, diagnosis id, sentence), every one named
         self.check_id = ""
         self.slips: list[str] = []  # hygiene slips of the running check (see note_slip)
         self.rng = np.random.default_rng(seed)
@@ -475,8 +476,10 @@ class ExerciseRun:
         return CheckFailure(self.slips[0] + more, kind="hygiene")
 
     def diagnose(self, diagnosis_id: str, message: str):
-        """Name a classic mistake the submission shows; the first concrete sentence is kept."""
+        """Name a classic mistake the submission shows; the first concrete sentence is kept as the
+        diagnosis, and every one is logged with its check, so a report can say it once."""
         self.diagnoses.setdefault(diagnosis_id, Diagnosis(diagnosis_id, message))
+        self.named.append((self.check_id, diagnosis_id, message))
 
     @property
     def own_tests_path(self) -> Path | None:

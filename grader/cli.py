@@ -206,8 +206,10 @@ def _check_ids(exercises, checks):
               help="Run only this check of the one exercise given with -e (repeatable); "
                    "used by the reproduce lines in reports. `kvgrade show ID --checks` lists them.")
 @_options(OUTPUTS, NOTES, FEEDBACK, BATCH, _fail_under())
+@click.option("--live", is_flag=True, help="A live interview (the interviewer says so): validation beyond the "
+              "prompt's cases becomes something to observe, not a cap (rubrics/README.md).")
 def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_levels, out_dir, jobs,
-          trust_submissions, fail_under, **outputs):
+          trust_submissions, fail_under, live, **outputs):
     """Grade a submission folder or .zip against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
@@ -221,6 +223,7 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
                  "--notes": notes_path, "--check": checks},
                 "apply to one submission; a batch writes every candidate's reports into --out")
         _refuse({"--fail-under": fail_under}, "applies to one submission")
+        _refuse({"--live": live}, "applies to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
     _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
@@ -229,7 +232,7 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     progress = _Progress()
     try:
         result = api.grade(paths[0], exercises, seed=seed, notes=_load_notes(notes_path), checks=only,
-                           progress=progress, warn=_warn)
+                           progress=progress, warn=_warn, live=live)
     except api.SubmissionError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
     except api.IsolationError as exc:

@@ -33,7 +33,7 @@ from .notes import Notes, NotesError
 from .plugin import CollectChecks, check_id
 from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
-from .rubric import judge
+from .rubric import judge, record
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
 
@@ -48,7 +48,7 @@ def fresh_seed() -> int:
 
 def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: int | None = None,
           notes: Notes | None = None, only_checks: set[str] | None = None,
-          limits: Limits | None = None, progress=None, blame_reference: bool = True) -> Result:
+          limits: Limits | None = None, progress=None, blame_reference: bool = True, live: bool = False) -> Result:
     """Grade a submission folder or .zip. Unknown exercise ids raise KeyError; a bad folder, SubmissionError.
     Every string of the result is neutralised here, where candidate text enters (``render.common``).
 
@@ -56,17 +56,19 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     can be replayed.
 
     ``blame_reference``: re-run checks that broke unexpectedly on the reference, to tell the
-    kit's faults from the candidate's (off when grading the reference itself).
+    kit's faults from the candidate's (off when grading the reference itself). ``live``: the
+    interviewer's side says the grading is live (never a file in the submission); validation
+    beyond the prompt's cases is then observed, not automatic (rubrics/README.md).
     """
     seed = fresh_seed() if seed is None else seed
     with _ended_by_signals(), open_submission(submission) as root:  # a folder or a .zip, read safely
         result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
-                             progress, blame_reference)
+                             progress, blame_reference, live)
     return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it
 
 
 def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, limits, progress,
-                blame_reference) -> Result:
+                blame_reference, live=False) -> Result:
     started = time.perf_counter()
     limits = limits or Limits()
     chosen = [catalog.get(e) for e in exercise_ids] if exercise_ids else catalog.exercises()
@@ -92,11 +94,11 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
     else:
         for f in facts.values():
             f.reference_shows_unexpected = bool(f.unexpected)
-    exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes) for e in chosen]
+    exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes, live) for e in chosen]
     for e in exercises:  # the path inside the submission as given, never an unpacked temporary folder
         e.module = e.module and shown_path(Path(e.module), root, submission)
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
-                  bounds=bounds, skipped_links=skipped_links(root),
+                  bounds=bounds, skipped_links=skipped_links(root), live=live,
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 
 
@@ -253,9 +255,9 @@ def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
 
 
 def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
-                 notes: Notes | None = None) -> ExerciseResult:
+                 notes: Notes | None = None, live: bool = False) -> ExerciseResult:
     """One exercise's result from the facts, in one pure step (see ``grade`` for the rules)."""
-    rubric = exercise.rubric
+    rubric = own_tests.rubric_for(exercise)  # the kit's, less what a grader-only build cannot judge
     result = ExerciseResult(exercise.id, "not_attempted", title=exercise.title, required=required,
                             follow_ups=[asdict(f) for f in rubric.follow_ups],
                             module=str(facts.module) if facts.module else None,
@@ -263,7 +265,8 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
                             about=rubric.summary, level_guide=dict(rubric.levels),
                             hints_offered=len(rubric.hints), interviewer=interview.sheet(exercise),
                             hints_given=[i + 1 for i in notes.hints(exercise.id)] if notes else [],
-                            output_note=facts.output_note)
+                            output_note=facts.output_note,
+                            rubric=record(rubric, exercise.id, exercise.rubric_path.read_bytes()))
     if facts.module is None or not facts.attempted:
         result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
         if required:
@@ -292,6 +295,6 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
     observed = notes.observed(exercise.id) if notes else {}
     hints = notes.hints(exercise.id) if notes else ()
     try:
-        return result.judged(judge(own_tests.rubric_for(exercise), result.checks, result.diagnoses, observed, hints))
+        return result.judged(judge(rubric, result.checks, result.diagnoses, observed, hints, live=live))
     except ValueError as exc:  # a hint number the rubric does not have
         raise NotesError(f"notes for [{exercise.id}]: {exc}") from None

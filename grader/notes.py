@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .rubric import read_toml
+from .result import plural
+from .rubric import RubricError, read_toml
 
 
 class NotesError(Exception):
@@ -87,31 +88,110 @@ def _check_hints_exist(path, exercise_id: str, hints: list[int]):
     except KeyError:
         return  # notes for an exercise this kit lacks: reported by Notes.problems
     if any(h > offered for h in hints):
-        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {offered} hint(s)")
+        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {plural(offered, 'hint')}")
 
 
 def apply(result, notes: Notes):
     """Record ``notes`` in a saved result: observed criteria, hints, free text, and the levels
     they imply, by ``rubric.judge`` exactly as during grading, from the check results already
-    in the result: nothing is graded again.
+    in the result and the rubric it stores: nothing is graded again.
     """
-    from . import catalog
-    from .rubric import judge
-
     for e in result.exercises:
         e.notes = notes.text(e.id)
         e.hints_given = [i + 1 for i in notes.hints(e.id)]
-        if e.status != "graded":
-            continue
-        try:
-            exercise_rubric = catalog.get(e.id).rubric
-        except KeyError:
-            continue
-        try:
-            e.judged(judge(exercise_rubric, e.checks, e.diagnoses, notes.observed(e.id), notes.hints(e.id)))
-        except ValueError as exc:  # a hint number the rubric does not have
-            raise NotesError(f"notes for [{e.id}]: {exc}") from None
+        if e.status == "graded" and not result.levels_hidden:
+            try:
+                _rejudge(e, notes.observed(e.id), notes.hints(e.id), result.live)
+            except ValueError as exc:  # a hint number the rubric does not have
+                raise NotesError(f"notes for [{e.id}]: {exc}") from None
     return result
+
+
+def reread(data):
+    """A saved result (parsed JSON) made ready to report again, or a ``ValueError`` naming the
+    first field that is not what a result holds.
+
+    Every level is re-derived from the checks and the rubric the result stores (``judge`` is
+    pure), never taken from the file; where the file said otherwise, or the kit's rubric has
+    changed since, ``caveats`` says so, and every report shows it first.
+    """
+    from .result import Result
+
+    result = Result.from_dict(data)
+    if result.levels_hidden:  # a candidate's copy: its levels were blanked on purpose
+        return result
+    caveats = []
+    for e in result.exercises:
+        saved = e.level
+        caveats += _restore(e)
+        try:
+            _rederive(e, result.live)
+        except (ValueError, RubricError) as exc:
+            raise ValueError(f"{e.id}: {exc}") from None
+        if e.level != saved:
+            caveats.append(f"{e.id}: the file says {_word(saved)}, but its checks and stored rubric give "
+                           f"{_word(e.level)}; the re-derived level is shown")
+    overall = data.get("overall") if isinstance(data.get("overall"), dict) else {}
+    if "level" in overall and overall["level"] != result.overall_level:
+        caveats.append(f"overall: the file says {_word(overall['level'])}, but its exercises give "
+                       f"{_word(result.overall_level)}; the re-derived level is shown")
+    result.caveats = caveats
+    return result
+
+
+def _word(level) -> str:
+    return str(level).replace("_", " ") if level else "no level"
+
+
+def _rederive(e, live: bool):
+    """An exercise's level from what the result holds: judged checks, or its status."""
+    if e.status == "graded":
+        observed = {c.id: c.status == "met" for c in e.criteria if c.kind == "observed" and c.status != "to_observe"}
+        _rejudge(e, observed, [h - 1 for h in e.hints_given], live)
+        return
+    e.level = None if e.kit_error or (e.status == "not_attempted" and not e.required) else "weak"
+    e.provisional, e.to_observe, e.criteria = False, [], []
+
+
+def _rejudge(e, observed: dict, hints, live: bool):
+    """Judge ``e`` again with the rubric it stores, keeping the criteria's words it holds."""
+    from .rubric import LIVE_ASK, from_record, judge
+
+    rubric = from_record(e.rubric)
+    words = {c.id: c.text.removeprefix(LIVE_ASK) for c in e.criteria}
+    for d in e.diagnoses:
+        d.caps = rubric.diagnosis(d.id).caps
+    e.judged(judge(rubric, e.checks, e.diagnoses, observed, hints, live=live))
+    for c in e.criteria:
+        if c.text in ("", LIVE_ASK):
+            c.text += words.get(c.id, "")
+
+
+def _restore(e) -> list[str]:
+    """The rubric's words for the interviewer, which a result does not store, from the kit; a
+    result saved before rubrics were stored is judged with the kit's current one. Says when the
+    kit's rubric is not the one the result was judged with."""
+    from . import catalog, interview
+    from .rubric import record
+
+    try:
+        exercise = catalog.get(e.id)
+    except KeyError:
+        return [f"{e.id}: this kit has no such exercise; its report lacks the rubric's words"] if e.rubric else []
+    current = record(exercise.rubric, e.id, exercise.rubric_path.read_bytes())
+    if not e.about:
+        e.about, e.level_guide = exercise.rubric.summary, dict(exercise.rubric.levels)
+        e.follow_ups = [{"ask": f.ask, "listen_for": f.listen_for} for f in exercise.rubric.follow_ups]
+        e.interviewer = interview.sheet(exercise)
+    if not e.rubric:
+        e.rubric = current
+        return [f"{e.id}: the result stores no rubric; judged with the kit's current one"]
+    if e.rubric.get("sha256") != current["sha256"]:
+        sha = str(e.rubric.get("sha256"))[:12]
+        return [f"{e.id}: judged with the rubric stored in the result (sha256 {sha}), which differs from the kit's"]
+    if e.rubric != current:  # the same file by its hash, other rules: the result was edited
+        return [f"{e.id}: judged with the rules stored in the result, edited: not the kit's rubric of that sha256"]
+    return []
 
 
 def template(result) -> str:

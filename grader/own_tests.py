@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .catalog import CatalogError, Exercise
-from .checking import fail
+from .checking import fail, plural
 from .rubric import OwnTests, Rubric
 from .sandbox import CandidateFault, Limits, relay
 from .sandbox.launch import RUNTIME_DIR, Scratch, kill, spawn
@@ -100,7 +100,7 @@ class OwnTestsRun:
     @property
     def line(self) -> str:
         if self.outcome == "ran":
-            return f"{len(self.tests)} test(s), {len(self.failed)} failing"
+            return f"{plural(len(self.tests), 'test')}, {len(self.failed)} failing"
         return "no tests were collected" if self.outcome == "no_tests" else f"could not run: {self.detail}"
 
 

@@ -78,6 +78,7 @@ class CollectChecks:
             result.passed, result.message, result.kind = False, slip.message, slip.kind
         elif not report.passed:
             self._explain(result, call.excinfo, eid)
+            result.named = [[d, s] for c, d, s in self.runs[eid].named if c == result.id]
         self.results[eid].append(result)
         if self.progress:
             self.progress(eid, result)

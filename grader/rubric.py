@@ -7,11 +7,12 @@ interviewer recorded, hints given) into a ``Judgement``; the engine, notes and v
 """
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank
+from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank, plural
 
 HIRE_CAPPED_KINDS = tuple(kind for kind, cap in FAILURE_CAPS.items() if cap == "hire")
 
@@ -27,6 +28,7 @@ class RubricCriterion:
     text: str
     checks: tuple[str, ...] = ()  # automatic: met when every one passed
     kind: str | None = None  # automatic strong_hire: the one hire-capped failure kind it stands for
+    validation: bool = False  # validation beyond the prompt's cases: observed, not automatic, when live
 
     @property
     def observed(self) -> bool:
@@ -40,6 +42,7 @@ class DiagnosisRule:
     caps: str
     explain: str = ""
     contract: bool = False  # one of the classic mistakes CONTRACT.md names: it caps at weak
+    validation: bool = False  # a missing validation: caps nothing when live (its criterion is observed)
 
 
 @dataclass(frozen=True)
@@ -162,13 +165,20 @@ def _criterion(c: dict) -> RubricCriterion:
     kind = c.get("kind")
     if kind is not None and kind not in HIRE_CAPPED_KINDS:
         raise RubricError(f"criterion {cid}: kind {kind!r} is not one of {', '.join(HIRE_CAPPED_KINDS)}")
-    return RubricCriterion(cid, level, _text(c, "text"), checks, kind)
+    validation = _bool(c, "validation") if "validation" in c else False
+    if validation and (level, kind) != ("strong_hire", "hygiene"):
+        raise RubricError(f"criterion {cid}: validation = true needs level strong_hire and kind hygiene")
+    return RubricCriterion(cid, level, _text(c, "text"), checks, kind, validation)
 
 
 def _diagnosis(d: dict) -> DiagnosisRule:
-    return DiagnosisRule(_text(d, "id"), _level(d, "caps", LEVELS) if "caps" in d else "weak",
+    rule = DiagnosisRule(_text(d, "id"), _level(d, "caps", LEVELS) if "caps" in d else "weak",
                          " ".join(_text(d, "explain").split()) if "explain" in d else "",
-                         _bool(d, "contract") if "contract" in d else False)
+                         _bool(d, "contract") if "contract" in d else False,
+                         _bool(d, "validation") if "validation" in d else False)
+    if rule.validation and (rule.contract or rule.caps != "hire"):
+        raise RubricError(f"diagnosis {rule.id}: validation = true needs caps = \"hire\" and no contract")
+    return rule
 
 
 def _own_tests(data) -> OwnTests:
@@ -234,6 +244,48 @@ def _check_unique(what: str, ids: list[str]):
         raise RubricError(f"{what} ids repeated: {', '.join(repeated)}")
 
 
+# ---------------------------------------------------------------------------- the stored record
+
+def record(rubric: Rubric, rubric_id: str, source: bytes) -> dict:
+    """What a result stores of the rubric it was judged with: its id, the sha256 of its file,
+    and every rule ``judge`` reads (criteria without their words, diagnosis and hint caps), so a
+    report re-judges a saved result exactly as it was judged, whatever the kit holds now."""
+    return {"id": rubric_id, "sha256": hashlib.sha256(source).hexdigest(),
+            "criteria": [{"id": c.id, "level": c.level, "checks": list(c.checks),
+                          **({"kind": c.kind} if c.kind else {}), **({"validation": True} if c.validation else {})}
+                         for c in rubric.criteria],
+            "diagnoses": {d.id: d.caps for d in rubric.diagnoses},
+            "validation_diagnoses": [d.id for d in rubric.diagnoses if d.validation],
+            "hints": [h.caps for h in rubric.hints]}
+
+
+def from_record(data: dict) -> Rubric:
+    """The judging part of a stored rubric (``record``), checked as strictly as a rubric file:
+    a ``RubricError`` names the field. Its words are empty: they are not stored."""
+    if not isinstance(data, dict) or not isinstance(data.get("diagnoses"), dict):
+        raise RubricError("the stored rubric has no table of diagnoses")
+    validation = set(_strings(data, "validation_diagnoses"))
+    hints = data.get("hints", [])
+    if not isinstance(hints, list) or not all(h in LEVELS for h in hints):
+        raise RubricError(f"the stored rubric's hints should be levels ({', '.join(LEVELS)})")
+    criteria = [_stored_criterion(c) for c in _tables(data, "criteria")]
+    diagnoses = [DiagnosisRule(i, _level({"caps": caps, "id": i}, "caps", LEVELS), validation=i in validation)
+                 for i, caps in data["diagnoses"].items()]
+    _check_unique("criterion", [c.id for c in criteria])
+    return Rubric(_text(data, "id"), "", {}, tuple(criteria), tuple(diagnoses), (),
+                  hints=tuple(Hint("", caps) for caps in hints))
+
+
+def _stored_criterion(c: dict) -> RubricCriterion:
+    """A criterion as ``record`` stores it: no words; no checks means observed."""
+    kind = c.get("kind")
+    if kind is not None and kind not in HIRE_CAPPED_KINDS:
+        raise RubricError(f"criterion {_where(c)}: kind {str(kind)[:40]!r} is not one of "
+                          f"{', '.join(HIRE_CAPPED_KINDS)}")
+    return RubricCriterion(_text(c, "id"), _level(c, "level", LEVELS[1:]), "", tuple(_strings(c, "checks")), kind,
+                           _bool(c, "validation") if "validation" in c else False)
+
+
 # ---------------------------------------------------------------------------- the level rule
 
 @dataclass
@@ -251,11 +303,11 @@ class Judgement:
 class _Cap:
     level: str
     cause: str  # as a reader sees it: "plain_decode (wrong)"
-    fix: str  # what lifts it: "pass plain_decode"
+    fixes: tuple[str, ...]  # what lifts it, one step each: ("pass plain_decode",)
 
 
 def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
-          observed: dict[str, bool], hints=()) -> Judgement:
+          observed: dict[str, bool], hints=(), live: bool = False) -> Judgement:
     """The level of one graded exercise. ``hints`` are indices into ``rubric.hints``.
 
     Start at strong_hire. Every failing check caps at its kind's cap (``FAILURE_CAPS``; no
@@ -265,11 +317,16 @@ def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
     it: they make it provisional. The level follows failure kinds, not criteria: a wrong
     value in a strong_hire criterion's check still caps at weak, and a hire criterion missed
     only through hygiene failures caps at hire, not below.
+
+    ``live``: a validation criterion not met is observed instead ("asked how they would
+    validate"), and its checks' hygiene failures and the validation diagnoses cap nothing.
     """
     by_id = {c.id: c for c in checks}
-    crits = criteria(rubric, {c.id: c.passed for c in checks}, observed)
-    # named mistakes first
-    caps = _diagnosis_caps(rubric, diagnoses) + _failure_caps(checks) + _hint_caps(rubric, hints)
+    crits = criteria(rubric, {c.id: c.passed for c in checks}, observed, live)
+    waived = _observed_live(rubric, crits)
+    counted = [c for c in checks if not (c.id in waived and c.kind == "hygiene")]
+    caps = (_diagnosis_caps(rubric, [d for d in diagnoses if not (live and rubric.diagnosis(d.id).validation)])
+            + _failure_caps(counted) + _hint_caps(rubric, hints))  # named mistakes first
     caps += [_criterion_cap(c, by_id) for c in crits if c.status == "missed"]
     level = min((cap.level for cap in caps), key=level_rank, default=LEVELS[-1])
     to_observe = [c.id for c in crits
@@ -280,18 +337,31 @@ def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
                      _to_raise(level, binding, to_observe), hygiene_line(checks), crits)
 
 
-def criteria(rubric: Rubric, passed: dict[str, bool], observed: dict[str, bool]) -> list[Criterion]:
+LIVE_ASK = "asked how they would validate: "  # a validation criterion observed in a live grading
+
+
+def criteria(rubric: Rubric, passed: dict[str, bool], observed: dict[str, bool], live: bool = False) -> list[Criterion]:
     """Each criterion's status: automatic from check outcomes (a check not run is not passed),
-    observed from the interviewer's record ("to_observe" when there is none)."""
+    observed from the interviewer's record ("to_observe" when there is none). Live, a validation
+    criterion whose checks did not all pass is observed, keeping its checks."""
     out = []
     for c in rubric.criteria:
-        if c.observed:
+        met = all(passed.get(check, False) for check in c.checks)
+        if c.observed or (live and c.validation and not met):
             status = {True: "met", False: "missed"}.get(observed.get(c.id), "to_observe")
-            out.append(Criterion(c.id, c.level, c.text, "observed", status))
+            text = LIVE_ASK + c.text if c.checks else c.text
+            out.append(Criterion(c.id, c.level, text, "observed", status, list(c.checks)))
         else:
-            status = "met" if all(passed.get(check, False) for check in c.checks) else "missed"
-            out.append(Criterion(c.id, c.level, c.text, "check", status, list(c.checks)))
+            out.append(Criterion(c.id, c.level, c.text, "check", "met" if met else "missed", list(c.checks)))
     return out
+
+
+def _observed_live(rubric: Rubric, crits: list[Criterion]) -> set[str]:
+    """Checks that sit only under validation criteria judged as observed (live): their hygiene
+    failures are the interviewer's to weigh, not a cap."""
+    observed = {c.id for c in crits if c.kind == "observed" and c.checks}
+    automatic = {check for c in rubric.criteria if c.id not in observed for check in c.checks}
+    return {check for c in rubric.criteria if c.id in observed for check in c.checks} - automatic
 
 
 def _failure_caps(checks: list[CheckResult]) -> list[_Cap]:
@@ -299,24 +369,24 @@ def _failure_caps(checks: list[CheckResult]) -> list[_Cap]:
     for c in checks:
         if not c.passed:
             kind = c.kind if c.kind in FAILURE_CAPS else "wrong"
-            out.append(_Cap(FAILURE_CAPS[kind], f"{c.id} ({kind})", f"pass {c.id}"))
+            out.append(_Cap(FAILURE_CAPS[kind], f"{c.id} ({kind})", (f"pass {c.id}",)))
     return out
 
 
 def _criterion_cap(c: Criterion, checks: dict[str, CheckResult]) -> _Cap:
     below = LEVELS[level_rank(c.level) - 1]
     if c.kind == "observed":
-        return _Cap(below, "", f"show {c.id}")
+        return _Cap(below, "", (f"show {c.id}",))
     unmet = [check for check in c.checks if check not in checks or not checks[check].passed]
     if all(check in checks for check in unmet):  # all ran: the failures' kinds say how far it falls
         worst = min((FAILURE_CAPS.get(checks[check].kind, "weak") for check in unmet), key=level_rank)
         below = max(below, worst, key=level_rank)
-    return _Cap(below, "", "pass " + ", ".join(unmet))
+    return _Cap(below, "", tuple(f"pass {check}" for check in unmet))
 
 
 def _diagnosis_caps(rubric: Rubric, diagnoses: list[Diagnosis]) -> list[_Cap]:
     caps = [rubric.diagnosis(d.id).caps for d in diagnoses]
-    return [_Cap(cap, f"{d.id} (caps at {_word(cap)})", f"fix {d.id}") for d, cap in zip(diagnoses, caps)]
+    return [_Cap(cap, f"{d.id} (caps at {_word(cap)})", (f"fix {d.id}",)) for d, cap in zip(diagnoses, caps)]
 
 
 def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
@@ -325,7 +395,7 @@ def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
         if not 0 <= i < len(rubric.hints):
             raise ValueError(f"hint {i + 1} is not in the rubric (it has {len(rubric.hints)})")
         cap = rubric.hints[i].caps
-        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ""))
+        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ()))
     return out
 
 
@@ -333,17 +403,17 @@ def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe
     parts = [_listed([cap.cause for cap in binding if cap.cause])]
     above = LEVELS[level_rank(level) + 1] if level != LEVELS[-1] else None
     if missed and above:
-        parts.append(f"{_count(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
+        parts.append(f"{plural(len(missed), 'criterion', 'criteria')} for {_word(above)} missed")
     parts = [p for p in parts if p] or ["every check passed, no classic mistake"]
     if to_observe:
-        parts.append(f"provisional: {_count(len(to_observe), 'observation', 'observations')} to record")
+        parts.append(f"provisional: {plural(len(to_observe), 'observation')} to record")
     return f"{_word(level)}: " + "; ".join(parts)
 
 
 def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
     pieces = []
     if level != LEVELS[-1]:
-        fixes = list(dict.fromkeys(cap.fix for cap in binding if cap.fix)) or ["not possible after the hints given"]
+        fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes)) or ["not possible after the hints given"]
         pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
     if to_observe:
         pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")
@@ -368,10 +438,6 @@ def hygiene_line(checks: list[CheckResult]) -> str:
 def _listed(items: list[str], most: int = 3) -> str:
     shown = ", ".join(items[:most])
     return shown + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
 
 
 def _word(level: str) -> str:

@@ -10,24 +10,20 @@ import dataclasses
 import re
 import shlex
 
-from ..result import Result
-from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401  (re-exported for the renderers)
+from ..own_tests import CHECK_PREFIX as OWN_TESTS_PREFIX
+from ..result import Result, neutral, plural
+from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
 from . import pictures
 
 LEVEL_WORDS = {"strong_hire": "strong hire", "hire": "hire", "weak": "weak", None: "no level"}
 STATUS_WORDS = {"graded": "graded", "not_attempted": "not attempted", "error": "error"}
 CRITERION_MARKS = {"met": "met", "missed": "missed", "to_observe": "to observe"}
 
-# C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
-# and other invisible format characters, line and paragraph separators: each can rewrite a
-# terminal, hide text or reorder it.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def run_notes(result: Result) -> list[str]:
-    """Plain lines every report header carries: the bounds that held, and links never followed."""
-    lines = []
+    """Plain lines every report header carries: live grading, the bounds that held, and links never followed."""
+    lines = [LIVE_NOTE] if result.live else []
     if result.bounds:
         b = result.bounds
         lines.append(f"bounds: memory {b.get('memory')}, processes {b.get('pids')}, scratch {b.get('scratch')}, "
@@ -39,13 +35,17 @@ def run_notes(result: Result) -> list[str]:
     return lines
 
 
+LIVE_NOTE = "graded live: validation beyond the prompt's cases is for the interviewer to observe, not a cap"
+
+
+def caveats(result: Result) -> list[str]:
+    """What every report says first, in its strongest style: levels re-derived against the file,
+    a rubric that changed since (see ``notes.reread``)."""
+    return [f"caution: {line}" for line in result.caveats]
+
+
 def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
-
-
-def neutral(text: str) -> str:
-    """``text`` with every control, bidi or zero-width character shown as a visible escape."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def neutralized(value):
@@ -102,6 +102,43 @@ def reproduce(result: Result, exercise_id: str, check_id: str) -> str:
             f"--check {check_id} --feedback detail")
 
 
+_REPORT_LINK = re.compile(r"[A-Za-z0-9._-]+/report\.html")
+
+
+def report_link(row: dict) -> str | None:
+    """A batch row's link to its report, only when it is the relative path batch writes
+    (``name/report.html``): a row read back from a manifest on disk is data, not a URL to trust."""
+    link = row.get("report")
+    return link if isinstance(link, str) and _REPORT_LINK.fullmatch(link) else None
+
+
+REPLAY_NOTE = ("each rerun line runs its check alone, but the full run called this module for every check before "
+               "it, in one process: a module that keeps state across calls may answer differently alone. "
+               "This line replays those calls in the same order")
+
+
+def replay(result: Result, e) -> str:
+    """One command that reruns every check of ``e`` up to its last failing one, in the full run's
+    order and in one process (the candidate's own-test checks run elsewhere and are left out), so
+    a module that keeps state across calls meets the same calls; empty when a rerun line is
+    already that (its check ran first), or with summary feedback."""
+    ran = [c for c in e.checks if not c.id.startswith(OWN_TESTS_PREFIX)]
+    last = max((i for i, c in enumerate(ran) if not c.passed), default=0)
+    if not shows_detail(result) or last == 0:
+        return ""
+    checks = " ".join(f"--check {c.id}" for c in ran[:last + 1])
+    return f"kvgrade grade {shlex.quote(result.submission)} -e {e.id} --seed {result.seed} {checks} --feedback detail"
+
+
+def what_differs(check) -> str:
+    """A failing check's message without the diagnosis sentences it named, which a report that
+    says each diagnosis once (where it is named) would otherwise repeat under every check."""
+    text = check.message
+    for _, sentence in check.named:
+        text = text.replace(f"; {sentence}", "").replace(sentence, "")
+    return text.strip(" ;") or check.message
+
+
 def case_text(case: dict | None) -> str:
     return ", ".join(f"{k} = {v}" for k, v in (case or {}).items())
 
@@ -116,7 +153,7 @@ def own_tests_text(own_tests: dict | None) -> str:
     if missed:
         text += "; missed: " + ", ".join(missed)
     if own_tests.get("set_aside"):
-        text += f"; {len(own_tests['set_aside'])} test(s) set aside as disagreeing with the contract"
+        text += f"; {plural(len(own_tests['set_aside']), 'test')} set aside as disagreeing with the contract"
     return text
 
 

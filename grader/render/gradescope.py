@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..result import ExerciseResult, Result
 from . import interview
-from .common import exercise_level, failure_lines, levels_shown, overall_level, shows_detail
+from .common import (REPLAY_NOTE, caveats, exercise_level, failure_lines, levels_shown, overall_level, replay,
+                     shows_detail)
 
 POINTS = 10
 CENTS = 100  # points are split in hundredths
@@ -27,6 +28,8 @@ def render(result: Result) -> dict:
     mistakes += [f"{e.id}: {line}" for e in result.exercises if e.status != "not_attempted"
                  for line in interview.hint_lines(e, not shows_detail(result)) + interview.timeline_lines(e)]
     mistakes += interview.session_lines(result)
+    mistakes += [f"{e.id}: {REPLAY_NOTE}: {replay(result, e)}" for e in result.exercises if replay(result, e)]
+    head = " ".join([*caveats(result), head])
     return {
         "score": sum(t["cents"] for t in tests if t["status"] == "passed") / CENTS,
         "max_score": sum(t["cents"] for t in tests) / CENTS,

@@ -9,9 +9,9 @@ from markupsafe import Markup
 
 from ..result import Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, NOT_ISOLATED, case_text, exercise_level, explanation,
-                     failure_parts, level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
-                     status_text)
+from .common import (CRITERION_MARKS, NOT_ISOLATED, REPLAY_NOTE, case_text, caveats, exercise_level, explanation,
+                     failure_parts, level_word, levels_shown, overall_level, own_tests_text, replay, report_link,
+                     run_notes, shows_detail, status_text)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -26,8 +26,8 @@ def environment() -> jinja2.Environment:
     env.filters["level_letter"] = lambda level: {"strong_hire": "S", "hire": "H", "weak": "W"}.get(level, "?")
     env.filters["short_id"] = short_id
     env.filters["own_tests"] = own_tests_text
-    env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS,
-                       not_isolated=NOT_ISOLATED, run_notes=run_notes,
+    env.globals.update(status_text=status_text, criterion_mark=CRITERION_MARKS, caveats=caveats,
+                       report_link=report_link, not_isolated=NOT_ISOLATED, run_notes=run_notes, replay_note=REPLAY_NOTE,
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,
@@ -47,10 +47,11 @@ def _hint_cost(caps) -> str:
 def render(result: Result) -> str:
     template = environment().get_template("report.html.j2")
     return template.render(result=result, detail=shows_detail(result), levels=levels_shown(result), css=Markup(_css()),
-                           failure_parts=lambda e, c: failure_parts(result, e.id, c))
+                           failure_parts=lambda e, c: failure_parts(result, e.id, c),
+                           replay=lambda e: replay(result, e))
 
 
-def short_id(exercise_id: str, width: int = 16) -> str:
+def short_id(exercise_id: str, width: int = 24) -> str:
     """An exercise id short enough for a rotated column head: words cut to their first letters
     from the left until it fits (``ring_buffer_window`` -> ``r_b_window``)."""
     words = exercise_id.split("_")

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
 from . import interview
-from .common import exercise_level, failure_lines, levels_shown
+from .common import caveats, exercise_level, failure_lines, levels_shown, replay
 
 
 def render(result: Result) -> str:
@@ -28,7 +28,8 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     suite = ET.Element("testsuite", name=e.id)
     props = ET.SubElement(suite, "properties")
     level = [("level", exercise_level(e))] if levels_shown(result) else []
-    for name, value in (*level, ("status", e.status), ("seed", str(result.seed)),
+    for name, value in (*(("caveat", line) for line in caveats(result)), *level, ("status", e.status),
+                        ("seed", str(result.seed)), *(("replay", line) for line in [replay(result, e)] if line),
                         *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses),
                         *(("interview", line) for line in interview.hint_lines(e) + interview.timeline_lines(e))):
         ET.SubElement(props, "property", name=name, value=value)

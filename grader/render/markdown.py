@@ -10,9 +10,9 @@ import re
 
 from ..result import ExerciseResult, Result
 from . import interview, pictures
-from .common import (CRITERION_MARKS, STATUS_WORDS, exercise_level, explanation, failure_parts, level_phrase,
-                     level_word, levels_shown, overall_level, own_tests_text, run_notes, shows_detail,
-                     status_text)
+from .common import (CRITERION_MARKS, REPLAY_NOTE, STATUS_WORDS, caveats, exercise_level, explanation, failure_parts,
+                     level_phrase, level_word, levels_shown, overall_level, own_tests_text, replay, report_link,
+                     run_notes, shows_detail, status_text)
 
 
 def text(value) -> str:
@@ -40,13 +40,14 @@ def _quote(value: str) -> list[str]:
 
 def render(result: Result) -> str:
     shown = levels_shown(result)
-    overall = f"**Overall: {overall_level(result)}** · " if shown else ""
+    overall = f"**Overall: {overall_level(result)}** ({text(result.overall_reason)}) · " if shown else ""
     out = [f"# kvgrade report: {code(result.submission)}", "",
            f"{overall}{result.score:.0%} of checks passed · "
            f"seed {result.seed} · feedback {result.feedback} · kvgrade {text(result.kvgrade_version)} · "
            f"isolation {text(result.isolation)}", ""]
     if result.isolation == "process":
         out += ["**Not isolated: grade only code you trust.**", ""]
+    out += [f"> **{text(line)}**  " for line in caveats(result)] + ([""] if result.caveats else [])
     out += [f"{text(line)}  " for line in run_notes(result)] + ([""] if run_notes(result) else [])
     out += _session(result)
     columns = ["exercise", *(["level"] if shown else []), "checks passed", "status"]
@@ -156,6 +157,8 @@ def _failing(result: Result, e: ExerciseResult) -> list[str]:
             out.append(f"  - {label}: {code(value) if label == 'reproduce' else text(value)}")
         if c.picture:
             out += ["", *fenced(pictures.text(c.picture), indent="  ")]
+    if replay(result, e):
+        out += ["", f"*{text(REPLAY_NOTE)}:* {code(replay(result, e))}"]
     return out + [""]
 
 
@@ -167,8 +170,9 @@ def batch_summary(rows: list[dict], exercise_ids: list[str], seed: int) -> str:
     for r in rows:
         per = [_batch_cell(r["exercises"].get(e)) for e in exercise_ids]
         overall = (f"broken: {text(r['error'])}" if r["error"] else
-                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
-        report = f"[report]({r['report']})" if r["report"] else "-"
+                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**"
+                   + (f" ({text(r['reason'])})" if r.get("reason") else ""))
+        report = f"[report]({report_link(r)})" if report_link(r) else "-"
         lines.append("| " + " | ".join([str(r["rank"]), code(r["name"]), overall, *per, f"{r['score']:.0%}",
                                          report]) + " |")
     return "\n".join(lines) + "\n"

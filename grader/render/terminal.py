@@ -5,8 +5,8 @@ import click
 
 from ..result import Result
 from . import interview, pictures
-from .common import (NOT_ISOLATED, STATUS_WORDS, explanation, failure_parts, level_phrase, levels_shown,
-                     own_tests_text, run_notes, status_text)
+from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
+                     own_tests_text, REPLAY_NOTE, replay, run_notes, status_text, what_differs)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -21,6 +21,7 @@ def header(result: Result) -> list[str]:
              f"isolation: {result.isolation})"]
     if result.isolation == "process":
         lines.append(click.style(NOT_ISOLATED, fg="yellow", bold=True))
+    lines += [click.style(line, fg="red", bold=True) for line in caveats(result)]
     return lines + [click.style(line, dim=True) for line in run_notes(result)] + [""]
 
 
@@ -45,7 +46,8 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines += _exercise_lines(result, e, detail)
     if shown:
         overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
-        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)"]
+        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)",
+                  click.style(f"    {result.overall_reason}", dim=True)]
     else:
         lines += ["", f"  {result.score:.0%} of checks passed   ({result.seconds:.1f} s)"]
     lines += ["  " + line for line in interview.session_lines(result)]
@@ -62,16 +64,24 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
     for c in e.checks:
         if c.passed:
             continue
-        said = (c.message or c.description) if detail else c.description
-        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: {said}")
+        lines.append("      " + click.style("x ", fg="red") + f"{c.id}: " + (_differs(c) if detail else c.description))
         if detail:
             lines += [click.style(f"        rerun: {value}", dim=True)
                       for label, value in failure_parts(result, e.id, c) if label == "reproduce"]
         if c is drawn:
             lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
+    if detail and replay(result, e):
+        lines += [click.style(f"      {REPLAY_NOTE}:", dim=True), click.style(f"        {replay(result, e)}", dim=True)]
     if e.notes:
         lines.append("      notes: " + " ".join(e.notes.split()))
     return lines
+
+
+def _differs(check) -> str:
+    """What differs, then the ids of the mistakes it fits (their sentences are said once, above)."""
+    named = list(dict.fromkeys(d for d, _ in check.named))
+    return (what_differs(check) if check.message else check.description) + \
+        (click.style(f"  [{', '.join(named)}]", fg="yellow") if named else "")
 
 
 def single_check(result: Result, check_id: str) -> str:

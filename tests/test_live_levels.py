@@ -1,0 +1,88 @@
+"""Live grading (issue 22, "Calibration for a live interview"): validation written with asserts is
+for the interviewer to observe, not a cap; only the interviewer's side makes a grading live."""
+import inspect
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from grader import catalog, engine
+from grader.cli import main
+from grader.result import CheckResult
+from grader.rubric import LIVE_ASK, judge
+
+TREE = catalog.get("tree_mask")
+
+
+def tree_checks(failing: dict[str, str]) -> list[CheckResult]:
+    """Every hidden check of tree_mask passed, except ``failing`` (check id -> failure kind)."""
+    return [CheckResult(c, c not in failing, kind=failing.get(c)) for c in sorted(TREE.rubric.check_ids)]
+
+
+VALIDATION = {"rejects_invalid_parents": "hygiene", "rejects_invalid_cache_length": "hygiene"}
+ASSERTS = [TREE.rubric.make_diagnosis("accepts_invalid_parents", "tree_attention_mask([-1, 5], 3) did not raise")]
+
+
+def test_validation_failures_cap_a_take_home_at_hire():
+    judged = judge(TREE.rubric, tree_checks(VALIDATION), ASSERTS, {})
+    assert judged.level == "hire" and "rejects_invalid_parents (hygiene)" in judged.reason
+
+
+def test_live_they_become_an_observation_and_the_level_a_provisional_strong_hire():
+    judged = judge(TREE.rubric, tree_checks(VALIDATION), ASSERTS, {}, live=True)
+    assert (judged.level, judged.provisional) == ("strong_hire", True)
+    asked = next(c for c in judged.criteria if c.id == "validates_inputs")
+    assert (asked.kind, asked.status) == ("observed", "to_observe") and asked.text.startswith(LIVE_ASK)
+    assert "validates_inputs" in judged.to_observe
+    assert judge(TREE.rubric, tree_checks(VALIDATION), ASSERTS, {"validates_inputs": False}, live=True).level == "hire"
+    assert judge(TREE.rubric, tree_checks(VALIDATION), ASSERTS, {"validates_inputs": True}, live=True).level \
+        == "strong_hire"
+
+
+def test_live_waives_validation_only():
+    wrong = {**VALIDATION, "positions_random_trees": "wrong"}
+    assert judge(TREE.rubric, tree_checks(wrong), ASSERTS, {}, live=True).level == "weak"
+    dtype = {**VALIDATION, "positions_are_int64": "hygiene"}  # a dtype slip is not validation
+    assert judge(TREE.rubric, tree_checks(dtype), ASSERTS, {}, live=True).level == "hire"
+    crashed = {"rejects_invalid_parents": "crash"}  # a crash, not a missing ValueError
+    assert judge(TREE.rubric, tree_checks(crashed), [], {}, live=True).level == "weak"
+    every = judge(TREE.rubric, tree_checks({}), [], {}, live=True)  # validation that passes is met, as ever
+    assert next(c for c in every.criteria if c.id == "validates_inputs").status == "met"
+
+
+def test_every_rubric_marks_its_validation_criteria_and_diagnoses():
+    for ex in catalog.exercises():
+        marked = [c.id for c in ex.rubric.criteria if c.validation]
+        assert marked, ex.id
+        assert all(d.caps == "hire" for d in ex.rubric.diagnoses if d.validation), ex.id
+
+
+def test_live_is_a_keyword_of_the_grading_function_defaulting_to_false():
+    parameter = inspect.signature(engine.grade).parameters["live"]
+    assert parameter.default is False and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+@pytest.mark.slow  # grades a submission three times through the real CLI
+def test_an_assert_validating_answer_live_and_as_a_take_home(tmp_path):
+    source = (catalog.KIT_ROOT / "solutions" / "tree_mask.py").read_text()
+    assert source.count("raise ValueError(") == 4
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "tree_mask.py").write_text(source.replace("raise ValueError(", "raise AssertionError("))
+    for name in ("live", ".live", "kvgrade.toml"):  # a file in the submission never makes a grading live
+        (sub / name).write_text("live = true\n")
+    levels = {}
+    for how in ("take_home", "live"):
+        out = tmp_path / f"{how}.json"
+        done = CliRunner().invoke(main, ["grade", str(sub), "-e", "tree_mask", "--json", str(out),
+                                         *(["--live"] if how == "live" else [])])
+        assert done.exit_code == 0, done.output
+        levels[how] = json.loads(out.read_text())
+    take_home, live = levels["take_home"], levels["live"]
+    assert (take_home["live"], take_home["overall"]["level"]) == (False, "hire")
+    assert "hygiene missing" in take_home["exercises"][0]["hygiene"]
+    assert (live["live"], live["overall"]["level"], live["overall"]["provisional"]) == (True, "strong_hire", True)
+    assert "tree_mask.validates_inputs" in live["overall"]["to_observe"]
+    again = CliRunner().invoke(main, ["report", str(tmp_path / "live.json")])  # re-judged live, as it was graded
+    assert again.exit_code == 0 and "caution" not in again.output and "graded live" in again.output
+    assert "strong hire (provisional" in again.output
