@@ -120,6 +120,17 @@ def test_a_set_of_two_exercises_each_with_its_own_files_and_the_summed_time_box(
         room.close()
 
 
+def test_the_edit_history_skips_unchanged_saves_and_stops_growing_at_its_cap(room, monkeypatch):
+    from grader.room import store
+
+    monkeypatch.setattr(store, "MAX_SNAPSHOTS", 3)
+    for text in ("a\n", "a\n", "b\n", "c\n", "d\n"):
+        room.save(EXERCISE, "decode_mask.py", text)
+    history = [t for _, _, e, n, t in room.store._rows("SELECT * FROM snapshots ORDER BY id") if n == "decode_mask.py"]
+    assert history == [room.exercises[EXERCISE].stub_path.read_text(), "a\n", "d\n"]
+    assert room.store.files()[(EXERCISE, "decode_mask.py")] == "d\n"
+
+
 def test_sizes_are_capped(room):
     client, cand, _ = clients(room)
     big = "#" * (session.MAX_FILE_BYTES + 1)
@@ -153,7 +164,8 @@ def test_hints_reach_the_candidate_only_once_sent(room):
     hints = room.exercises[EXERCISE].rubric.hints
     seen = client.get("/api/candidate/state", headers=cand).text
     assert not any(" ".join(h.text.split()) in seen for h in hints)
-    assert client.post("/api/interviewer/hints", headers=inter, json={"exercise": EXERCISE, "number": 2}).status_code == 200
+    sent = client.post("/api/interviewer/hints", headers=inter, json={"exercise": EXERCISE, "number": 2})
+    assert sent.status_code == 200
     state = client.get("/api/candidate/state", headers=cand).json()
     assert [h["number"] for h in state["exercises"][0]["hints"]] == [2]
     assert state["exercises"][0]["hints"][0]["text"] == " ".join(hints[1].text.split())

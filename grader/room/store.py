@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 FILE = "room.sqlite"
+MAX_SNAPSHOTS = 5000  # per file: past it the newest snapshot is overwritten, so a flood of saves cannot fill the disk
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (exercise TEXT, name TEXT, text TEXT NOT NULL, saved TEXT NOT NULL,
@@ -73,12 +74,20 @@ class Store:
     # -- the candidate's files --------------------------------------------------------------
 
     def save_file(self, exercise: str, name: str, text: str):
-        """The file's text now (last write wins) and a snapshot of it in the history."""
-        at = now()
+        """The file's text now (last write wins) and a snapshot of it in the history, unless unchanged."""
+        at, key = now(), (exercise, name)
         with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (exercise, name, text, at))
-            self._db.execute("INSERT INTO snapshots (at, exercise, name, text) VALUES (?, ?, ?, ?)",
-                             (at, exercise, name, text))
+            current = self._db.execute("SELECT text FROM files WHERE exercise = ? AND name = ?", key).fetchone()
+            if current and current[0] == text:
+                return
+            self._db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (*key, text, at))
+            count, last = self._db.execute("SELECT count(*), max(id) FROM snapshots WHERE exercise = ? AND name = ?",
+                                           key).fetchone()
+            if count >= MAX_SNAPSHOTS:
+                self._db.execute("UPDATE snapshots SET at = ?, text = ? WHERE id = ?", (at, text, last))
+            else:
+                self._db.execute("INSERT INTO snapshots (at, exercise, name, text) VALUES (?, ?, ?, ?)",
+                                 (at, *key, text))
 
     def files(self) -> dict[tuple[str, str], str]:
         return {(e, n): t for e, n, t in self._rows("SELECT exercise, name, text FROM files")}

@@ -53,7 +53,8 @@ async function start(ex, kind) {
 function render(state) {
   if (!built) build(state);
   const status = document.getElementById("status");
-  if (status.textContent.endsWith("...") && !state.exercises.some((ex) => ex.runs.some((r) => r.status === "running"))) {
+  const running = state.exercises.some((ex) => ex.runs.some((r) => r.status === "running"));
+  if (status.textContent.endsWith("...") && !running) {
     say("");  // "grading..." ends with the run
   }
   setClock(state);

@@ -20,7 +20,8 @@ function build(state) {
     main.append(el("section", {class: "exercise", id: `ex-${ex.id}`},
       el("h2", {}, `${ex.id}: ${ex.title} `, el("span", {class: "level"})),
       el("div", {class: "columns"},
-        el("div", {class: "work"}, code, el("h3", {}, "Runs (kept by the server)"), el("ol", {class: "runs", reversed: true})),
+        el("div", {class: "work"}, code, el("h3", {}, "Runs (kept by the server)"),
+           el("ol", {class: "runs", reversed: true})),
         el("aside", {class: "sheet"}, sheet(ex), el("h3", {}, "Notes"), notes))));
   }
   built = true;
@@ -38,17 +39,24 @@ function sheet(ex) {
                     onclick: () => act("POST", "hints", {exercise: ex.id, number: h.number}, "hint sent")})))),
     el("h3", {}, "Observed criteria"),
     el("ul", {class: "observed"}, s.observed.map((c) => el("li", {"data-criterion": c.id},
-      el("label", {}, el("input", {type: "checkbox", class: "met", onchange: (e) => observe(ex.id, c.id, e.target, true)}), " met"),
-      el("label", {}, el("input", {type: "checkbox", class: "missed", onchange: (e) => observe(ex.id, c.id, e.target, false)}), " missed"),
+      box(ex.id, c.id, "met", true), box(ex.id, c.id, "missed", false),
       ` ${c.id} (${c.level.replace("_", " ")}): ${c.text}`))),
     el("h3", {}, "Follow-up questions"),
-    el("ol", {}, s.follow_ups.map((f) => el("li", {}, f.ask, el("div", {class: "listen"}, `listen for: ${f.listen_for}`)))),
+    el("ol", {}, s.follow_ups.map((f) => el("li", {}, f.ask,
+                                              el("div", {class: "listen"}, `listen for: ${f.listen_for}`)))),
     el("h3", {}, "Named mistakes"),
     el("ul", {}, s.mistakes.map((m) => el("li", {}, el("code", {}, m.id), ` ${m.explain}`))));
 }
 
-function observe(exercise, criterion, box, value) {
-  act("PUT", "observed", {exercise, criterion, value: box.checked ? value : null}, "recorded");
+// A checkbox for met (true) or missed (false); both clear: not recorded yet.
+function box(exercise, criterion, label, value) {
+  const input = el("input", {type: "checkbox", class: label,
+                             onchange: (e) => observe(exercise, criterion, e.target, value)});
+  return el("label", {}, input, ` ${label}`);
+}
+
+function observe(exercise, criterion, input, value) {
+  act("PUT", "observed", {exercise, criterion, value: input.checked ? value : null}, "recorded");
 }
 
 async function act(method, path, body, done) {
@@ -58,18 +66,21 @@ async function act(method, path, body, done) {
 function render(state) {
   if (!built) build(state);
   setClock(state);
-  document.getElementById("overall").textContent = `level as it stands: ${levelText(state.overall, state.overall_provisional)}`;
+  const overall = levelText(state.overall, state.overall_provisional);
+  document.getElementById("overall").textContent = `level as it stands: ${overall}`;
   document.getElementById("end").disabled = state.ended;
   document.getElementById("ended").hidden = !state.ended;
   document.getElementById("final").textContent = !state.final ? "" :
-    state.final.status === "running" ? "Grading the final code..." : state.final.status === "done" ? "Final grading done." : `Final grading: ${state.final.error}`;
+    state.final.status === "running" ? "Grading the final code..." :
+    state.final.status === "done" ? "Final grading done." : `Final grading: ${state.final.error}`;
   document.getElementById("reports").replaceChildren(...state.reports.map((name) =>
     el("a", {class: "report-link", href: `/api/interviewer/reports/${name}?token=${encodeURIComponent(TOKEN)}`,
              target: "_blank", rel: "noreferrer", textContent: name})));
   for (const ex of state.exercises) {
     const section = document.getElementById(`ex-${ex.id}`);
     for (const file of ex.files) views.get(`${ex.id}/${file.name}`).set(file.text);
-    section.querySelector("h2 .level").textContent = ex.reason || levelText(ex.level, ex.provisional);  // the reason opens with the level
+    // the rubric's reason opens with the level
+    section.querySelector("h2 .level").textContent = ex.reason || levelText(ex.level, ex.provisional);
     for (const button of section.querySelectorAll(".send-hint")) {
       const sent = ex.hints_sent.includes(Number(button.dataset.number));
       button.textContent = sent ? "sent" : "send hint";
@@ -92,7 +103,8 @@ function levelText(level, provisional) {
 
 function runItem(run) {
   const item = el("li", {class: `run ${run.status}`, "data-kind": run.kind, "data-status": run.status},
-                  el("strong", {}, `${run.kind} at ${clockTime(run.at)}`), run.seed !== null ? ` (seed ${run.seed})` : "");
+                  el("strong", {}, `${run.kind} at ${clockTime(run.at)}`),
+                  run.seed !== null ? ` (seed ${run.seed})` : "");
   if (run.status === "running") return item.append(" running..."), item;
   if (run.status !== "done") return item.append(` ${run.error || run.status}`), item;
   if (run.kind === "public") {
@@ -104,7 +116,8 @@ function runItem(run) {
   for (const e of run.exercises) {
     item.append(el("div", {}, `${e.id}: ${e.passed} of ${e.total} checks, ${levelText(e.level, e.provisional)}`,
                    e.error ? ` (${e.error})` : ""));
-    item.append(el("ul", {class: "diagnoses"}, e.diagnoses.map((d) => el("li", {}, el("code", {}, d.id), ` ${d.message}`))));
+    item.append(el("ul", {class: "diagnoses"}, e.diagnoses.map((d) =>
+      el("li", {}, el("code", {}, d.id), ` ${d.message}`))));
     item.append(el("ul", {class: "checks"}, e.checks.map((c) => el("li", {class: c.passed ? "pass" : "fail"},
       c.passed ? "✓ " : "✗ ", el("code", {}, c.id), ` ${c.description}`,
       c.message ? el("div", {class: "message", textContent: c.message}) : null))));

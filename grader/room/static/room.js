@@ -61,7 +61,8 @@ function tick() {
   const left = clock.ended ? clock.left : clock.left - (performance.now() - clock.at) / 1000;
   const whole = Math.abs(Math.trunc(left)), text = `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
   const node = document.getElementById("clock");
-  node.textContent = clock.ended ? `ended, ${text} ${left < 0 ? "over" : "left"}` : left < 0 ? `${text} over time` : `${text} left`;
+  node.textContent = clock.ended ? `ended, ${text} ${left < 0 ? "over" : "left"}`
+                                  : left < 0 ? `${text} over time` : `${text} left`;
   node.classList.toggle("over", left < 0);
 }
 setInterval(tick, 1000);
