@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import catalog, engine, timeline
+from .engine import fresh_seed
 from .notes import Notes, NotesError, apply as apply_notes, reread, template
 from .render.common import neutralized
 from .render.formats import FORMATS, render, shown as _shown
@@ -26,8 +27,8 @@ from .result import Result
 from .sandbox import IsolationError, Limits, require_isolation
 from .submission import SubmissionError
 
-__all__ = ["FORMATS", "IsolationError", "Notes", "NotesError", "ResultError", "SubmissionError", "batch", "grade",
-           "load", "notes_template", "record_notes", "report", "shown", "workspace_set"]
+__all__ = ["FORMATS", "IsolationError", "Notes", "NotesError", "ResultError", "SubmissionError", "batch", "fresh_seed",
+           "grade", "load", "notes_template", "record_notes", "report", "shown", "workspace_set"]
 
 
 class ResultError(ValueError):

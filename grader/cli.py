@@ -573,10 +573,9 @@ def verify(exercises, seed, as_json):
     rubric breaks the calibration, a reference falls short, a mutant slips through or a
     correct variant is judged below hire (or below the level it states).
     """
-    from .engine import fresh_seed
     from .verify import verify as run_verify
 
-    seed = fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
+    seed = api.fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
     outcomes = []
     for outcome in run_verify(exercises or None, seed=seed):
         outcomes.append(outcome)

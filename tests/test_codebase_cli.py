@@ -152,7 +152,7 @@ def test_hints_are_not_offered_where_they_cannot_be_run(top_left_example, tmp_pa
 def test_the_classroom_readme_names_no_folder_and_says_how_it_is_graded(tmp_path):
     from grader.platforms.classroom import write_starter
 
-    write_starter(tmp_path / "my_repo", ["decode_mask"], 7, "hire", install="kvgrade")
+    write_starter(tmp_path / "my_repo", ["decode_mask"], 7, "hire", install="kvgrade-grader==0.1.0")
     readme = (tmp_path / "my_repo" / "README.md").read_text()
     assert "self-study workspace" not in readme and "my_repo" not in readme and "kvgrade hint" not in readme
     assert "every push" in readme and "install kvgrade" in readme

@@ -37,7 +37,7 @@ def test_every_template_file_is_written_with_the_id(kit):
 def test_the_scaffold_passes_the_catalog_checks(kit):
     (ex,) = catalog.exercises()
     assert ex.id == ID and ex.mutants and ex.correct_variants and ex.public_tests
-    assert rubric.structure_problems(ex.rubric, set(checklist.hidden_checks(ex.hidden_checks))) == []
+    assert rubric.structure_problems(ex.rubric, ex.check_ids) == []
     known = {d.id for d in ex.rubric.diagnoses}
     source = ex.hidden_checks.read_text()
     for mutant in ex.mutants:

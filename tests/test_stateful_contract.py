@@ -42,7 +42,7 @@ def test_a_wrong_shape_or_kind_is_a_wrong_answer(value):
 
 def test_garbage_reaches_1e30_and_stays_finite():
     values = garbage(np.random.default_rng(0), (4000,))
-    assert np.isfinite(values).all() and np.abs(values).max() > 1e28 and np.abs(values).min() >= 1
+    assert np.isfinite(values).all() and np.abs(values).max() >= 1e30 and np.abs(values).min() > 0
     assert (values < 0).any() and (values > 0).any()
 
 
@@ -129,7 +129,7 @@ def _graded(tmp_path, exercise, module_source, checks):
     for ref in SOLUTIONS.glob("*.py"):
         shutil.copyfile(ref, tmp_path / ref.name)
     shutil.copyfile(module_source, tmp_path / f"{exercise}.py")
-    return engine.grade(tmp_path, [exercise], only_checks=set(checks)).exercise(exercise)
+    return engine.grade(tmp_path, [exercise], seed=0, only_checks=set(checks)).exercise(exercise)
 
 
 def _failed(result, check_id):
