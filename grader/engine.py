@@ -15,18 +15,15 @@ Who is to blame, and what counts:
 """
 from __future__ import annotations
 
-import contextlib
 import secrets
-import signal
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pytest
 
-from . import __version__, catalog, interview, own_tests
+from . import __version__, catalog, interruption, interview, own_tests
 from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
@@ -61,7 +58,7 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     beyond the prompt's cases is then observed, not automatic (rubrics/README.md).
     """
     seed = fresh_seed() if seed is None else seed
-    with _ended_by_signals(), open_submission(submission) as root:  # a folder or a .zip, read safely
+    with interruption.ended_by_signals(), open_submission(submission) as root:  # a folder or a .zip, read safely
         result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
                              progress, blame_reference, live)
     return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it
@@ -84,9 +81,9 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
     finally:
         for run in runs.values():
             run.sandbox.close()
-    _stop_if_signalled()
+    interruption.stop_if_signalled()
     _run_own_tests(runs, limits, only_checks)  # no candidate child of this submission is alive now
-    _stop_if_signalled()
+    interruption.stop_if_signalled()
     _run_checks(runs, only_checks, progress, own_tests_stage=True, plugin=collected)
     facts = {e.id: _facts(runs.get(e.id), collected) for e in chosen}
     if blame_reference:
@@ -100,40 +97,6 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
     return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
                   bounds=bounds, skipped_links=skipped_links(root), live=live,
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
-
-
-_SIGNALLED: list[int] = []  # signals the main thread's grading received (see _ended_by_signals)
-
-
-@contextlib.contextmanager
-def _ended_by_signals():
-    """Ctrl-C and SIGTERM end a grading as a KeyboardInterrupt in the main thread, so every child
-    is killed and every scratch folder removed on the way out. Only signals at their default are
-    taken (a batch's handlers, or a worker ignoring SIGINT, stay). Python drops an exception
-    raised where it cannot propagate (a fork hook), so each signal is also recorded, and
-    :func:`_stop_if_signalled` raises it again between stages."""
-    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
-    ours = [s for s, handler in defaults.items() if threading.current_thread() is threading.main_thread()
-            and signal.getsignal(s) is handler]
-
-    def end(signum, frame):
-        _SIGNALLED.append(signum)
-        raise KeyboardInterrupt
-
-    for s in ours:
-        signal.signal(s, end)
-    try:
-        yield
-    finally:
-        for s in ours:
-            signal.signal(s, defaults[s])
-        if ours:
-            _SIGNALLED.clear()
-
-
-def _stop_if_signalled():
-    if _SIGNALLED:
-        raise KeyboardInterrupt
 
 
 def _prepare(exercise: Exercise, module: Path, modules, seed, limits, root: Path) -> ExerciseRun:
@@ -159,7 +122,7 @@ def _run_own_tests(runs: dict[str, ExerciseRun], limits: Limits, only_checks: se
         if run.sandbox.load_error or run.own_tests_path is None or not own_tests.judgeable(run.exercise):
             continue
         run.own_tests = own_tests.run_all(run.exercise, run.own_tests_path, run.sandbox, limits, run.seed,
-                                          before_each=_stop_if_signalled)
+                                          before_each=interruption.stop_if_signalled)
 
 
 def _start_all(runs: dict[str, ExerciseRun]):
