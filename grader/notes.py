@@ -179,6 +179,9 @@ def _restore(e) -> list[str]:
     except KeyError:
         return [f"{e.id}: this kit has no such exercise; its report lacks the rubric's words"] if e.rubric else []
     current = record(exercise.rubric, e.id, exercise.rubric_path.read_bytes())
+    words = {c.id: c.text for c in exercise.rubric.criteria}
+    for c in e.criteria:
+        c.text = c.text or words.get(c.id, "")
     if not e.about:
         e.about, e.level_guide = exercise.rubric.summary, dict(exercise.rubric.levels)
         e.follow_ups = [{"ask": f.ask, "listen_for": f.listen_for} for f in exercise.rubric.follow_ups]

@@ -218,7 +218,7 @@ class Diagnosis(_Plain):
 class Criterion:
     id: str
     level: str
-    text: str
+    text: str  # the rubric's words: not saved (a report re-read from a file takes the kit's)
     kind: str  # "check": automatic, from check ids; "observed": recorded by the interviewer
     status: str  # "met" | "missed" | "to_observe"
     checks: list = field(default_factory=list)
@@ -280,9 +280,16 @@ class ExerciseResult(_Plain):
         return self
 
 
-# The rubric's words for the interviewer: shown in reports, never saved in a result (its ``rubric``
-# record keeps what re-judging needs; a report re-read from a file takes the words from the kit).
+# The rubric's words: shown in reports, never saved in a result (its ``rubric`` record keeps what
+# re-judging needs; a report re-read from a file takes the words from the kit, notes.reread).
 RUBRIC_PROSE = ("about", "level_guide", "follow_ups", "interviewer")
+
+
+def _saved(e: ExerciseResult) -> dict:
+    """An exercise as result.json holds it: no rubric prose, criteria without their words."""
+    data = {k: v for k, v in asdict(e).items() if k not in RUBRIC_PROSE}
+    data["criteria"] = [{k: v for k, v in c.items() if k != "text"} for c in data["criteria"]]
+    return data
 
 
 @dataclass
@@ -374,7 +381,7 @@ class Result(_Plain):
             "kvgrade_version": self.kvgrade_version,
             "seconds": round(self.seconds, 3),
             "live": self.live,
-            "exercises": [{k: v for k, v in asdict(e).items() if k not in RUBRIC_PROSE} for e in self.exercises],
+            "exercises": [_saved(e) for e in self.exercises],
             "session": self.session,
             **({"levels_hidden": True} if self.levels_hidden else {}),
             **({"caveats": self.caveats} if self.caveats else {}),
@@ -390,7 +397,7 @@ class Result(_Plain):
             e = _known(ExerciseResult, e)
             e["checks"] = [CheckResult(**_known(CheckResult, c)) for c in e.get("checks", [])]
             e["diagnoses"] = [Diagnosis(**_known(Diagnosis, d)) for d in e.get("diagnoses", [])]
-            e["criteria"] = [Criterion(**_known(Criterion, c)) for c in e.get("criteria", [])]
+            e["criteria"] = [Criterion(**{"text": "", **_known(Criterion, c)}) for c in e.get("criteria", [])]
             exercises.append(ExerciseResult(**e))
         top = _known(cls, data)
         top["exercises"] = exercises
@@ -498,7 +505,7 @@ _SPECS = {
                   "kind": _one_of(*FAILURE_KINDS, None), "named": _list_of(_all(_TEXTS, _pair))},
     Diagnosis: {"id": (REQUIRED, _TEXT), "message": (REQUIRED, _TEXT), "caps": _one_of(*LEVELS, None),
                 "explain": _TEXT},
-    Criterion: {"id": (REQUIRED, _TEXT), "level": (REQUIRED, _one_of(*LEVELS[1:])), "text": (REQUIRED, _TEXT),
+    Criterion: {"id": (REQUIRED, _TEXT), "level": (REQUIRED, _one_of(*LEVELS[1:])), "text": _TEXT,
                 "kind": (REQUIRED, _one_of("check", "observed")),
                 "status": (REQUIRED, _one_of("met", "missed", "to_observe")), "checks": _TEXTS},
 }

@@ -66,3 +66,12 @@ def test_the_reports_overall_box_gives_the_reason(tmp_path):
     shown = browser.measure(html.render(result), """[...document.querySelectorAll('.overall .reason')].map(
         r => [r.textContent, r.getBoundingClientRect().height])""", tmp_path)
     assert len(shown) == 1 and shown[0][0] == result.overall_reason and shown[0][1] > 0
+
+
+def test_the_batch_summary_gives_the_reason_in_each_row():
+    from grader.render import markdown
+
+    result = hinted_result()
+    summary = markdown.batch_summary([row("alice", result)], [e.id for e in result.exercises], 0)
+    line = next(line for line in summary.splitlines() if "`alice`" in line)
+    assert line.startswith("| 1 | `alice` | **hire** |") and line.endswith(f"| {result.overall_reason} |")

@@ -71,3 +71,13 @@ def test_one_is_singular_everywhere_the_shared_code_counts():
     assert plural(1, "criterion", "criteria") == "1 criterion" and plural(3, "criterion", "criteria") == "3 criteria"
     line = own_tests_text({"score": 1.0, "caught": ["a"], "missed": [], "set_aside": ["test_x"]})
     assert "1 test set aside" in line
+
+
+def test_a_candidates_copy_keeps_no_named_sentence(saved):
+    """The sentences a check named quote hidden inputs: summary feedback drops them with the message."""
+    from grader.notes import reread
+    from grader.render.common import for_candidate
+
+    path, _ = saved
+    copy = for_candidate(reread(json.loads(path.read_text())))
+    assert all(c.named == [] and c.message == "" for e in copy.exercises for c in e.checks)

@@ -203,7 +203,7 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
     safe.levels_hidden = not show_levels
     for e in safe.exercises:
         for c in e.checks:
-            c.message, c.case, c.picture = "", None, None
+            c.message, c.case, c.picture, c.named = "", None, None, []
         for d in e.diagnoses:
             d.message = d.explain or d.id.replace("_", " ")
         if e.error:

@@ -164,17 +164,16 @@ def _failing(result: Result, e: ExerciseResult) -> list[str]:
 
 def batch_summary(rows: list[dict], exercise_ids: list[str], seed: int) -> str:
     """The ranking of a batch as one Markdown table, each row linking to its report."""
-    head = ["rank", "candidate", "overall", *exercise_ids, "checks passed", "report"]
+    head = ["rank", "candidate", "overall", *exercise_ids, "checks passed", "report", "why this level"]
     lines = [f"# kvgrade batch ({len(rows)} submissions, seed {seed})", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         per = [_batch_cell(r["exercises"].get(e)) for e in exercise_ids]
         overall = (f"broken: {text(r['error'])}" if r["error"] else
-                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**"
-                   + (f" ({text(r['reason'])})" if r.get("reason") else ""))
+                   f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
         report = f"[report]({report_link(r)})" if report_link(r) else "-"
         lines.append("| " + " | ".join([str(r["rank"]), code(r["name"]), overall, *per, f"{r['score']:.0%}",
-                                         report]) + " |")
+                                         report, text(r.get("reason") or "-")]) + " |")
     return "\n".join(lines) + "\n"
 
 
