@@ -126,3 +126,15 @@ def test_a_ring_buffer_holds_the_newest_tokens_in_their_slots():
     # 7 tokens in 5 slots: tokens 2..6 in slots 2, 3, 4, 0, 1.
     kv = checks._ring(np.random.default_rng(0), T=2, capacity=5, written=7, D=3, holes=0)
     assert kv.k_pos.tolist() == [5, 6, 2, 3, 4] and kv.q_pos.tolist() == [5, 6]
+
+
+def test_merge_overflow_is_named_where_rows_break_as_raw_exponentials_break_them_only():
+    o = np.stack([np.full((2, 3), 1.0), np.full((2, 3), 3.0)])
+    lse = np.array([[1e4, -1e4], [1e4 + 1, -1e4 + 2]])
+    w = np.exp(lse - lse.max(axis=0))
+    want = ((w[..., None] * o).sum(axis=0) / w.sum(axis=0)[:, None], lse.max(axis=0) + np.log(w.sum(axis=0)))
+    tol = diagnosis.Tol.of((o, lse), want)
+    raw = diagnosis.merge_raw_exp(o, lse)
+    assert "merge_overflow" in [i for i, _ in diagnosis.explaining_merge(raw, o, lse, want, tol)]
+    rounded = (want[0] * (1 + 1e-6), want[1])  # off everywhere, as a float32 merge is, but finite
+    assert "merge_overflow" not in [i for i, _ in diagnosis.explaining_merge(rounded, o, lse, want, tol)]
