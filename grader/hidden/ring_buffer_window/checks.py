@@ -26,10 +26,10 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | right values in another container or dtype: hygiene | returns_arrays |
 | precision follows the inputs | every stream (checking.off_by) |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+| scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
 
-Sentences no check here holds as such: "scores anywhere in [-1e4, 1e4]" (streams draw ordinary
-scores); the empty slots of the candidate's own fresh ring cannot be filled with garbage by
-the grader, so only slots it wrote are tried with extreme values.
+Sentences no check here holds as such: the empty slots of the candidate's own fresh ring
+cannot be filled with garbage by the grader, so only slots it wrote are tried with extreme values.
 """
 from dataclasses import dataclass
 
@@ -318,7 +318,7 @@ class StreamMiss:
 
 
 def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
-    want = oracle.sliding_window_attention(s.q, s.k, s.v, s.window)
+    want = oracle.sliding_window_attention(*(x.astype(np.float64) for x in (s.q, s.k, s.v)), s.window)
     outputs = run_stream(ex, s, want=want)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
@@ -467,6 +467,20 @@ def check_returns_arrays(ex):
     slips = [slip for slip in slips if slip]
     if slips:
         fail(slips[0] + ": the right values in another container or dtype", {"seed": ex.seed}, kind="hygiene")
+
+
+def check_extreme_scores(ex):
+    """Scaled scores up to 1e4 in size, float64 and float32 inputs: outputs within what the inputs' precision allows."""
+    rng, streams = ex.rng, []
+    for dtype in (np.float64, np.float32):
+        C = odd_size_closed(rng, 9, 30)
+        W = int(rng.integers(2, C - 1))
+        s = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 60, 90), 2, C - W + 1))
+        top = float(np.abs(s.q @ s.k.T).max()) / np.sqrt(s.head_dim)
+        s.q = s.q * (10.0 ** rng.uniform(2, 4) / top)
+        s.q, s.k, s.v = (x.astype(dtype) for x in (s.q, s.k, s.v))
+        streams.append((s, f"scores up to 1e4 in size, {np.dtype(dtype)} inputs"))
+    expect_streams(ex, streams)
 
 
 def check_window_one(ex):

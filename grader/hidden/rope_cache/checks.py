@@ -23,10 +23,11 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, fresh_cache |
 | right values in another container: hygiene | returns_arrays |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+| scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
+| plain steps and trees in any order | steps_and_trees_interleaved |
 
-Sentences no check here holds as such: "keys and values may be properties" (a freedom);
-"scores anywhere in [-1e4, 1e4]" (scripts draw ordinary scores); trees thousands deep (the
-trees here are at most a dozen drafts).
+Sentences no check here holds as such: "keys and values may be properties" (a freedom); trees
+thousands deep (the trees here are at most a dozen drafts: the oracle decodes each branch).
 """
 from dataclasses import dataclass
 from functools import cached_property
@@ -335,6 +336,21 @@ def check_random_chunks(ex):
         chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
         script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})")
         scripts.append(script)
+    _expect_scripts(ex, scripts)
+
+
+def check_extreme_scores(ex):
+    """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree: within what the inputs' precision allows."""
+    rng, scripts = ex.rng, []
+    for dtype in (np.float64, np.float32):
+        H, D = _heads(rng), _head_dim(rng, 6, 20)
+        steps = plain_steps(rng, chunk_sizes(rng, odd_size(rng, 30, 60), 2, 9), H, D, dtype)
+        steps.append(tree_step(rng, random_tree(rng, 6), H, D))
+        top = max(float(np.linalg.norm(s.q, axis=-1).max()) for s in steps) * max(
+            float(np.linalg.norm(s.k, axis=-1).max()) for s in steps) / np.sqrt(D)
+        scale = 10.0 ** rng.uniform(2, 4) / top  # scores up to 1e2 .. 1e4 in size
+        steps = [Step((s.q * scale).astype(dtype), s.k.astype(dtype), s.v.astype(dtype), s.parents) for s in steps]
+        scripts.append(Script(H, D, 10000.0, steps, f"scores up to 1e4 in size ({np.dtype(dtype)})"))
     _expect_scripts(ex, scripts)
 
 
