@@ -15,8 +15,9 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from .. import catalog, own_tests
+from .. import catalog
 from . import finish, grading, views
+from .views import files_of
 from .store import Store, now
 
 log = logging.getLogger("kvgrade.room")
@@ -35,14 +36,6 @@ class RoomError(Exception):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
-
-
-def files_of(exercise: catalog.Exercise) -> list[str]:
-    """The files a candidate edits: the module, and their own tests where the rubric asks for some."""
-    names = [exercise.stub_path.name]
-    if own_tests.declaration(exercise) is not None:
-        names.append(f"test_{exercise.id}.py")
-    return names
 
 
 def starting_text(exercise: catalog.Exercise, name: str) -> str:

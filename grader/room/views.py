@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import re
 
-from .. import interview
+from .. import catalog, interview, own_tests
 from ..render.common import for_candidate
 from ..result import Result
 from . import finish
 
 WITHHELD = "a hidden check (its description would give the answer away)"
+
+
+def files_of(exercise: catalog.Exercise) -> list[str]:
+    """The files a candidate edits: the module, and their own tests where the rubric asks for some."""
+    names = [exercise.stub_path.name]
+    if own_tests.declaration(exercise) is not None:
+        names.append(f"test_{exercise.id}.py")
+    return names
 
 
 def candidate(room) -> dict:
@@ -51,7 +59,6 @@ def interviewer(room) -> dict:
 
 
 def _files(room, eid: str) -> list[dict]:
-    from .session import files_of
 
     saved = room.store.files()
     return [{"name": n, "text": saved[(eid, n)]} for n in files_of(room.exercises[eid])]
