@@ -182,10 +182,10 @@ def summarise(root: Path, result, when: datetime | None = None) -> dict | None:
     seen = hints_seen(root)
     used = _minutes(started, when or now())
     return {"started": _stamp(started), "minutes": workspace["minutes"], "used_minutes": used, "kept_by": KEPT_BY,
-            "exercises": {eid: _timeline(runs, started, seen.get(eid, 0)) for eid, runs in by_exercise.items()}}
+            "exercises": {eid: runs_timeline(runs, started, seen.get(eid, 0)) for eid, runs in by_exercise.items()}}
 
 
-def _timeline(runs: list[dict], started: datetime, hints: int) -> dict:
+def runs_timeline(runs: list[dict], started: datetime, hints: int) -> dict:
     points = [[_minutes(started, r["time"]), r["passed"], r["total"]] for r in runs]
     correct = next((p[0] for p in points if p[2] and p[1] == p[2]), None)
     met: dict[str, dict] = {}

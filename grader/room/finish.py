@@ -15,7 +15,7 @@ from ..notes import Notes, apply, template
 from ..result import Result
 
 # one timeline rule for the workspace's log and the room's record
-from ..timeline import _timeline as runs_timeline
+from ..timeline import runs_timeline
 
 REPORTS = ("result.json", "report.html", "notes.toml")
 KEPT_BY = ("Kept by the kvgrade serve server on the interviewer's machine: every edit, run, hint and "
