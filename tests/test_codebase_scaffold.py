@@ -6,7 +6,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from grader import catalog, checklist, rubric, verify
+from grader import catalog, rubric, verify
 from grader.cli import main
 from grader.scaffold import ScaffoldError, files, new_exercise
 
