@@ -175,11 +175,12 @@ def test_every_timed_call_gets_fresh_inputs(tmp_path):
     assert "the same inputs twice" not in check.message, check.message
 
 
-def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running():
+def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running(monkeypatch):
     """The budget's base comes from a child that holds numpy and the kit's helpers only; one
     launched for checks that never measured ends with the sandbox that launched it."""
     from grader.sandbox import ModuleToLoad, Sandbox, client
 
+    monkeypatch.setattr(client, "_FLOORS", {})  # not the floor earlier tests of this process measured
     hog = Sandbox(ModuleToLoad("hog", [("hog.py", b"import numpy as np\n_bank = np.ones(32 << 20)\n")], []))
     hog.launch_floor()
     key = hog._floor_key()
