@@ -88,7 +88,8 @@ def _check_hints_exist(path, exercise_id: str, hints: list[int]):
     except KeyError:
         return  # notes for an exercise this kit lacks: reported by Notes.problems
     if any(h > offered for h in hints):
-        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, but its rubric has {plural(offered, 'hint')}")
+        raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, "
+                         f"but its rubric has {plural(offered, 'hint')}")
 
 
 def apply(result, notes: Notes):

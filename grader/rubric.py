@@ -413,7 +413,8 @@ def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe
 def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
     pieces = []
     if level != LEVELS[-1]:
-        fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes)) or ["not possible after the hints given"]
+        fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes))
+        fixes = fixes or ["not possible after the hints given"]
         pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
     if to_observe:
         pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")
