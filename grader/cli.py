@@ -14,7 +14,7 @@ import click
 from . import __version__, api, catalog
 from .render import terminal
 from .render.formats import FORMATS
-from .result import LEVELS, level_rank
+from .result import LEVELS, level_rank, plural
 from .sandbox import NOT_ISOLATED
 
 
@@ -587,7 +587,7 @@ def verify(exercises, seed, as_json):
         click.echo(json.dumps({"ok": not failed, "seed": seed, "outcomes": [dataclasses.asdict(o) for o in outcomes]},
                               indent=2))
     else:
-        click.echo(f"{failed} self-check(s) failed at seed {seed}" if failed
+        click.echo(f"{plural(failed, 'self-check')} failed at seed {seed}" if failed
                    else f"all self-checks passed at seed {seed}")
     if failed:
         sys.exit(1)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checking import close, fail
+from grader.checking import close, fail, plural
 from grader.sandbox import CandidateRaised, call_text
 
 REPLAYED = 10  # recorded calls each replay check makes at most
@@ -40,7 +40,7 @@ def check_leaves_arguments_unchanged(ex):
         what, labels = own.changed[0]
         said = ", ".join(f"argument {int(label) + 1}" if label.isdigit() else label for label in labels)
         fail(f"{what} changed its {said}: a function leaves its arguments unchanged (only the cache or state "
-             f"object the exercise names may change); {len(own.changed)} call(s) did so", kind="hygiene")
+             f"object the exercise names may change); {plural(len(own.changed), 'call')} did so", kind="hygiene")
 
 
 def check_results_belong_to_the_caller(ex):

@@ -24,7 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
-from grader.checking import (CheckFailure, describe, expect_rejected, fail, garbage, grid_picture,
+from grader.checking import (CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, plural,
                              measure, name_mistakes, odd_size, offset_scores, other_argument_types, received, slips_of,
                              tolerance)
 
@@ -349,11 +349,11 @@ def _expect_loads(ex, case, source):
         stored = stored[stored >= 0]
         span = f" (positions {int(stored.min()):,}..{int(stored.max()):,})" if stored.size else ""
         ex.diagnose("loads_skipped_tiles",
-                    f"key tile {b}{span} was loaded {int(times[j])} times though only {int(allowed[j])} query "
-                    f"tile(s) may see it: it is loaded for query tiles that must skip it "
+                    f"key tile {b}{span} was loaded {plural(int(times[j]), 'time')} though only "
+                    f"{plural(int(allowed[j]), 'query tile')} may see it: it is loaded for query tiles that must skip it "
                     f"({case.label}, T = {case.T}, S = {case.S:,}); compare positions before loading")
-        fail(f"{case.call_text()} loaded key {j} (tile {b}) {int(times[j])} times; only "
-             f"{int(allowed[j])} query tile(s) may see that tile", where, picture, kind="must_not")
+        fail(f"{case.call_text()} loaded key {j} (tile {b}) {plural(int(times[j]), 'time')}; only "
+             f"{plural(int(allowed[j]), 'query tile')} may see that tile", where, picture, kind="must_not")
     missing = (allowed > 0) & (times == 0)
     if missing.any():
         j = int(np.flatnonzero(missing)[0])
@@ -377,7 +377,7 @@ def _expect_not_contiguous_layout(ex, case, times, allowed, where, picture):
     ex.diagnose("contiguous_tiles_assumed",
                 f"tiles were chosen as if key j sat at position j and the queries were the last {case.T} of "
                 f"{case.S} positions, but this cache ({case.label}) stores other positions (slot 0 holds "
-                f"{int(case.k_pos[0]):,}): {missed} needed key tile(s) never loaded, {wasted} loaded for "
+                f"{int(case.k_pos[0]):,}): {plural(missed, 'needed key tile')} never loaded, {wasted} loaded for "
                 "nothing; classify from the stored positions")
     fail(f"{case.call_text()} loaded the tiles a contiguous cache would need, not those these stored "
          "positions need", where, picture, kind="must_not")

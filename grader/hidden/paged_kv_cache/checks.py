@@ -48,6 +48,7 @@ import numpy as np
 
 from grader.checking import (
     CheckFailure,
+    plural,
     expect_array,
     expect_rejected,
     fail,
@@ -192,7 +193,7 @@ class Run:
                    f"{len(held)} distinct blocks of {self.sizes[0]}, so {expected} should be free")
         found = None
         if _is_int(got) and got < expected:
-            found = ("blocks_leaked", (f"{expected - got} block(s) that no live sequence holds are not free "
+            found = ("blocks_leaked", (f"{plural(expected - got, 'block')} that no live sequence holds are not free "
                                        f"{after}: a block must return to the pool when its last holder lets go"))
         elif _is_int(got) and freed is not None:
             sentence = diagnosis.returned_shared_blocks(freed, tables_before, layout, got, expected)
@@ -242,7 +243,7 @@ def report_attention(ex, failures: list[Failure], case=None, diagnose=None):
     where = f" after {f.after}" if f.after else " (on a layout the grader built, tables shuffled)"
     message = (f"paged_attention(cache, {f.seq_id}, q [{T}, {Hq}, {D}]){where}: query {i} (position "
                f"{L - T + i} of {L}), head {h} differs from dense attention over the sequence's own tokens "
-               f"by up to {float(error.max()):.3g}; {len(failures)} call(s) were wrong")
+               f"by up to {float(error.max()):.3g}; {plural(len(failures), 'call')} wrong")
     if not np.isfinite(f.got).all():
         message += "; some outputs are NaN or infinite"
     found = diagnosis.explain(failures)

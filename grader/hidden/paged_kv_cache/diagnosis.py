@@ -298,6 +298,6 @@ def returned_shared_blocks(freed, tables_before, layout, got, expected):
     if not shared or got - expected != len(shared):
         return None
     holder = next(s for s, t in layout.tables.items() if shared[0] in t)
-    return (f"free({freed}) returned {len(shared)} block(s) that other sequences still hold (block "
+    return (f"free({freed}) returned {checking.plural(len(shared), 'block')} that other sequences still hold (block "
             f"{shared[0]} is in sequence {holder}'s table): num_free_blocks() is {got}, expected {expected}; "
             "a shared block goes back to the pool only when its last holder is freed")
