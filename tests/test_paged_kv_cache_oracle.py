@@ -164,5 +164,5 @@ def test_overwrite_by_a_sharer_and_shared_blocks_returned():
     # After free(0) returned both blocks although sequence 1 holds them: 3 free, 1 expected.
     layout.tables, layout.lens = {1: np.array([0, 1])}, {1: 6}
     sentence = diagnosis.returned_shared_blocks(0, {0: np.array([0, 1])}, layout, got=3, expected=1)
-    assert sentence.startswith("free(0) returned 2 block(s)")
+    assert sentence.startswith("free(0) returned 2 blocks")
     assert diagnosis.returned_shared_blocks(0, {0: np.array([0, 1])}, layout, got=2, expected=1) is None
