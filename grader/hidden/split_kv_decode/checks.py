@@ -42,7 +42,7 @@ def _text(x) -> str:
     return f"{x.dtype} {list(x.shape)}"
 
 
-def _expect_part(value, call, T, D, case, slips):
+def _expect_part(value, call, T, D, case, slips=None):
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         fail(f"{call} returned {summarize(value)}; expected a tuple (o [T, D], lse [T]) with T = {T}, D = {D}", case)
     o = received(value[0], call=f"{call} -> o", shape=(T, D), kind="f", slips=slips, case=case)
