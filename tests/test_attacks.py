@@ -212,7 +212,8 @@ def test_python_m_grader_in_a_submission_folder_does_not_import_its_modules(tmp_
         (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').write('{name}')\n"
                                              "raise SystemExit('the candidate module ran in the grader')\n")
     env = dict(os.environ, PYTHONPATH=str(KIT))
-    out = subprocess.run([sys.executable, "-m", "grader", "grade", "--seed", "0", ".", "-e", "decode_mask", "--json", "-"],
+    out = subprocess.run([sys.executable, "-m", "grader", "grade", "--seed", "0", ".", "-e", "decode_mask", "--json",
+                          "-"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert not marker.exists()

@@ -76,7 +76,8 @@ def test_grading_other_peoples_code_refuses_the_process_level(tmp_path, monkeypa
         assert out.exit_code == 2 and "apt-get install bubblewrap" in out.output and "--trust-submissions" in out.output
         assert "Traceback" not in out.output
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
-    trusted = run("batch", "--seed", "0", solutions, "-e", "decode_mask", "--out", tmp_path / "out", "--trust-submissions")
+    trusted = run("batch", "--seed", "0", solutions, "-e", "decode_mask", "--out", tmp_path / "out",
+                  "--trust-submissions")
     assert "strong hire" in trusted.output
 
 

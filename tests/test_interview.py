@@ -79,7 +79,8 @@ def test_only_recorded_hints_cost_a_level_and_the_candidates_log_never_does(tmp_
     notes = tmp_path / "notes.toml"
     caps = [h.caps for h in catalog.get("decode_mask").rubric.hints]
     notes.write_text("[decode_mask]\nhints = 4\n")
-    recorded = json.loads(run("grade", "--seed", "0", ws, "-e", "decode_mask", "--notes", notes, "--json", "-"))["exercises"][0]
+    recorded = json.loads(run("grade", "--seed", "0", ws, "-e", "decode_mask", "--notes", notes, "--json",
+                              "-"))["exercises"][0]
     assert recorded["hints_given"] == [1, 2, 3, 4]
     assert recorded["level"] == min(caps, key=["weak", "hire", "strong_hire"].index) == "hire"
     assert "hint 3 given" in recorded["reason"]
@@ -195,7 +196,8 @@ def session(tmp_path_factory):
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
     shutil.copyfile(KIT / "solutions" / "test_decode_mask.py", ws / "decode_mask" / "test_decode_mask.py")
     out = {name: tmp / name for name in ("result.json", "report.html", "report.md")}
-    last = run("grade", "--seed", "0", ws, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
+    last = run("grade", "--seed", "0", ws, "-e", "decode_mask", "--json", out["result.json"], "--html",
+               out["report.html"],
                "--markdown", out["report.md"])
     return {"ws": ws, "first": first, "hint": hint, "last": last, **out}
 

@@ -35,7 +35,8 @@ def test_the_batch_index_fits_1280_px_with_every_exercise(tmp_path):
     not_a_folder = tmp_path / ("a-file-with-a-long-name-where-a-submission-folder-was-expected-" * 2 + ".txt")
     not_a_folder.write_text("not a submission")  # a broken row, with a long error
     out = tmp_path / "out"
-    done = CliRunner().invoke(main, ["batch", "--seed", "0", str(folder), str(not_a_folder), "--out", str(out), "--jobs", "2"])
+    done = CliRunner().invoke(main, ["batch", "--seed", "0", str(folder), str(not_a_folder), "--out", str(out),
+                                     "--jobs", "2"])
     assert done.exit_code == 0, done.output
     index = (out / "index.html").read_text()
     ids = [e.id for e in catalog.exercises()]

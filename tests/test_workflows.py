@@ -81,7 +81,8 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("graded")
     sub = top_left_submission(tmp / "ada")
     out = {name: tmp / name for name in ("result.json", "report.html", "report.md", "junit.xml", "gradescope.json")}
-    terminal = run("grade", "--seed", "0", sub, "-e", "decode_mask", "--json", out["result.json"], "--html", out["report.html"],
+    terminal = run("grade", "--seed", "0", sub, "-e", "decode_mask", "--json", out["result.json"], "--html",
+                   out["report.html"],
                    "--markdown", out["report.md"], "--junit", out["junit.xml"],
                    "--gradescope", out["gradescope.json"]).output
     # the reference, graded as an interview set: decode_mask plus one exercise it does not attempt
@@ -184,7 +185,8 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     not_a_folder.write_text("not a submission")
     out = tmp_path / "out"
     result = separate_streams().invoke(
-        main, ["grade", "--seed", "0", str(folder), str(not_a_folder), "-e", "decode_mask", "--out", str(out), "--jobs", "2"])
+        main, ["grade", "--seed", "0", str(folder), str(not_a_folder), "-e", "decode_mask", "--out", str(out),
+               "--jobs", "2"])
     assert result.exit_code == 0, result.stdout + result.stderr
     ranking = [line.split()[1] for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert ranking[:2] == ["grace", "ada"] and ranking[-1] == "notes.txt" and len(ranking) == 5
@@ -310,13 +312,15 @@ def test_gradescope_output_is_student_facing_by_default(graded, tmp_path):
 @pytest.mark.slow
 def test_summary_feedback_hides_levels_unless_shown(graded):
     hidden = run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary").output
-    data = json.loads(run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--json", "-").output)
+    data = json.loads(run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary",
+                          "--json", "-").output)
     checks = data["exercises"][0]["checks"]
     assert "weak" not in hidden and "overall" not in hidden
     assert f"{sum(c['passed'] for c in checks)}/{len(checks)} checks" in hidden
     assert data["overall"]["level"] is None and data["levels_hidden"] is True
     assert all(e["level"] is None and e["criteria"] == [] for e in data["exercises"])
-    shown = run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary", "--show-levels").output
+    shown = run("grade", "--seed", "0", graded["sub"], "-e", "decode_mask", "--feedback", "summary",
+                "--show-levels").output
     assert "overall: weak" in shown
     assert not any(leaks(secret, hidden + shown) for secret in HIDDEN_INPUTS)
 
@@ -325,7 +329,8 @@ def test_summary_feedback_hides_levels_unless_shown(graded):
 def test_progress_dots_end_before_the_summary(tmp_path):
     """On a terminal, the dots of the checks get their own line; the header starts a new one."""
     leader, follower = pty.openpty()
-    child = subprocess.Popen([sys.executable, "-m", "grader", "grade", "--seed", "0", str(KIT / "solutions"), "-e", "decode_mask"],
+    child = subprocess.Popen([sys.executable, "-m", "grader", "grade", "--seed", "0", str(KIT / "solutions"), "-e",
+                              "decode_mask"],
                              stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, cwd=tmp_path,
                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     os.close(follower)

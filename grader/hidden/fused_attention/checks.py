@@ -350,7 +350,8 @@ def _expect_loads(ex, case, source):
         span = f" (positions {int(stored.min()):,}..{int(stored.max()):,})" if stored.size else ""
         ex.diagnose("loads_skipped_tiles",
                     f"key tile {b}{span} was loaded {plural(int(times[j]), 'time')} though only "
-                    f"{plural(int(allowed[j]), 'query tile')} may see it: it is loaded for query tiles that must skip it "
+                    f"{plural(int(allowed[j]), 'query tile')} may see it: it is loaded for query tiles that "
+                    "must skip it "
                     f"({case.label}, T = {case.T}, S = {case.S:,}); compare positions before loading")
         fail(f"{case.call_text()} loaded key {j} (tile {b}) {plural(int(times[j]), 'time')}; only "
              f"{plural(int(allowed[j]), 'query tile')} may see that tile", where, picture, kind="must_not")

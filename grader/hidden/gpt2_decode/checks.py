@@ -11,14 +11,15 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | sentence | check |
 |---|---|
 | KVCache(config); len = cached positions | returns_logits, every run (len after every step) |
-| embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
-| projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed in place) |
+| embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, |
+| | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
+| projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
 | token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
 | two caches on one model are independent | independent_caches |
 | outputs are float64 arrays; right values in a list: hygiene | returns_logits |
-| arguments unchanged (the model's parameters too); calls in any order | (the toolkit's ownership and call-order probes) |
+| arguments unchanged (the model's parameters too); calls in any order | (the general rules' probes) |
 
 Sentences no check here holds as such: a step that recomputes the past from a private copy of
 the weights it took at an earlier step (every model object it was handed is checked, not a copy

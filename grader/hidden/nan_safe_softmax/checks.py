@@ -16,7 +16,8 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 | slots never attended hold any finite value, 1e30 included | far_scores_attention, softmax_masked_entries_ignored |
 | float inputs float32 or float64 | every value check draws both |
 | precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
-| right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), the two dtype checks |
+| right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), |
+| | the two dtype checks |
 | a row with no allowed entry gives zeros, never NaN | softmax_fully_masked_rows, fully_masked_rows_attention |
 | no numpy warning | quiet_on_empty_rows, quiet_on_large_logits |
 | scale 1/sqrt(D); m + log(l) is the log-sum-exp | one_chunk_attention |

@@ -331,7 +331,8 @@ def expect_lent_cases(ex, cases, extreme=False):
             keys, values = layout.gather(s)
             dtype = np.float32 if extreme and n % 2 else np.float64
             q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype)
-            call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{', float32' if dtype != np.float64 else ''})"
+            precision = ", float32" if dtype != np.float64 else ""
+            call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{precision})"
             got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout, spare), s, q),
                                call=call, shape=q.shape, case=case)
             failure = Failure(layout, s, q, got, oracle.attention(keys, values, q.astype(np.float64)), case=case)
@@ -511,7 +512,8 @@ def _draw_sequence(rng, sizes) -> list[Op]:
                                 int(rng.integers(bs, nb * bs + 2))]))
             dtype = "float32" if rng.random() < 0.2 else "float64"
             live[s] += T
-            ops.append(Op("append", (s, T, seed, dtype), f"{s}, {_tokens(T)}{', float32' if dtype != 'float64' else ''}"))
+            ops.append(Op("append", (s, T, seed, dtype),
+                          f"{s}, {_tokens(T)}{', float32' if dtype != 'float64' else ''}"))
         elif kind == "fork" and dead:
             live[c := int(rng.choice(dead))] = live[s]
             ops.append(Op("fork", (s, c)))
@@ -648,7 +650,9 @@ def _only(play, kinds):
 
 
 def check_operation_sequences(ex):
-    """Random sequences of add, append (T = 0, 1, many), fork, free and attention, the pool running out: every observable after every call."""
+    """Random sequences of add, append (T = 0, 1, many), fork, free and attention, the pool running out.
+
+    Every observable is compared after every call."""
     drawn = [(sizes, [_draw_sequence(ex.rng, sizes) for _ in range(SEQUENCES)], {}) for sizes in SEQUENCE_SIZES]
     hard = tuple(kind for kind in FAILURE_KINDS if kind != "efficiency")
     for kinds in (hard, ("efficiency",)):  # a wrong answer first; waste only when nothing is wrong

@@ -15,9 +15,11 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | keys, values [capacity, head_dim]; positions int64, -1 = empty | fresh_cache |
 | len = tokens appended; append writes slot position % capacity | append_wraps_slots, append_longer_than_capacity |
 | window_mask: k <= p and k > p - W (W keys, itself included), -1 never | window_mask_* |
-| windowed_attention_step: positions len .. len + T - 1, last W each, scale 1/sqrt(D) | decode_stream, chunked_stream, window_one, window_equals_capacity |
+| windowed_attention_step: positions len .. len + T - 1, last W each, scale 1/sqrt(D) | decode_stream, chunked_stream, |
+| | window_one, window_equals_capacity |
 | ... and leaves them appended | step_leaves_tokens_appended |
-| window <= capacity; T > 1; a chunk may overwrite slots its earlier queries need | chunk_overwrites_needed_slots, chunk_longer_than_capacity |
+| window <= capacity; T > 1; a chunk may overwrite slots its earlier queries need | chunk_overwrites_needed_slots, |
+| | chunk_longer_than_capacity |
 | empty slots never attended | before_the_ring_fills |
 | never-attended slots hold any finite value (1e30) | slots_outside_the_window |
 | positions of any size (2^31) | long_positions |
@@ -445,7 +447,8 @@ def _leftover_miss(ex, cache, qkv, want, W, stale, chunks, case) -> Miss | None:
         if off_by(out, want[part], qkv, diagnosis.magnitude(q, k)).any() or not np.isfinite(out).all():
             p = stale + start
             return Miss(len(chunks), f"after {stale} tokens of leftovers (values up to 1e30) and {W} ordinary ones, "
-                                     f"the step for positions {p}..{p + T - 1} (window {W}) differs from sliding-window "
+                                     f"the step for positions {p}..{p + T - 1} (window {W}) differs from "
+                                     "sliding-window "
                                      "attention over the ordinary tokens: a slot outside the window was seen "
                                      "(a mask that adds a large negative number does not hide 1e12)", case,
                         kind="wrong" if np.isfinite(out).all() else "nan")

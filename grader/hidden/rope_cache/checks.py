@@ -14,8 +14,10 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | rotate-half formula, theta_i = p * base ** (-2 i / D); positions unsorted | rope_values, rope_relative_invariance |
 | odd D, negative positions, base <= 1: ValueError | rejects_invalid_arguments |
 | cache.base kept; keys and values [len, H, D] | fresh_cache |
-| a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, one_token_at_a_time, random_chunks |
-| cached keys never rotated again; stored keys are part of the answer | every script (keys compared after every step), decode_step_memory |
+| a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, |
+| | one_token_at_a_time, random_chunks |
+| cached keys never rotated again; stored keys are part of the answer | every script (keys compared after every step), |
+| | decode_step_memory |
 | parents: drafts at len + depth(i), see the cache, ancestors, itself; nothing appended | tree_after_prefill |
 | T = 0 returns [0, H, D], changes nothing | one_token_at_a_time, random_chunks |
 | float32 or float64 inputs; outputs float64 or the inputs' dtype | random_chunks, rope_values, returns_arrays |
@@ -340,7 +342,7 @@ def check_random_chunks(ex):
 
 
 def check_extreme_scores(ex):
-    """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree: within what the inputs' precision allows."""
+    """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree, within the inputs' precision."""
     rng, scripts = ex.rng, []
     for dtype in (np.float64, np.float32):
         H, D = _heads(rng), _head_dim(rng, 6, 20)
@@ -405,7 +407,7 @@ def _playable(steps) -> list[Step]:
 
 
 def check_steps_and_trees_interleaved(ex):
-    """Random sequences of plain steps (T = 0, 1, many) and trees of drafts, interleaved: outputs and the cache after every call."""
+    """Random sequences of plain steps (T = 0, 1, many) and trees of drafts, interleaved, checked after every call."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng, 6, 20)
     sequences = [_playable(_random_steps(rng, H, D, 16)) for _ in range(3)]
@@ -438,7 +440,8 @@ def check_rejects_invalid_arguments(ex):
     first = _tokens(rng, 4, H, D)
     c.call("rope_attention_step", cache, first, first, first)
     before = (len(cache), np.array(cache.keys), np.array(cache.values))
-    t = lambda T, h=H, d=D: _tokens(rng, T, h, d)
+    def t(T, h=H, d=D):
+        return _tokens(rng, T, h, d)
     bad_steps = [((t(2), t(3), t(3)), {}, "q [2, H, D] with k, v [3, H, D]"),
                  ((t(2, 2), t(2, 2), t(2, 2)), {}, "2 heads for a cache of 3"),
                  ((t(2, d=6), t(2, d=6), t(2, d=6)), {}, "head dimension 6 for a cache of 4"),
@@ -495,7 +498,7 @@ def _typical_peak(ex, cache, H, D, T, parents, times, holds) -> int | None:
 
 
 def check_decode_step_memory(ex):
-    """Steps over a cache at two lengths (T = 1, a short chunk, a tree): what a step allocates does not grow with the cache."""
+    """Steps over a cache at two lengths (T = 1, a short chunk, a tree): a step's allocation does not grow with it."""
     rng = ex.rng
     H, D, S = 4, 34, odd_size(rng, 1000, 1200)  # 4 heads: a copy of the keys outgrows any per-position table
     cache, fed = ex.candidate.call("RopeKVCache", H, D), 0

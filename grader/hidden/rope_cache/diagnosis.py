@@ -183,7 +183,8 @@ def sentence(m: Mistake, got: list[Seen], steps, D, base) -> str:
                 f"each later step: at step {n_steps} its angle is that of position {times * p}; a stored key is "
                 "already rotated and must stay as it is")
     if diagnosis_id == "interleaved_pairs":
-        return (f"the rotation pairs dimensions (0, 1), (2, 3), ... (the interleaved layout of GPT-J and Meta's Llama code); rotate-half pairs dimension "
+        return ("the rotation pairs dimensions (0, 1), (2, 3), ... (the interleaved layout of GPT-J and Meta's "
+                "Llama code); rotate-half pairs dimension "
                 f"i with i + D/2: (0, {D // 2}), (1, {D // 2 + 1}), ... for D = {D}")
     if diagnosis_id in ("position_after_append", "positions_restart_at_zero"):
         n, cached, s = _plain_step(steps, n_steps)

@@ -9,7 +9,7 @@ failing case of that check equals it (``checking.explain``).
 |---|---|
 | scaled scores anywhere in [-1e4, 1e4]; unseen keys hold any finite value | attention_far_scores |
 | float inputs float32 or float64; precision follows the inputs | attention_float32_inputs, every attention check |
-| right values in another container or dtype (float64 asked): hire | every check (the plugin fails a check with slips as hygiene) |
+| right values in another container or dtype (float64 asked): hire | every check (the plugin: slips are hygiene) |
 | padding's position is a convention (another: hire, named) | positions_* (``_padding_convention``) |
 | sequence b owns its rows; its queries are its last n_q positions | mask_*, attention_* |
 | nothing is seen across sequences | mask_mixed_batches, attention_mixed_batches |

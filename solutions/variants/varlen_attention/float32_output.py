@@ -16,7 +16,8 @@ def _int_array(values, name: str) -> np.ndarray:
 def _validated(cu_seqlens_q, cu_seqlens_k) -> tuple[np.ndarray, np.ndarray]:
     cu_q, cu_k = _int_array(cu_seqlens_q, "cu_seqlens_q"), _int_array(cu_seqlens_k, "cu_seqlens_k")
     if cu_q.size != cu_k.size:
-        raise ValueError(f"cu_seqlens_q has {cu_q.size} entries, cu_seqlens_k {cu_k.size}: one batch needs equal lengths")
+        raise ValueError(f"cu_seqlens_q has {cu_q.size} entries, cu_seqlens_k {cu_k.size}: "
+                         "one batch needs equal lengths")
     for name, cu in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
         if cu[0] != 0 or (np.diff(cu) < 0).any():
             raise ValueError(f"{name} must start at 0 and never decrease, got {cu.tolist()[:12]}")
