@@ -54,13 +54,13 @@ def _over_seeds(ex, submission: Path, seeds: list[int]) -> dict:
     # the candidate's own tests have no seed in them, and run as processes of their own: left out
     seeded = {c for c in ex.check_ids if not c.startswith(own_tests.CHECK_PREFIX)}
     try:
-        first = engine._run_checks({ex.id: run}, seeded, None).results[ex.id]
+        first = engine._run_checks({ex.id: run}, seeded, None, own_tests_stage=False).results[ex.id]
         failing = {c.id for c in first if not c.passed}
         drawn = {}
         for seed in seeds:
             run.seed, run.diagnoses = seed, {}
             if failing:
-                engine._run_checks({ex.id: run}, failing, None)
+                engine._run_checks({ex.id: run}, failing, None, own_tests_stage=False)
             drawn[seed] = sorted(run.diagnoses)
         return drawn
     finally:
