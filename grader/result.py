@@ -218,7 +218,7 @@ class Diagnosis(_Plain):
 class Criterion:
     id: str
     level: str
-    text: str  # the rubric's words: not saved (a report re-read from a file takes the kit's)
+    text: str  # the rubric's words, or a grader-only build's note on what it could not judge
     kind: str  # "check": automatic, from check ids; "observed": recorded by the interviewer
     status: str  # "met" | "missed" | "to_observe"
     checks: list = field(default_factory=list)
@@ -286,10 +286,9 @@ RUBRIC_PROSE = ("about", "level_guide", "follow_ups", "interviewer")
 
 
 def _saved(e: ExerciseResult) -> dict:
-    """An exercise as result.json holds it: no rubric prose, criteria without their words."""
-    data = {k: v for k, v in asdict(e).items() if k not in RUBRIC_PROSE}
-    data["criteria"] = [{k: v for k, v in c.items() if k != "text"} for c in data["criteria"]]
-    return data
+    """An exercise as result.json holds it: no rubric prose. Criteria keep their few words, since a
+    grader-only build rewrites some of them to say what it could not judge."""
+    return {k: v for k, v in asdict(e).items() if k not in RUBRIC_PROSE}
 
 
 @dataclass
