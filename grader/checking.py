@@ -72,11 +72,12 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     want = " or ".join(wanted[k] for k in kind) + f" array of shape {tuple(shape)}"
     if isinstance(value, np.ndarray) and value.dtype.kind in kind and value.shape == tuple(shape):
         return value
+    asked = f"{_article(want)} {want}" if isinstance(value, np.ndarray) else f"a numpy {want}"
     as_asked = _as_kind(value, kind, tuple(shape))
     if as_asked is None:
-        fail(f"{call} returned {summarize(value)}; expected a numpy {want}", case)
-    note_slip(f"{call} returned {summarize(value)} holding the right values where {_article(want)} {want} "
-              "is asked (a container or dtype slip)", slips)
+        fail(f"{call} returned {summarize(value)}; expected {asked}", case)
+    note_slip(f"{call} returned {summarize(value)}; expected {asked}, and its values are right (a container "
+              "or dtype slip)", slips)
     return as_asked
 
 

@@ -167,6 +167,7 @@ class _Stage:
     def __init__(self, own_tests_stage: bool):
         self.own_tests_stage = own_tests_stage
 
+    @pytest.hookimpl(trylast=True)  # after the plugin adds the general checks, which belong to the first stage
     def pytest_collection_modifyitems(self, items, config):
         keep = [i for i in items if check_id(i).startswith(own_tests.CHECK_PREFIX) == self.own_tests_stage]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
