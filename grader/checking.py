@@ -115,7 +115,7 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
     except CandidateRaised as exc:
         if exc.is_a(exception):
             return exc
-        _raised_instead(exc, call, exception, case)
+        _raised_instead(None, exc, call, exception, case)
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
 
 
@@ -124,31 +124,37 @@ WRONG_REJECTIONS = ("TypeError", "AssertionError")  # deliberate rejections, in 
 
 def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
-    """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did:
-    it returned a value (accepted: ``diagnosis``, the exercise's own id named at the call so the
-    rubric's ids can be found in its checks, is named, "<call> did not raise ValueError: <why>",
-    a hygiene failure); it rejected them with TypeError or an assertion (hygiene, nothing named);
-    it reached one of the child's limits (a crash that names the limit and its value); it raised
-    anything else, such as AttributeError or NotImplementedError (a crash). Timeouts and deaths
-    propagate as crashes. Checks of the state after a rejected call are separate."""
+    """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did,
+    and missing validation caps at hire whatever form it takes (issue 22: a strong engineer who
+    validates less is hire, never weak): it returned a value, or fell over with another error
+    (IndexError, AttributeError...): ``diagnosis``, the exercise's own id named at the call so the
+    rubric's ids can be found in its checks, is named with a sentence saying which, as hygiene; it
+    rejected them with TypeError or an assertion (hygiene, nothing named); it reached one of the
+    child's limits, or is not implemented (a crash that says so). Timeouts and deaths propagate
+    as crashes. Checks of the state after a rejected call are separate."""
     try:
         value = fn(*args, **kwargs)
     except CandidateRaised as exc:
         if exc.is_a("ValueError"):
             return exc
-        _raised_instead(exc, call, "ValueError", case)
+        _raised_instead(ex, exc, call, "ValueError", case, diagnosis, why)
     ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
     fail(f"{call} returned {summarize(value)}; expected it to raise ValueError", case, kind="hygiene")
 
 
-def _raised_instead(exc: CandidateRaised, call: str, expected: str, case):
+def _raised_instead(ex, exc: CandidateRaised, call: str, expected: str, case, diagnosis=None, why=""):
     """Fail for a call that raised ``exc`` where ``expected`` was due, saying what happened."""
     if exc.bound:
         fail(f"{call} raised {exc.type_name}: it reached {exc.bound} ({exc.message[:120]})", case, kind="crash")
+    if exc.is_a("NotImplementedError"):
+        fail(f"{call} crashed with {exc.type_name} ({exc.message[:120]}) where it should raise {expected}", case,
+             kind="crash")
     if any(exc.is_a(name) for name in WRONG_REJECTIONS):
         fail(f"{call} raised {exc.type_name} ({exc.message[:120]}); expected {expected}", case, kind="hygiene")
-    fail(f"{call} crashed with {exc.type_name} ({exc.message[:120]}) where it should raise {expected}", case,
-         kind="crash")
+    if diagnosis:
+        ex.diagnose(diagnosis, f"{call} raised {exc.type_name} instead of {expected}: {why}")
+    fail(f"{call} raised {exc.type_name} ({exc.message[:120]}) where it should raise {expected}: the "
+         "arguments were not validated", case, kind="hygiene")
 
 
 def _article(word: str) -> str:

@@ -21,12 +21,20 @@ def _rejected(fn):
     return failure.value, ex.diagnoses
 
 
-@pytest.mark.parametrize("type_name, mro", [("AttributeError", ()), ("NotImplementedError", ("RuntimeError",)),
-                                            ("IndexError", ("LookupError",))])
-def test_a_crash_is_a_crash_not_an_accepted_argument(type_name, mro):
+@pytest.mark.parametrize("type_name, mro", [("AttributeError", ()), ("IndexError", ("LookupError",))])
+def test_falling_over_on_bad_arguments_is_missing_validation_said_as_it_happened(type_name, mro):
+    """Issue 22: validating less caps at hire, whatever error the unvalidated code meets; the
+    sentence says what the call raised, never that it gave a plausible answer."""
     failure, named = _rejected(_raising(type_name, *mro, "Exception"))
+    assert failure.kind == "hygiene" and list(named) == ["accepts_invalid_sizes"]
+    assert failure.message.startswith(f"f(-1) raised {type_name}") and "not validated" in failure.message
+    assert f"raised {type_name} instead of ValueError" in named["accepts_invalid_sizes"].message
+
+
+def test_a_function_not_implemented_is_a_crash_not_an_accepted_argument():
+    failure, named = _rejected(_raising("NotImplementedError", "RuntimeError", "Exception"))
     assert failure.kind == "crash" and named == {}
-    assert failure.message.startswith(f"f(-1) crashed with {type_name}")
+    assert failure.message.startswith("f(-1) crashed with NotImplementedError")
 
 
 def test_a_rejection_in_the_wrong_class_is_hygiene_and_names_nothing():
