@@ -184,6 +184,19 @@ def test_the_driver_reports_a_prompt_the_cache_changed_later():
         assert reply[4] == changed
 
 
+def test_a_cache_s_first_step_starts_its_own_record_of_prompts():
+    """A new cache may reuse the id of one already gone: its first step must not inherit the old
+    cache's prompts (the grader once read a changed-prompt index past the sequence it played)."""
+    driver = _driver()
+    mutant = _load(KIT_ROOT / "solutions" / "mutants" / "prefix_cache" / "keeps_callers_prompt.py", "_keeps")
+    cache = mutant.PrefixCache(8, 2)
+    driver.step(cache, "add_request", [1, [5, 6, 7]], [1], first=True)
+    driver.step(cache, "append_token", [1, 8], [1])  # the mutant appended to the caller's list
+    cache.free(1)
+    reply = driver.step(cache, "add_request", [2, [1, 2]], [2], first=True)  # as a new cache with the same id
+    assert reply[4] == []
+
+
 def test_the_driver_overwrites_prompts_and_tables_it_hands_over():
     driver, cache = _driver(), _reference().PrefixCache(4, 2)
     prompt = np.array([5, 6, 7], np.int16)

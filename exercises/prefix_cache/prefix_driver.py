@@ -30,9 +30,12 @@ def _values(prompt):
     return np.array(prompt).tolist()
 
 
-def step(cache, name, args, ids, overwrite=False):
+def step(cache, name, args, ids, overwrite=False, first=False):
     """One operation and the reads after it: [outcome, free, cached, [[id, tokens, table]...],
-    indexes of earlier prompts that changed since they were passed]."""
+    indexes of earlier prompts that changed since they were passed]. ``first`` starts a new cache's
+    record (a new cache may reuse the id of one already gone)."""
+    if first:
+        _passed[id(cache)] = []
     passed = _passed.setdefault(id(cache), [])
     if name == "add_request":
         passed.append((args[1], _values(args[1])))

@@ -88,11 +88,15 @@ class Driver:
         self.module = ex.helper("prefix_driver")
         self.cache = ex.candidate.call("PrefixCache", *sizes)
         self.slips: list[str] = []  # right values in the wrong container (hygiene)
-        self.changed: list[int] = []  # prompts (by add_request number) changed after they were passed
+        self.steps, self.prompts = 0, []  # operations sent; the add_request ones among them, in order
+        self.changed: list[Op] = []  # those whose prompt a later call changed
 
     def step(self, op, ids, live, overwrite=False):
         """(outcome, its message, observables) of ``op`` on the candidate, in the model's format."""
-        reply = self.module.call("step", self.cache, op.name, list(op.args), list(ids), overwrite)
+        reply = self.module.call("step", self.cache, op.name, list(op.args), list(ids), overwrite, not self.steps)
+        self.steps += 1
+        if op.name == "add_request":
+            self.prompts.append(op)
         got, said = _outcome(reply[0])
         if op.name in ("append_token", "free") and got[0] == "ok":
             got = ("ok", None)  # these return nothing; whatever they return is not read
@@ -105,7 +109,8 @@ class Driver:
                 seqs[s] = None if s not in live or tokens[1] != "ValueError" else f"<raises {tokens[1]}>"
             else:
                 seqs[s] = (_plain(tokens[1], self.slips, f"num_tokens({s})"), self._table(s, *_outcome(table)))
-        self.changed = list(reply[4])
+        # the driver's numbers are the candidate process's word: only ones naming a prompt sent count
+        self.changed = [self.prompts[i] for i in reply[4] if type(i) is int and 0 <= i < len(self.prompts)]
         counts = [_plain(_outcome(r)[0][1], self.slips, name) for r, name in
                   ((reply[1], "num_free_blocks"), (reply[2], "num_cached_blocks"))]
         seen = {"free": counts[0], "cached": counts[1], "seqs": seqs}
@@ -155,9 +160,8 @@ def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | 
     slips = [] if slips is None else slips
     slips += driver.slips
     if driver.changed:
-        first = [op for op in ops if op.name == "add_request"][driver.changed[0]]
-        slips.append(f"the prompt passed to {first} was changed by a later call: the cache must keep its own "
-                        "copy and leave the caller's unchanged")
+        slips.append(f"the prompt passed to {driver.changed[0]} was changed by a later call: the cache must keep "
+                     "its own copy and leave the caller's unchanged")
     return None
 
 
