@@ -24,6 +24,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 from __future__ import annotations
 
 import contextlib
+import gc
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -287,6 +288,11 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     the child reports: they may count against a candidate, never for one. A call that runs out of
     memory is a broken must-not (the allocation was too large), not a crash.
     """
+    if memory and not ex.collected:
+        # once per check: the proxies earlier checks left in reference cycles (a failure's
+        # traceback) die now, so the child frees their objects before this check measures
+        gc.collect()
+        ex.collected = True
     try:
         if memory:
             value, stats = target.measured(name, *args, **kwargs)
@@ -453,6 +459,7 @@ class ExerciseRun:
         self.diagnoses: dict[str, Diagnosis] = {}
         self.named: list[tuple[str, str, str]] = []  # (check id, diagnosis id, sentence), every one named
         self.check_id = ""
+        self.collected = False  # the running check's first measurement collected the grader's garbage
         self.slips: list[str] = []  # hygiene slips of the running check (see note_slip)
         self.rng = np.random.default_rng(seed)
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
@@ -471,7 +478,7 @@ class ExerciseRun:
     def begin_check(self, check_id: str):
         """Called before each check: a generator of its own, so results do not depend on order."""
         global _running
-        self.check_id, self.slips, _running = check_id, [], self
+        self.check_id, self.slips, self.collected, _running = check_id, [], False, self
         self.rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode())])
 
     def slip_failure(self) -> CheckFailure | None:

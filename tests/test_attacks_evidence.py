@@ -2,6 +2,7 @@
 real submission graded through the engine at the default isolation level, or, for the grader's
 own memory, through the CLI in a process of its own.
 """
+import gc
 import json
 import os
 import subprocess
@@ -115,10 +116,13 @@ def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_boun
         "    _host().send({'ok': True, 'value': [{}] * 4_000_000})\n"
         "    return _right(T, S)\n")
     path = _write(tmp_path, "decode_mask", source)
-    script = ("import json, resource, sys\nfrom grader import engine\n"
+    # VmHWM is this process's own high-water mark: ru_maxrss would count the pages a child forked
+    # from this (large) test process shared with it before exec
+    script = ("import json, sys\nfrom grader import engine\n"
               f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1, only_checks={{'plain_decode'}})\n"
               "c = r.exercise('decode_mask').checks[0]\n"
-              "print(json.dumps([c.passed, c.kind, c.message, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
+              "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+              "print(json.dumps([c.passed, c.kind, c.message, int(hwm)]))\n")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     passed, kind, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
@@ -197,3 +201,25 @@ def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running(monk
     finally:
         again.close()
     assert floor is not None and floor < 200 << 20  # the candidate's 256 MiB bank is not in it
+
+
+def test_a_measured_call_begins_after_what_no_check_holds_is_freed():
+    """An object an earlier check dropped (held in a cycle, so only the garbage collector frees
+    it) is gone before a measured call begins: it is neither charged to the candidate as memory
+    held nor a pool a copy made during the call could hide in."""
+    from grader.sandbox import ModuleToLoad, Sandbox
+
+    source = (b"import numpy as np\n\nclass Bank:\n    def __init__(self, n):\n"
+              b"        self.values, self.me = np.ones(n), self  # a cycle\n\n"
+              b"def copy(n):\n    return float(np.ones(n).sum())\n")
+    box = Sandbox(ModuleToLoad("bank", [("bank.py", source)], []))
+    try:
+        _, empty = box.module.measured("copy", 1)
+        bank = box.module.call("Bank", 8 << 20)  # 64 MiB
+        del bank
+        gc.collect()
+        _, stats = box.module.measured("copy", 4 << 20)  # a 32 MiB array
+    finally:
+        box.close()
+    assert stats.before_bytes - empty.before_bytes < 16 << 20, "the dropped bank was still held"
+    assert stats.peak_bytes - stats.before_bytes >= 30 << 20, "the copy was not seen"

@@ -221,6 +221,8 @@ class Sandbox:
         the grader cannot use is the candidate's fault (``BadValue``), never the grader's."""
         self._check_budget()
         self.start()
+        if measure:
+            self._collect()
         if obj.generation not in (0, self.generation):
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "
                                        "candidate process restarted after an earlier fault")
@@ -303,6 +305,12 @@ class Sandbox:
         if ok is not True:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))
+
+    def _collect(self):
+        """Before a measured call: the objects no check holds any more are dropped in the child
+        and its garbage collected, in a request of their own. The footprint measured is then what
+        the candidate holds now, not what earlier checks left behind to be freed during the call."""
+        self.request(self.module, {"op": "collect"}, "collect garbage before a measured call")
 
     def launch_floor(self):
         """Start the kit-only child of :meth:`floor_bytes` now, without waiting, so its import
