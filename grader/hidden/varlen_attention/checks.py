@@ -70,11 +70,16 @@ def sent_as(cu: np.ndarray, form: str):
 
 
 def mixed_batches(rng, count, max_k=40):
-    """Batches of 1 to 9 sequences mixing prefill, decode, chunks and idle sequences."""
+    """Batches of 1 to 9 sequences mixing prefill, decode, chunks and idle sequences. The second
+    is always a decode, then a prefill: there one batch-wide offset, a per-sequence offset and
+    top-left alignment each get a different sequence wrong, so no two of them can be confused
+    with each other, whatever else the seed draws (a prefill first makes them agree on the rest)."""
     batches = []
     for n in range(count):
         B = 1 + n % 9
         kinds = list(rng.choice(["prefill", "decode", "chunk", "idle"], size=B))
+        if n == 1:
+            kinds = ["decode", "prefill"]
         batches.append(counts(rng, kinds, max_k))
     return batches
 
