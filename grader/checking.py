@@ -288,7 +288,7 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     the child reports: they may count against a candidate, never for one. A call that runs out of
     memory is a broken must-not (the allocation was too large), not a crash.
     """
-    if memory and not ex.collected:
+    if memory and ex is not None and not ex.collected:
         # once per check: the proxies earlier checks left in reference cycles (a failure's
         # traceback) die now, so the child frees their objects before this check measures
         gc.collect()

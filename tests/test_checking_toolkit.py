@@ -80,7 +80,7 @@ def test_an_unknown_failure_kind_is_refused():
 
 
 FLOOR = 20 << 20  # a kit-only child's footprint
-_FLOORED = SimpleNamespace(sandbox=SimpleNamespace(floor_bytes=lambda: FLOOR))
+_FLOORED = SimpleNamespace(sandbox=SimpleNamespace(floor_bytes=lambda: FLOOR), collected=True)
 
 
 class _Target:
