@@ -219,3 +219,39 @@ def test_a_measured_call_begins_after_what_no_check_holds_is_freed():
         box.close()
     assert stats.before_bytes - empty.before_bytes < 16 << 20, "the dropped bank was still held"
     assert stats.peak_bytes - stats.before_bytes >= 30 << 20, "the copy was not seen"
+
+
+OWN_TESTS_OF_160_MIB = '''
+import numpy as np
+import pytest
+
+from decode_mask import decode_causal_mask
+
+
+def test_a_big_argument_is_refused():
+    with pytest.raises(ValueError):
+        decode_causal_mask(np.ones(20 << 20), 3)  # 160 MiB of float64 in the request
+
+
+def test_a_big_mask_comes_back():
+    mask = decode_causal_mask(4096, 40960)  # 160 MiB of bools in the reply
+    assert mask.shape == (4096, 40960) and mask[-1].all() and not mask[0, -1]
+'''
+
+
+def test_the_own_tests_relay_carries_160_mib_each_way_within_the_grader_bound(tmp_path):
+    """Issue 24 item 3: the relay between the candidate's tests and the implementation copied each
+    message several times in the grader (1.1-1.2 GiB for two 160 MiB requests). Frames are now
+    read into one buffer and written from the arrays' own memory."""
+    path = _write(tmp_path, "decode_mask", (SOLUTIONS / "decode_mask.py").read_text())
+    (path / "test_decode_mask.py").write_text(OWN_TESTS_OF_160_MIB)
+    script = ("import json, sys\nfrom grader import engine\n"
+              f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1)\n"
+              "c = [c for c in r.exercise('decode_mask').checks if c.id == 'own_tests_pass_on_reference'][0]\n"
+              "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+              "print(json.dumps([c.passed, c.message, int(hwm)]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    passed, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    assert passed, message  # both tests passed on the reference: the values crossed both ways
+    assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"

@@ -205,7 +205,7 @@ def serve(implementation: Implementation, from_tests: int, to_tests: int, tests_
             return
         reply, reply_arrays = implementation.answer(header, arrays)
         try:
-            message = wire.pack(reply, reply_arrays)
+            message = wire.frame_parts(reply, reply_arrays)  # the arrays' own memory: no copy
         except wire.WireError as exc:
             message = wire.pack(_error("ValueError", f"the reply cannot cross the wire: {exc}"), [])
         try:

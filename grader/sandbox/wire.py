@@ -22,6 +22,7 @@ MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a whole message: header and every array
 MAX_ARRAYS = 4096  # arrays in one message
 MAX_DEPTH = 64  # nesting of lists, tuples and dicts in a value
 HELD_BYTES = 2 << 20  # results the child holds for the ownership probes: the grader's, never charged
+NPY_HEADER_BYTES = 1 << 16  # an array's .npy header (magic, dtype, shape): numpy's own limit is smaller
 MAX_ITEMS = 1 << 20  # JSON values in one header (each costs the reader a Python object)
 _LEN = struct.Struct(">Q")
 
@@ -102,31 +103,30 @@ def decode(tree, arrays: list, resolve=None, depth: int = 0):
 # -- frames -------------------------------------------------------------------------------
 
 
-def _npy_bytes(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    try:
-        np.save(buf, arr, allow_pickle=False)  # 0-d arrays stay 0-d (ascontiguousarray would not)
-    except ValueError as exc:
-        raise WireError(str(exc)) from None
-    return buf.getvalue()
+def frame_parts(header: dict, arrays: list) -> list:
+    """One frame as the buffers to write in turn: the length-prefixed JSON header (with the array
+    count), then each array's length-prefixed .npy header and body. A contiguous array's body is
+    its own memory, not a copy: a message costs its writer nothing beyond what it carries."""
+    head = json.dumps(dict(header, arrays=len(arrays)), allow_nan=True).encode()
+    if len(head) > MAX_HEADER_BYTES:
+        raise WireError(f"a message header of {len(head):,} bytes exceeds the cap")
+    if len(arrays) > MAX_ARRAYS:
+        raise WireError(f"a message of {len(arrays)} arrays exceeds the cap")
+    npy = [_npy_parts(a) for a in arrays]
+    sizes = [len(npy_head) + n for npy_head, _, n in npy]
+    if sum(sizes) > MAX_MESSAGE_BYTES:
+        raise WireError(f"a message of {len(arrays)} arrays and {sum(sizes):,} bytes exceeds the cap")
+    if max(sizes, default=0) > MAX_FRAME_BYTES:
+        raise WireError(f"an array of {max(sizes):,} bytes exceeds the cap")
+    parts = [_LEN.pack(len(head)) + head]
+    for (npy_head, body, _), size in zip(npy, sizes):
+        parts += [_LEN.pack(size) + npy_head, body]
+    return parts
 
 
 def pack(header: dict, arrays: list) -> bytes:
-    """One frame: the JSON header (with the array count) and the arrays."""
-    header = dict(header, arrays=len(arrays))
-    parts = [json.dumps(header, allow_nan=True).encode()]
-    parts += [_npy_bytes(a) for a in arrays]
-    out = bytearray()
-    if len(parts[0]) > MAX_HEADER_BYTES:
-        raise WireError(f"a message header of {len(parts[0]):,} bytes exceeds the cap")
-    if len(arrays) > MAX_ARRAYS or sum(map(len, parts[1:])) > MAX_MESSAGE_BYTES:
-        raise WireError(f"a message of {len(arrays)} arrays and {sum(map(len, parts)):,} bytes "
-                        "exceeds the cap")
-    if any(len(part) > MAX_FRAME_BYTES for part in parts[1:]):
-        raise WireError(f"an array of {max(map(len, parts[1:])):,} bytes exceeds the cap")
-    for part in parts:
-        out += _LEN.pack(len(part)) + part
-    return bytes(out)
+    """One frame in one buffer (small messages, and the tests' side of the black box)."""
+    return b"".join(frame_parts(header, arrays))
 
 
 def _read_exact(fd: int, n: int, read=os.read) -> bytearray:
@@ -149,8 +149,9 @@ def _read_part(fd: int, read, cap: int) -> bytearray:
 
 
 def _array(buf: bytearray) -> np.ndarray:
-    """A .npy part as an array, strictly: no pickles, no object dtypes, exactly the bytes announced."""
-    stream = io.BytesIO(buf)
+    """A .npy part as an array, strictly: no pickles, no object dtypes, exactly the bytes announced.
+    The array is a view of ``buf``; only the .npy header is copied, to be parsed."""
+    stream = io.BytesIO(bytes(memoryview(buf)[:NPY_HEADER_BYTES]))
     try:
         version = np.lib.format.read_magic(stream)
         if version == (1, 0):
@@ -205,19 +206,9 @@ def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
 
 
 def write_frame(fd: int, header: dict, arrays: list) -> None:
-    """Write one frame part by part, each array's bytes straight from the array where it is
-    contiguous: a reply costs the writer no copy of what it carries."""
-    head = json.dumps(dict(header, arrays=len(arrays)), allow_nan=True).encode()
-    if len(head) > MAX_HEADER_BYTES:
-        raise WireError(f"a message header of {len(head):,} bytes exceeds the cap")
-    parts = [_npy_parts(a) for a in arrays]
-    sizes = [len(h) + n for h, _, n in parts]
-    if len(arrays) > MAX_ARRAYS or sum(sizes) > MAX_MESSAGE_BYTES or max(sizes, default=0) > MAX_FRAME_BYTES:
-        raise WireError(f"a message of {len(arrays)} arrays and {sum(sizes):,} bytes exceeds the cap")
-    _write_all(fd, _LEN.pack(len(head)) + head)
-    for (npy_head, body, _), size in zip(parts, sizes):
-        _write_all(fd, _LEN.pack(size) + npy_head)
-        _write_all(fd, body)
+    """Write one frame part by part (see :func:`frame_parts`) to a blocking ``fd``."""
+    for part in frame_parts(header, arrays):
+        _write_all(fd, part)
 
 
 def _npy_parts(arr: np.ndarray):

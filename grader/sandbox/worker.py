@@ -159,7 +159,7 @@ class Worker:
         expected = header["id"] if header is not None else self._last_id
         try:
             if header is not None:
-                self._write(wire.pack(header, arrays), deadline)
+                self._write(wire.frame_parts(header, arrays), deadline)
             while True:
                 reply, reply_arrays = wire.read_frame(self.from_child, self._reader(deadline))
                 if reply.get("id") != expected or type(reply.get("id")) is not int:
@@ -210,7 +210,7 @@ class Worker:
             return f"the memory limit of {self.limits.memory_bytes >> 20} MiB"
         return None
 
-    def _write(self, data: bytes, deadline: float):
+    def _write(self, data, deadline: float):
         write_all(self.to_child, data, deadline)
 
     def _serve_callback(self, request, arrays, deadline):
@@ -257,18 +257,20 @@ def reader(deadline: float, process):
     return read
 
 
-def write_all(fd: int, data: bytes, deadline: float):
-    """Write a whole message to a non-blocking ``fd``, but never wait past ``deadline`` (then
-    :class:`Deadline`) for a reader that stops reading."""
-    view = memoryview(data)
-    while view:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
-            raise Deadline
-        try:
-            view = view[os.write(fd, view[:1 << 16]):]
-        except BlockingIOError:
-            continue
+def write_all(fd: int, data, deadline: float):
+    """Write a whole message (bytes, or the buffers of :func:`wire.frame_parts` in turn) to a
+    non-blocking ``fd``, but never wait past ``deadline`` (then :class:`Deadline`) for a reader
+    that stops reading."""
+    for part in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+        view = memoryview(part)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+                raise Deadline
+            try:
+                view = view[os.write(fd, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
 
 
 def _shift(tree, offset):
