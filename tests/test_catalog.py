@@ -86,6 +86,7 @@ def stubs_graded(tmp_path_factory):
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_the_stub_is_not_attempted(ex, stubs_graded):
     result = stubs_graded.exercise(ex.id)
     assert result.status == "not_attempted" and result.level is None and not result.counted, result

@@ -84,6 +84,7 @@ def normalized(data):
     return data
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_golden_json_for_the_top_left_example(top_left_example):
     out = run("grade", "--seed", "0", str(top_left_example), "-e", "decode_mask", "--json", "-")
     got = normalized(json.loads(out.output))

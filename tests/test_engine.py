@@ -24,6 +24,7 @@ def test_the_reference_folder_reaches_strong_hire():
     assert {c.status for c in ex.criteria if c.kind == "observed"} == {"to_observe"}
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_top_left_with_weak_tests_is_weak_and_named(top_left_example):
     ex = engine.grade(top_left_example, ["decode_mask"], seed=0).exercise("decode_mask")
     assert ex.level == "weak"

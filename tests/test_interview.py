@@ -210,6 +210,7 @@ def test_the_session_log_holds_both_runs_with_the_hint_between(session):
     assert session["hint"].startswith("hint 1 of 4 for decode_mask:")
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_the_final_result_and_every_report_show_the_timeline_and_hints(session):
     data = json.loads(session["result.json"].read_text())
     e = data["exercises"][0]
@@ -231,6 +232,7 @@ def test_the_final_result_and_every_report_show_the_timeline_and_hints(session):
     assert "hints used: 1 of 4" in page and "Interviewer's sheet" in page
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_the_candidates_summary_report_says_hints_exist_and_holds_no_sheet(session):
     page = run("report", session["result.json"], "--feedback", "summary", "--html", "-")
     assert "kvgrade hint decode_mask" in page and "Interviewer's sheet" not in page
@@ -264,6 +266,7 @@ def test_a_real_browser_draws_the_session_timeline(session, tmp_path):
     assert browser.screenshot(path, png, tmp_path, 1200, 3000) == (1200, 3000)
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_a_hint_the_interviewer_records_later_lowers_the_saved_level(session, tmp_path):
     template = run("notes", session["result.json"])
     assert "# hints = [2]" in template and "kvgrade show decode_mask --interviewer" in template
@@ -279,6 +282,7 @@ def test_a_hint_the_interviewer_records_later_lowers_the_saved_level(session, tm
     assert "hints = [2]" in run("notes", noted)  # the template of a noted result keeps them
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_summary_feedback_in_every_format_says_hints_exist_without_texts_levels_or_the_sheet(session):
     hints = [" ".join(h.text.split()) for h in catalog.get("decode_mask").rubric.hints]
     outs = {"terminal": run("report", session["result.json"], "--feedback", "summary")}
@@ -294,6 +298,7 @@ def test_summary_feedback_in_every_format_says_hints_exist_without_texts_levels_
         assert "kvgrade hint decode_mask" in outs[fmt], fmt
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_attempt_log_strings_in_a_saved_result_are_neutralised(session, tmp_path):
     evil = "\x1b[2K\r\x1b[32mfixed\x1b[0m \u202eevil\u202c zero\u200bwidth \x85c1"
     data = json.loads(session["result.json"].read_text())

@@ -91,6 +91,7 @@ def graded(tmp_path_factory):
     return {"tmp": tmp, "sub": sub, "terminal": terminal, "reference": reference, **out}
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_grade_writes_every_format_from_one_result(graded):
     data = json.loads(graded["result.json"].read_text())
     assert data["overall"]["level"] == "weak"
@@ -108,6 +109,7 @@ def test_grade_writes_every_format_from_one_result(graded):
         assert score_line in text
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_the_reproduce_line_reruns_exactly_one_failing_check(graded):
     data = json.loads(graded["result.json"].read_text())
     line = next(l for l in graded["report.md"].read_text().splitlines() if "--check random_shapes" in l)
@@ -119,6 +121,7 @@ def test_the_reproduce_line_reruns_exactly_one_failing_check(graded):
     assert check == {**first, "seconds": check["seconds"]}
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_notes_template_then_report_records_the_interview(graded, tmp_path):
     template = run("notes", graded["reference"]).output
     assert "[decode_mask]" in template and "# names_library_conventions = true" in template
@@ -145,6 +148,7 @@ def test_notes_template_then_report_records_the_interview(graded, tmp_path):
     assert "names_library_conventions = false" in again and "unsure which library" in again
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_notes_that_match_nothing_are_warned_about(graded, tmp_path):
     notes = tmp_path / "notes.toml"
     notes.write_text("[decode_mask.observed]\nnames_library_convention = true\n[tree_mask]\nnotes = 'x'\n")
@@ -154,6 +158,7 @@ def test_notes_that_match_nothing_are_warned_about(graded, tmp_path):
     assert "[tree_mask], which is not in this result" in out.stderr
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_summary_feedback_hides_hidden_inputs_in_every_format(graded, tmp_path):
     """What a candidate gets: from a saved detailed result (the same redaction as grade --feedback summary)."""
     files = {name: tmp_path / name for name in ("r.json", "r.html", "r.md", "j.xml", "g.json")}
@@ -255,6 +260,7 @@ def test_bundle_holds_prompts_stubs_and_public_tests_but_nothing_secret(tmp_path
     assert CliRunner().invoke(main, ["bundle", str(folder)]).exit_code == 2
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_an_interview_set_counts_an_exercise_not_attempted_as_weak(graded):
     if not INTERVIEW_OTHERS:
         pytest.skip("only one exercise in the kit")
@@ -351,6 +357,7 @@ def test_progress_dots_end_before_the_summary(tmp_path):
     assert any(line.startswith("kvgrade ") for line in lines), lines
 
 
+@pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
 def test_exercises_outside_the_interview_set_are_left_out_as_the_readme_says(graded):
     data = json.loads(graded["reference"].read_text())
     assert [e["id"] for e in data["exercises"]] == ["decode_mask"] + INTERVIEW_OTHERS
