@@ -31,6 +31,21 @@ def _write(tmp_path: Path, exercise: str, source: str) -> Path:
     return tmp_path
 
 
+def _graded_in_a_process_of_its_own(path: Path, check: str, only: bool = False) -> tuple[dict, int]:
+    """(the check's result, the grader's peak resident KiB) of grading decode_mask in a fresh
+    Python process. VmHWM is that process's own high-water mark: ru_maxrss would count the pages
+    a child forked from this (large) test process shared with it before exec."""
+    chosen = f", only_checks={{{check!r}}}" if only else ""
+    script = ("import json\nfrom grader import engine\n"
+              f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1{chosen})\n"
+              f"c = [c for c in r.exercise('decode_mask').checks if c.id == {check!r}][0]\n"
+              "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+              "print(json.dumps([{'passed': c.passed, 'kind': c.kind, 'message': c.message}, int(hwm)]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _check(path: Path, exercise: str, check: str):
     result = engine.grade(path, [exercise], seed=11, only_checks={check}).exercise(exercise)
     return result, next(c for c in result.checks if c.id == check)
@@ -116,16 +131,8 @@ def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_boun
         "    _host().send({'ok': True, 'value': [{}] * 4_000_000})\n"
         "    return _right(T, S)\n")
     path = _write(tmp_path, "decode_mask", source)
-    # VmHWM is this process's own high-water mark: ru_maxrss would count the pages a child forked
-    # from this (large) test process shared with it before exec
-    script = ("import json, sys\nfrom grader import engine\n"
-              f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1, only_checks={{'plain_decode'}})\n"
-              "c = r.exercise('decode_mask').checks[0]\n"
-              "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
-              "print(json.dumps([c.passed, c.kind, c.message, int(hwm)]))\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    passed, kind, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    check, peak_kib = _graded_in_a_process_of_its_own(path, "plain_decode", only=True)
+    passed, kind, message = check["passed"], check["kind"], check["message"]
     assert not passed and kind == "crash" and "values, over the cap" in message
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
 
@@ -245,13 +252,7 @@ def test_the_own_tests_relay_carries_160_mib_each_way_within_the_grader_bound(tm
     read into one buffer and written from the arrays' own memory."""
     path = _write(tmp_path, "decode_mask", (SOLUTIONS / "decode_mask.py").read_text())
     (path / "test_decode_mask.py").write_text(OWN_TESTS_OF_160_MIB)
-    script = ("import json, sys\nfrom grader import engine\n"
-              f"r = engine.grade({str(path)!r}, ['decode_mask'], seed=1)\n"
-              "c = [c for c in r.exercise('decode_mask').checks if c.id == 'own_tests_pass_on_reference'][0]\n"
-              "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
-              "print(json.dumps([c.passed, c.message, int(hwm)]))\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         check=False, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    passed, message, peak_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    check, peak_kib = _graded_in_a_process_of_its_own(path, "own_tests_pass_on_reference")
+    passed, message = check["passed"], check["message"]
     assert passed, message  # both tests passed on the reference: the values crossed both ways
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
