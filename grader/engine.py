@@ -210,8 +210,8 @@ def _facts(run: ExerciseRun | None, collected: CollectChecks) -> ExerciseFacts:
     sandbox, eid = run.sandbox, run.exercise.id
     if sandbox.load_error:
         return ExerciseFacts(run.module_path, load_error=sandbox.load_error, output_note=sandbox.output_note)
-    order = list(run.exercise.checks)  # the order `show --checks` lists, whichever stage ran a check
-    checks = sorted(collected.results[eid], key=lambda c: order.index(c.id) if c.id in order else len(order))
+    rank = {check: n for n, check in enumerate(run.exercise.checks)}  # `show --checks`' order, whatever the stage
+    checks = sorted(collected.results[eid], key=lambda c: rank.get(c.id, len(rank)))
     unexpected = list(collected.kit_errors[eid]) or ([] if checks else ["no hidden check ran"])
     return ExerciseFacts(run.module_path, attempted=not (sandbox.calls_ok == 0 and sandbox.calls_not_implemented > 0),
                          checks=checks, diagnoses=[(d.id, d.message) for d in run.diagnoses.values()],

@@ -68,8 +68,8 @@ def test_stale_slots_masked_by_adding_minus_1e9_are_named_where_garbage_wins():
         for s in layout.lens:
             q = rng.standard_normal((3, 2, 3))
             keys, values = layout.gather(s)
-            f = paged.Failure(layout, s, q, _additive_mask_output(layout, s, q), paged_oracle.attention(keys, values,
-                                                                                                        q))
+            want = paged_oracle.attention(keys, values, q)
+            f = paged.Failure(layout, s, q, _additive_mask_output(layout, s, q), want)
             failures += [] if f.right() else [f]
     assert len(failures) > 1  # the garbage of several cases outweighs -1e9; one case alone may be ambiguous
     assert [found for found, _ in paged.explain(failures)] == ["stale_slots_visible"]

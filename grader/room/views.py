@@ -59,7 +59,6 @@ def interviewer(room) -> dict:
 
 
 def _files(room, eid: str) -> list[dict]:
-
     saved = room.store.files()
     return [{"name": n, "text": saved[(eid, n)]} for n in files_of(room.exercises[eid])]
 

@@ -221,11 +221,11 @@ class Sandbox:
         the grader cannot use is the candidate's fault (``BadValue``), never the grader's."""
         self._check_budget()
         self.start()
-        if measure:
-            self._collect()
         if obj.generation not in (0, self.generation):
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "
                                        "candidate process restarted after an earlier fault")
+        if measure:
+            self._collect()
         worker = self.worker
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit

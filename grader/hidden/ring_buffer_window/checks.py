@@ -448,9 +448,8 @@ def _leftover_miss(ex, cache, qkv, want, W, stale, chunks, case) -> Miss | None:
             p = stale + start
             return Miss(len(chunks), f"after {stale} tokens of leftovers (values up to 1e30) and {W} ordinary ones, "
                                      f"the step for positions {p}..{p + T - 1} (window {W}) differs from "
-                                     "sliding-window "
-                                     "attention over the ordinary tokens: a slot outside the window was seen "
-                                     "(a mask that adds a large negative number does not hide 1e12)", case,
+                                     "sliding-window attention over the ordinary tokens: a slot outside the window "
+                                     "was seen (a mask that adds a large negative number does not hide 1e12)", case,
                         kind="wrong" if np.isfinite(out).all() else "nan")
         start += T
     return None
