@@ -214,6 +214,36 @@ def test_a_garbled_frame_ends_the_service_not_the_run(tmp_path):
     assert run.outcome == "ran" and run.failed == {"test_after_it"}
 
 
+PROPERTY_SUITE = '''
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from decode_mask import decode_causal_mask
+
+
+@settings(max_examples=25, database=None)
+@given(st.integers(1, 9), st.integers(0, 9))
+def test_the_last_query_sees_every_key(T, extra):
+    assert decode_causal_mask(T, T + extra)[-1].all()
+
+
+def test_no_plugin_is_loaded(pytestconfig):
+    names = {name for name, _ in pytestconfig.pluginmanager.list_name_plugin()}
+    assert not any("hypothesis" in str(name) for name in names), sorted(map(str, names))
+'''
+
+
+def test_a_suite_may_use_hypothesis_and_runs_with_no_plugin_loaded(tmp_path):
+    """The prompt: the tests run under plain pytest (no plugins) and may import numpy and hypothesis."""
+    (tmp_path / "test_decode_mask.py").write_text(PROPERTY_SUITE)
+    reference = own_tests.run(tmp_path / "test_decode_mask.py", DECODE_MASK.reference_path, DECODE_MASK, Limits())
+    assert reference.outcome == "ran" and len(reference.tests) == 2 and not reference.failed, reference
+    top_left = own_tests.variants(DECODE_MASK)["top_left_alignment"]
+    assert own_tests.run(tmp_path / "test_decode_mask.py", top_left, DECODE_MASK, Limits()).failed == {
+        "test_the_last_query_sees_every_key"}
+
+
 @pytest.mark.slow
 def test_any_exercise_can_be_tested_through_the_black_box():
     """gpt2_decode's public tests use a class, a kit helper's classmethod, len and ValueError."""

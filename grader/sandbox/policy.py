@@ -89,6 +89,9 @@ ENVIRONMENT = (  # the child's environment, besides HOME/TMPDIR (its scratch), t
     ("OPENBLAS_NUM_THREADS", "1"),
     ("OMP_NUM_THREADS", "1"),
     ("MKL_NUM_THREADS", "1"),
+    # A candidate's own tests run under pytest alone: plugins installed beside the kit are no part
+    # of the contract, and importing them (hypothesis's alone) cost about a second per run.
+    ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"),
     # A fixed mmap threshold (setting it turns glibc's adaptive one off): every large array is
     # its own mapping, returned on free, so the cgroup's peak sees each allocation instead of
     # reused heap that was charged once, steps ago.
