@@ -11,6 +11,7 @@ from .._oracles import attention_lse, ring_positions, visible_keys  # noqa: F401
 
 def attention(q, k, v, q_positions, k_positions, window=None):
     """(o [T, D], lse [T]) in float64; a row that sees nothing gives o = 0, lse = -inf."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))  # once, not once per row
     rows = [attention_lse(q[i:i + 1], k, v, visible_keys(int(p), k_positions, window)[None])
             for i, p in enumerate(q_positions)]  # one row at a time: no T x S mask, even here
     if not rows:
