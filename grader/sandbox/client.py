@@ -204,15 +204,15 @@ class Sandbox:
         self.launch_twin()
         return self._twin
 
-    def _discard_worker(self):
+    def _discard_worker(self, polite: bool = True):
         if self.worker is not None:
             self.output_truncated |= self.worker.output_truncated
-            self.worker.stop()
+            self.worker.stop(polite)
             self.worker = None
 
     def _fault(self, exc: CandidateFault) -> CandidateFault:
         self.faults.append(str(exc))
-        self._discard_worker()
+        self._discard_worker(polite=False)
         return exc
 
     def request(self, obj: RemoteObject, header: dict, what: str, args=(), kwargs=None,

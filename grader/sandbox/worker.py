@@ -88,9 +88,11 @@ class Worker:
     def alive(self) -> bool:
         return self.child is not None and self.child.poll() is None
 
-    def stop(self):
+    def stop(self, polite: bool = True):
+        """End the child: asked to exit (a second at most) when ``polite``, else killed at once (a
+        child that just faulted may be anywhere in its own code, and owes no grace)."""
         if self.child is not None:
-            if self.child.poll() is None:
+            if polite and self.child.poll() is None:
                 try:
                     self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), time.monotonic() + 0.5)
                     self.child.wait(timeout=1)
