@@ -126,7 +126,8 @@ def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
     (cohort / "mallory").symlink_to(tmp_path / "bob-work")  # a link is never a candidate
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "batch", "--seed", "0", str(cohort), "--out", str(out), "-e",
-                           "decode_mask"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                           "decode_mask"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # the kit, installed or not
     assert done.returncode == 0, done.stderr
     rows = {json.loads((d / "result.json").read_text())["submission"]: d.name
             for d in out.iterdir() if (d / "result.json").is_file()}
