@@ -7,8 +7,22 @@ import pytest
 
 from grader import catalog
 from grader.sandbox import Limits, launch
+from grader.verify import outcomes
 
 EXAMPLES = Path(__file__).parent / "examples"
+
+
+@pytest.fixture(scope="session")
+def verify_seed():
+    """The seed of the suite's one verify run."""
+    return 7
+
+
+@pytest.fixture(scope="session")
+def kit_outcomes(verify_seed):
+    """Every outcome of one verify run over the whole kit: test_verify judges them, and the
+    diagnosis-stability test reruns each mutant's failing checks at other seeds."""
+    return outcomes(seed=verify_seed)
 
 
 @pytest.fixture

@@ -1,14 +1,15 @@
 """Diagnoses follow the mistake, not the seed: every mutant draws the same names across seeds.
 
 What guarantees it is the mechanism (a mistake is named only when it explains every failing
-case of a check), so this runs the real checks on the real mutants, in the real sandbox. To stay
-cheap it starts one sandbox per mutant and reruns, for each seed, only the checks the mutant
-fails at seed 0; each exercise runs in a worker process of its own.
+case of a check), so this runs the real checks on the real mutants, in the real sandbox. It
+builds on the suite's one verify run (``kit_outcomes``, at ``verify_seed``), which says which
+checks each mutant fails: for each file mutant one sandbox reruns exactly those checks at that
+seed and at other seeds, and what they name is compared. Mutants are spread over a process pool.
 
-Seeds are SAMPLED to fit the suite's CI budget (under 10 minutes on 2 cores): seed 0 and
-SAMPLED_SEEDS more per mutant, drawn from 1-20 by the mutant's name, so different mutants try
-different seeds and the sample is the same on every run. KVGRADE_STABILITY_SEEDS=all reruns
-every mutant on all of seeds 0-20 (the full sweep, several times slower).
+Seeds are SAMPLED to fit the suite's CI budget: SAMPLED_SEEDS besides the verify seed per mutant,
+drawn from 0-20 by the mutant's name, so different mutants try different seeds and the sample
+is the same on every run. KVGRADE_STABILITY_SEEDS=all reruns every mutant on all of seeds 0-20
+(the full sweep, several times slower).
 """
 import multiprocessing
 import os
@@ -25,64 +26,68 @@ from grader.sandbox import Limits
 from grader.verify import mutant_submission
 
 ALL_SEEDS = range(21)
-SAMPLED_SEEDS = 2  # besides seed 0, per mutant: 129 mutants x 2 still try every seed 1-20
-
-
-def seeds_for(mutant_name: str) -> list[int]:
-    if os.environ.get("KVGRADE_STABILITY_SEEDS") == "all":
-        return list(ALL_SEEDS)
-    rng = np.random.default_rng(zlib.crc32(mutant_name.encode()))
-    return [0, *sorted(int(s) for s in rng.choice(ALL_SEEDS[1:], SAMPLED_SEEDS, replace=False))]
-
+SAMPLED_SEEDS = 1  # besides the verify seed, per mutant: the file mutants still try every other seed
 LIMITS = Limits(exercise_seconds=3600.0, cpu_seconds=3600)  # 21 seeds share one child's time budget
 
 
-def _names_by_seed(exercise_id: str) -> dict:
-    """{mutant name: {seed: sorted diagnosis ids}} for every file mutant of the exercise."""
+def seeds_for(mutant_name: str, verify_seed: int) -> list[int]:
+    others = [s for s in ALL_SEEDS if s != verify_seed]
+    if os.environ.get("KVGRADE_STABILITY_SEEDS") == "all":
+        return [verify_seed, *others]
+    rng = np.random.default_rng(zlib.crc32(mutant_name.encode()))
+    return [verify_seed, *sorted(int(s) for s in rng.choice(others, SAMPLED_SEEDS, replace=False))]
+
+
+def _seeded(failed: dict) -> list[str]:
+    """The failing checks that draw from the seed (the candidate's own tests have none in them)."""
+    return sorted(c for c in failed if not c.startswith(own_tests.CHECK_PREFIX))
+
+
+def _names_by_seed(exercise_id: str, mutant_name: str, checks: list[str], seeds: list[int]) -> dict:
+    """{seed: sorted diagnosis ids} that ``checks`` draw at each seed, in one sandbox of the mutant."""
     ex = catalog.get(exercise_id)
-    found = {}
-    for mutant in (m for m in ex.mutants if m.path.is_file()):
-        with tempfile.TemporaryDirectory(prefix="kvgrade-stability-") as tmp:
-            found[mutant.name] = _over_seeds(ex, mutant_submission(mutant, Path(tmp)), seeds_for(mutant.name))
-    return found
-
-
-def _over_seeds(ex, submission: Path, seeds: list[int]) -> dict:
-    modules = {e.id: engine.locate(submission, e.id) for e in catalog.exercises()}
-    run = engine._prepare(ex, modules[ex.id], modules, 0, LIMITS, submission)
-    engine._start_all({ex.id: run})
-    # the candidate's own tests have no seed in them, and run as processes of their own: left out
-    seeded = {c for c in ex.check_ids if not c.startswith(own_tests.CHECK_PREFIX)}
-    try:
-        first = engine._run_checks({ex.id: run}, seeded, None, own_tests_stage=False).results[ex.id]
-        failing = {c.id for c in first if not c.passed}
-        drawn = {}
-        for seed in seeds:
-            run.seed, run.diagnoses = seed, {}
-            if failing:
-                engine._run_checks({ex.id: run}, failing, None, own_tests_stage=False)
-            drawn[seed] = sorted(run.diagnoses)
-        return drawn
-    finally:
-        run.sandbox.close()
+    mutant = next(m for m in ex.mutants if m.name == mutant_name)
+    with tempfile.TemporaryDirectory(prefix="kvgrade-stability-") as tmp:
+        submission = mutant_submission(mutant, Path(tmp))
+        modules = {e.id: engine.locate(submission, e.id) for e in catalog.exercises()}
+        run = engine._prepare(ex, modules[ex.id], modules, 0, LIMITS, submission)
+        engine._start_all({ex.id: run})
+        try:
+            drawn = {}
+            for seed in seeds:
+                run.seed, run.diagnoses = seed, {}
+                if checks:
+                    engine._run_checks({ex.id: run}, set(checks), None, own_tests_stage=False)
+                drawn[seed] = sorted(run.diagnoses)
+            return drawn
+        finally:
+            run.sandbox.close()
 
 
 @pytest.fixture(scope="module")
-def names_by_seed():
-    ids = [e.id for e in catalog.exercises()]
+def names_by_seed(kit_outcomes, verify_seed):
+    """{exercise: {mutant: {seed: sorted diagnosis ids}}} for every file mutant."""
+    file_mutants = {(m.exercise, m.name) for ex in catalog.exercises() for m in ex.mutants if m.path.is_file()}
+    jobs = [(o.exercise, o.subject, _seeded(o.failed), seeds_for(o.subject, verify_seed))
+            for o in kit_outcomes if (o.exercise, o.subject) in file_mutants]
+    assert {job[:2] for job in jobs} == file_mutants, "the verify run graded every file mutant"
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
-        return dict(zip(ids, pool.map(_names_by_seed, ids)))
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+        drawn = pool.map(_names_by_seed, *zip(*jobs))
+        found: dict = {}
+        for (exercise_id, name, _, _), by_seed in zip(jobs, drawn):
+            found.setdefault(exercise_id, {})[name] = by_seed
+    return found
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", [e.id for e in catalog.exercises()])
-def test_every_mutant_draws_the_same_diagnoses_for_every_seed(names_by_seed, exercise_id):
+def test_every_mutant_draws_the_same_diagnoses_for_every_seed(names_by_seed, verify_seed, exercise_id):
     ex = catalog.get(exercise_id)
     unstable = {name: by_seed for name, by_seed in names_by_seed[exercise_id].items()
                 if len({tuple(ids) for ids in by_seed.values()}) > 1}
     assert not unstable, {name: {s: ids for s, ids in by_seed.items()} for name, by_seed in unstable.items()}
     for mutant in (m for m in ex.mutants if m.path.is_file()):
-        drawn = set(names_by_seed[exercise_id][mutant.name][0])
+        drawn = set(names_by_seed[exercise_id][mutant.name][verify_seed])
         expected = set(mutant.expected_diagnoses)
         assert expected <= drawn if expected else not drawn, (mutant.name, sorted(drawn))

@@ -1,15 +1,9 @@
 """The kit's central promise: rubrics follow the calibration, and hidden tests separate every
 reference from every known mistake. One verify run over the whole kit, in one process pool,
-shared by every parametrized test."""
+shared by every parametrized test (``kit_outcomes``, in conftest.py)."""
 import pytest
 
 from grader import catalog
-from grader.verify import outcomes
-
-
-@pytest.fixture(scope="module")
-def kit_outcomes():
-    return outcomes(seed=7)
 
 
 @pytest.mark.slow
