@@ -219,14 +219,15 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     """
     paths = _grade_paths(paths, solutions)
     if len(paths) > 1:
+        _check_exist(paths, "PATH")  # first: an option's value taken for a PATH shows here
         _refuse({**{f"--{key.removesuffix('_out')}": value for key, value in outputs.items()},
                  "--notes": notes_path, "--check": checks},
-                "apply to one submission; a batch writes every candidate's reports into --out")
-        _refuse({"--fail-under": fail_under}, "applies to one submission")
-        _refuse({"--live": live}, "applies to one submission")
+                "to one submission; a batch writes every candidate's reports into --out")
+        _refuse({"--fail-under": fail_under}, "to one submission")
+        _refuse({"--live": live}, "to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
-    _refuse({"--out": out_dir, "--jobs": jobs}, "apply to several PATHs (a batch)")
+    _refuse({"--out": out_dir, "--jobs": jobs}, "to several PATHs (a batch)")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
     progress = _Progress()
@@ -245,10 +246,11 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
         sys.exit(1)
 
 
-def _refuse(options: dict, why: str):
+def _refuse(options: dict, scope: str):
+    """A usage error naming the options given here that only apply ``scope``."""
     used = [name for name, value in options.items() if value]
     if used:
-        raise click.UsageError(f"{', '.join(used)} {why}")
+        raise click.UsageError(f"{', '.join(used)} {'apply' if len(used) > 1 else 'applies'} {scope}")
 
 
 def _grade_paths(paths, solutions) -> tuple:
@@ -347,11 +349,15 @@ def _stop_on_signals():
             signal.signal(signum, handler)
 
 
-def _check_batch_paths(paths, out_dir):
-    """Before anything is written: every path exists, and the batch folder can be made."""
+def _check_exist(paths, hint: str):
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
-        raise click.BadParameter(f"{missing[0]} does not exist", param_hint="FOLDER")
+        raise click.BadParameter(f"{missing[0]} does not exist", param_hint=hint)
+
+
+def _check_batch_paths(paths, out_dir):
+    """Before anything is written: every path exists, and the batch folder can be made."""
+    _check_exist(paths, "FOLDER")
     _check_outputs(out_dir)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise click.UsageError(f"cannot write {out_dir}: it is not a folder")

@@ -213,7 +213,7 @@ def test_batch_of_nothing_is_a_usage_error(tmp_path):
 
 def test_several_paths_refuse_single_report_options(tmp_path):
     out = CliRunner().invoke(main, ["grade", str(tmp_path), str(tmp_path), "--html", "x.html"])
-    assert out.exit_code == 2 and "--html apply to one submission" in out.output
+    assert out.exit_code == 2 and "--html applies to one submission" in out.output
 
 
 def test_start_makes_a_workspace_for_pytest_and_the_grader(tmp_path):
