@@ -151,7 +151,9 @@ def _run_checks(runs: dict[str, ExerciseRun], only, progress, own_tests_stage: b
              and (not own_tests_stage or own_tests.judgeable(r.exercise))]
     if paths:
         ini = str(catalog.HIDDEN_ROOT / "pytest.ini")
-        args = ["-c", ini, "--rootdir", str(catalog.HIDDEN_ROOT), "-p", "no:terminal",
+        # No plugin installed beside the kit runs with the hidden checks: one that reorders tests or
+        # reseeds generators (pytest-randomly) would change verdicts, and loading them costs time.
+        args = ["-c", ini, "--rootdir", str(catalog.HIDDEN_ROOT), "--disable-plugin-autoload", "-p", "no:terminal",
                 "-p", "no:cacheprovider", "-p", "no:stepwise", "--assert=plain", *paths]
         code = pytest.main(args, plugins=[plugin, _Stage(own_tests_stage)])
         if code == pytest.ExitCode.INTERRUPTED:  # pytest caught our KeyboardInterrupt: end the grading
