@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog, engine
@@ -40,12 +40,11 @@ class Outcome:
     subject: str  # "reference", "rubric", the mutant's name or "variant:<name>"
     ok: bool
     line: str
-    failed: dict = field(default_factory=dict)  # {failing check id: sorted diagnosis ids it named}
+    failing: tuple[str, ...] = ()  # the checks that failed: the diagnosis-stability test reruns these
 
 
-def failed_checks(result: ExerciseResult) -> dict[str, list[str]]:
-    """What a grading's failing checks named: the diagnosis-stability test reruns exactly these."""
-    return {c.id: sorted({d for d, _ in c.named}) for c in result.checks if not c.passed}
+def failing_checks(result: ExerciseResult) -> tuple[str, ...]:
+    return tuple(sorted(c.id for c in result.checks if not c.passed))
 
 
 def mutant_submission(mutant: Mutant, into: Path) -> Path:
@@ -104,7 +103,7 @@ def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcom
         detail += f": {result.error}"
     if misplaced:
         detail += "; rubric: " + "; ".join(misplaced)
-    return Outcome(ex.id, mutant.name, ok, detail, failed_checks(result))
+    return Outcome(ex.id, mutant.name, ok, detail, failing_checks(result))
 
 
 def variant_submission(path: Path, exercise_id: str, into: Path) -> Path:

@@ -38,9 +38,9 @@ def seeds_for(mutant_name: str, verify_seed: int) -> list[int]:
     return [verify_seed, *sorted(int(s) for s in rng.choice(others, SAMPLED_SEEDS, replace=False))]
 
 
-def _seeded(failed: dict) -> list[str]:
+def _seeded(failing: tuple[str, ...]) -> list[str]:
     """The failing checks that draw from the seed (the candidate's own tests have none in them)."""
-    return sorted(c for c in failed if not c.startswith(own_tests.CHECK_PREFIX))
+    return [c for c in failing if not c.startswith(own_tests.CHECK_PREFIX)]
 
 
 def _names_by_seed(exercise_id: str, mutant_name: str, checks: list[str], seeds: list[int]) -> dict:
@@ -68,7 +68,7 @@ def _names_by_seed(exercise_id: str, mutant_name: str, checks: list[str], seeds:
 def names_by_seed(kit_outcomes, verify_seed):
     """{exercise: {mutant: {seed: sorted diagnosis ids}}} for every file mutant."""
     file_mutants = {(m.exercise, m.name) for ex in catalog.exercises() for m in ex.mutants if m.path.is_file()}
-    jobs = [(o.exercise, o.subject, _seeded(o.failed), seeds_for(o.subject, verify_seed))
+    jobs = [(o.exercise, o.subject, _seeded(o.failing), seeds_for(o.subject, verify_seed))
             for o in kit_outcomes if (o.exercise, o.subject) in file_mutants]
     assert {job[:2] for job in jobs} == file_mutants, "the verify run graded every file mutant"
     context = multiprocessing.get_context("spawn")
