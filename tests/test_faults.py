@@ -53,7 +53,8 @@ def body(before: str, returns: str = "np.arange(S)[None, :] <= np.arange(S - T, 
     """A decode_causal_mask that does ``before`` and then returns ``returns``."""
     lines = "\n".join("    " + line for line in before.strip().splitlines())
     return ("import os, sys, time\nimport numpy as np\n\ndef decode_causal_mask(T, S):\n"
-            "    if not 1 <= T <= S:\n        raise ValueError('bad sizes')\n"
+            "    if not (isinstance(T, (int, np.integer)) and isinstance(S, (int, np.integer)) and 1 <= T <= S):\n"
+            "        raise ValueError('bad sizes')\n"
             f"{lines}\n    return {returns}\n")
 
 

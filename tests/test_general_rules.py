@@ -176,6 +176,87 @@ def test_the_child_reports_changed_arguments_and_scribbles_only_writable_results
         sandbox.close()
 
 
+ALIAS = b"""
+import numpy as np
+_kept = []
+
+def keep(x):
+    _kept.append(x)
+    return len(_kept)
+
+def keep_copy(x):
+    _kept.append(list(x))
+    return len(_kept)
+
+def grow():
+    for x in _kept:
+        x.append(0) if isinstance(x, list) else x.__setitem__(0, 9.0)
+    return len(_kept)
+
+def identity(x):
+    return x
+
+def let_go():
+    _kept.clear()
+    return 0
+"""
+
+
+@pytest.mark.slow
+def test_the_child_reports_an_argument_kept_by_reference_that_a_later_call_changes():
+    sandbox = Sandbox(ModuleToLoad("alias", [("alias.py", ALIAS)], []))
+    try:
+        m, own = sandbox.module, sandbox.ownership
+        m.keep_copy([4, 5])
+        m.grow()
+        assert own.aliased == [], "a copy the candidate keeps is its own to change"
+        m.keep([1, 2, 3])
+        m.grow()
+        assert [(label, later) for _, label, later in own.aliased] == [("0", "grow()")]
+        assert own.aliased[0][0].startswith("keep(")
+        m.let_go()
+        kept = np.zeros(3)
+        assert m.identity(kept) is not None  # handed back: the caller's from now on, not watched
+        m.grow()
+        assert len(own.aliased) == 1 and own.changed == [] and own.unreported == []
+    finally:
+        sandbox.close()
+
+
+def test_kept_arguments_are_forgotten_once_the_candidate_lets_go():
+    """In-process: the probe holds an argument only while candidate code holds it too."""
+    import sys
+    sys.path.insert(0, str(Path(_general.__file__).parents[1] / "sandbox"))
+    try:
+        from child import Probes
+    finally:
+        sys.path.pop(0)
+    probes, store = Probes(set()), []
+    for n, keep in enumerate([True, False]):
+        args = [[n, n + 1]]
+        before = probes.before(args, {})
+        if keep:
+            store.append(args[0])
+        probes.report(before, args, {}, n)
+        del args
+    assert [e[0] for e in probes.kept] == [0], "only the argument the candidate kept is watched"
+    store[0].append(7)
+    assert probes.report(probes.before([], {}), [], {}, 2)["aliased"] == [[0, "0"]]
+    store.clear()
+    assert len(probes.prune()) == 0
+
+
+def test_each_exercise_s_integer_edges_reach_the_top_of_their_narrowest_dtype():
+    found = 0
+    for ex in catalog.exercises():
+        module = __import__(f"grader.hidden.{ex.id}.checks", fromlist=["checks"])
+        for name, args, kwargs, _ in getattr(module, "integer_edges", lambda: [])():
+            widest = _general._widest((args, kwargs))
+            assert widest >= 0.9 * np.iinfo(_general._narrowest(widest)).max, (ex.id, name, args)
+            found += 1
+    assert found >= 20
+
+
 @pytest.mark.slow
 def test_a_cache_keyed_on_part_of_the_arguments_is_caught_in_a_fresh_process(tmp_path):
     """Scaled keys kept per chunk shape: the value checks never call twice with one shape, but a

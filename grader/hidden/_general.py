@@ -4,18 +4,22 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
 ``ex``, so they see every call those checks made: no exercise writes code for them.
 
 - Ownership: the child probes every candidate call (``sandbox/child.py``): it digests each argument
-  before and after, holds the arrays a call returned and reports when a later call changed them,
-  and scribbles over a writable result once it has been sent, so a memo handed out writable
-  gives a later call a visibly wrong answer (the value checks see it). The storage attributes
+  before and after; it watches an argument the candidate kept a reference to (a stored prompt
+  list) and reports when a later call changed it; it holds the arrays a call returned, reports
+  when a later call changed them, and scribbles over a writable result once it has been sent, so
+  a memo handed out writable gives a later call a visibly wrong answer (the value checks see
+  it). The storage attributes
   an exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache
   or state object a function is given is digested by its type only, so its state may change.
 - Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
   bool rows shuffled are answered by a fresh process of the module and then by the running one.
-- Integer types (ints become numpy scalars, int arrays and lists of ints
-  arrays, of the narrowest signed dtype that holds every int of the call): the sandbox keeps copies of up to
+- Integer types (ints become numpy scalars, int arrays and lists of ints arrays, of the narrowest
+  signed dtype that holds every int of the call): the sandbox keeps copies of up to
   ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
-  first and shuffled, and compare with the answers first given.
+  first and shuffled, and compare with the answers first given. An exercise's ``integer_edges()``
+  adds calls whose integers reach the top of int8, int16 or int32, where arithmetic kept in the
+  inputs' dtype wraps (``p + 1`` at 127): right as Python ints, and the same in that dtype.
 
 Rerunning one of these with ``--check`` runs the exercise's own checks too (their results are
 not reported), so the replayed calls are the same as in the full run.
@@ -38,9 +42,18 @@ def check_leaves_arguments_unchanged(ex):
     _require_probes(own)
     if own.changed:
         what, labels = own.changed[0]
-        said = ", ".join(f"argument {int(label) + 1}" if label.isdigit() else label for label in labels)
+        said = ", ".join(_argument(label) for label in labels)
         fail(f"{what} changed its {said}: a function leaves its arguments unchanged (only the cache or state "
              f"object the exercise names may change); {plural(len(own.changed), 'call')} did so", kind="hygiene")
+    if own.aliased:
+        earlier, label, later = own.aliased[0]
+        fail(f"the {_argument(label)} given to {earlier} was kept by reference and changed during a later call, "
+             f"{later}: a function leaves its arguments unchanged, later too (keep a copy of what you store)",
+             kind="hygiene")
+
+
+def _argument(label: str) -> str:
+    return f"argument {int(label) + 1}" if label.isdigit() else label
 
 
 def check_results_belong_to_the_caller(ex):
@@ -113,8 +126,12 @@ def _shuffled(rng, value):
     return walk(value)
 
 
-def check_any_signed_integer_type(ex):
-    """Integers given as numpy scalars and arrays of any signed dtype that holds them work alike."""
+def check_any_signed_integer_type(ex, request):
+    """Integers given as numpy scalars and arrays of any signed dtype that holds them work alike,
+    up to the top of that dtype."""
+    edges = getattr(request.module, "integer_edges", None)
+    for name, args, kwargs, want in edges() if edges else ():
+        _expect_edge(ex, name, args, kwargs, want)
     for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None, _fill):
         dtype = _narrowest(_widest((recorded.args, recorded.kwargs)))
         args, kwargs = _retyped(recorded.args, dtype), _retyped(recorded.kwargs, dtype)
@@ -129,6 +146,33 @@ def check_any_signed_integer_type(ex):
         if not _same(got, recorded.value, recorded.args):
             fail(f"{what} gave another answer than {recorded.what}: integers of any signed dtype that holds "
                  "their values are the same input", case={"call": what})
+
+
+def _expect_edge(ex, name, args, kwargs, want):
+    """An exercise's call whose integers reach the top of their narrowest signed dtype, where
+    arithmetic in that dtype wraps (``p + 1`` at 127 in int8): right as Python ints and int64
+    arrays (``want``, or the answer given so when None), and the same in that dtype."""
+    dtype = _narrowest(_widest((args, kwargs)))
+    wide = _edge_answer(ex, name, args, kwargs, dtype)
+    if want is not None and not _same(wide, want, args):
+        fail(f"{call_text(name, args, kwargs)} gave a wrong answer: integers near the top of "
+             f"{np.dtype(dtype).name} are ordinary values", case={"call": call_text(name, args, kwargs)})
+    narrow_args, narrow_kwargs = _retyped(args, dtype), _retyped(kwargs, dtype)
+    narrow = _edge_answer(ex, name, narrow_args, narrow_kwargs, dtype)
+    if not _same(narrow, wide if want is None else want, args):
+        what = call_text(name, narrow_args, narrow_kwargs)
+        fail(f"{what} gave another answer than with the same values as Python ints: arithmetic in the "
+             f"inputs' {np.dtype(dtype).name} wraps near its top; integers of any signed dtype that holds "
+             "them are the same input", case={"call": what})
+
+
+def _edge_answer(ex, name, args, kwargs, dtype):
+    try:
+        return getattr(ex.candidate, name)(*args, **kwargs)
+    except CandidateRaised as exc:
+        what = call_text(name, args, kwargs)
+        fail(f"{what} raised {exc.type_name} ({exc.message[:120]}): these integers, near the top of "
+             f"{np.dtype(dtype).name}, are valid", kind="crash", case={"call": what})
 
 
 # -- shared -----------------------------------------------------------------------------------------

@@ -26,10 +26,11 @@ import numpy as np  # noqa: E402  (after the sibling path is dropped again)
 
 # Captured before candidate code runs, so a monkeypatched os does not cut the line.
 _read, _write = os.read, os.write
-_crc32, _ndarray, _generic = zlib.crc32, np.ndarray, np.generic
+_crc32, _ndarray, _generic, _refcount = zlib.crc32, np.ndarray, np.generic, sys.getrefcount
 
 HELD_RESULTS = 8  # arrays returned by earlier calls that later replies report on
 HELD_BYTES = wire.HELD_BYTES  # their total size: in the child's footprint, so small and allowed for
+KEPT_ARGUMENTS = 8  # arguments a call kept a reference to, that later replies report on
 DIGEST_DEPTH = 8  # nesting a digest follows (a kit object's attributes, a list of arrays)
 
 
@@ -177,31 +178,44 @@ def _labels(args, kwargs):
 
 
 class Probes:
-    """Arguments before and after each candidate call, and the arrays earlier calls returned."""
+    """Arguments before and after each candidate call, the arrays earlier calls returned, and the
+    arguments a call kept a reference to (an alias a later call may change)."""
 
     def __init__(self, kit_modules):
         self.kit_modules = frozenset(kit_modules)
         self.held = collections.deque()  # (request id, index, array, digest)
+        self.kept = collections.deque()  # (request id, label, argument, digest)
 
     def before(self, args, kwargs):
-        return [(label, digest(value, self.kit_modules)) for label, value in _labels(args, kwargs)]
+        return [(label, digest(value, self.kit_modules), _refcount(value)) for label, value in _labels(args, kwargs)]
 
-    def report(self, before, args, kwargs) -> dict:
-        """Which arguments changed during the call, and which held results changed since held."""
-        after = {label: digest(value, self.kit_modules) for label, value in _labels(args, kwargs)}
-        changed = [label for label, d in before if after.get(label) != d]
-        moved, kept = [], collections.deque()
-        for entry in self.held:
-            if digest(entry[2]) == entry[3]:
-                kept.append(entry)
-            else:
-                moved.append([entry[0], entry[1]])
-        self.held = kept
-        return {"changed": changed, "moved": moved}
+    def report(self, before, args, kwargs, request_id=None) -> dict:
+        """Which arguments changed during the call, which held results and which arguments kept by
+        earlier calls changed since, and which of this call's arguments the candidate kept."""
+        labelled = _labels(args, kwargs)
+        after = {label: digest(value, self.kit_modules) for label, value in labelled}
+        changed = [label for label, d, _ in before if after.get(label) != d]
+        moved, self.held = _changed_since(self.held, self.kit_modules)
+        aliased, self.kept = _changed_since(self.prune(), self.kit_modules)
+        for (label, value), (_, _, count) in zip(labelled, before):
+            if _mutable(value) and _refcount(value) > count and _digested(after[label]) <= HELD_BYTES // KEPT_ARGUMENTS:
+                self.kept.append((request_id, label, value, after[label]))
+        while len(self.kept) > KEPT_ARGUMENTS:
+            self.kept.popleft()
+        return {"changed": changed, "moved": moved, "aliased": aliased}
+
+    def prune(self) -> collections.deque:
+        """Forget kept arguments the candidate no longer holds: ours would be their last reference."""
+        self.kept = collections.deque(e for e in self.kept if _refcount(e[2]) > _OURS)
+        return self.kept
 
     def hand_over(self, request_id, arrays):
         """After the reply is sent: scribble over each writable array it carried (a memo handed
-        out writable then gives a later call a visibly wrong answer), and hold it."""
+        out writable then gives a later call a visibly wrong answer), and hold it. An argument handed
+        back as a result is the caller's to change from now on: it is no longer watched."""
+        self.kept = collections.deque(e for e in self.kept if not any(
+            e[2] is arr or (isinstance(e[2], _ndarray) and isinstance(arr, _ndarray) and np.may_share_memory(e[2], arr))
+            for arr in arrays))
         for index, arr in enumerate(arrays):
             if not isinstance(arr, _ndarray) or arr.dtype.hasobject or arr.ndim == 0:
                 continue
@@ -211,6 +225,29 @@ class Probes:
                 self.held.append((request_id, index, arr, digest(arr)))
         while len(self.held) > HELD_RESULTS:
             self.held.popleft()
+
+
+_OURS = 2  # references getrefcount sees to a kept argument no one else holds: the entry, its own argument
+
+
+def _mutable(value) -> bool:
+    return isinstance(value, (list, dict)) or (isinstance(value, _ndarray) and not value.dtype.hasobject)
+
+
+def _digested(d: str) -> int:
+    """The bytes a digest covered."""
+    return int(d.rpartition("-")[2])
+
+
+def _changed_since(entries, kit_modules):
+    """([request id, key] of the entries whose value's digest changed, the entries unchanged)."""
+    changed, same = [], collections.deque()
+    for entry in entries:
+        if digest(entry[2], kit_modules) == entry[3]:
+            same.append(entry)
+        else:
+            changed.append([entry[0], entry[1]])
+    return changed, same
 
 
 def _scribble(arr):
@@ -242,6 +279,7 @@ def run_call(host, header, arrays, module):
         return importlib.import_module(header["name"])
     if op == "collect":  # before a measured call: what nothing holds is freed now, not during it
         gc.collect()
+        host.probes.prune()
         return None
     if op == "getattr":
         return getattr(target, header["name"])
@@ -257,7 +295,7 @@ def run_call(host, header, arrays, module):
         try:
             return fn(*args, **kwargs)
         finally:
-            host.probe = _quietly(host.probes.report, before, args, kwargs)
+            host.probe = _quietly(host.probes.report, before, args, kwargs, host.request_id)
     raise wire.WireError(f"unknown operation {op!r}")
 
 

@@ -59,6 +59,7 @@ class Ownership:
     probed: int = 0
     changed: list = field(default_factory=list)  # (call, [argument labels])
     moved: list = field(default_factory=list)  # (earlier call, later call)
+    aliased: list = field(default_factory=list)  # (earlier call, its argument label, later call)
     unreported: list = field(default_factory=list)  # calls
 
 
@@ -271,8 +272,11 @@ class Sandbox:
             self._calls_by_id.popitem(last=False)
         changed = probe.get("changed") if isinstance(probe, dict) else None
         moved = probe.get("moved") if isinstance(probe, dict) else None
+        aliased = probe.get("aliased") if isinstance(probe, dict) else None
         if not (isinstance(changed, list) and all(isinstance(c, str) for c in changed) and isinstance(moved, list)
-                and all(isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m) for m in moved)):
+                and all(isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m) for m in moved)
+                and isinstance(aliased, list) and all(isinstance(a, list) and len(a) == 2 and type(a[0]) is int
+                                                      and isinstance(a[1], str) for a in aliased)):
             if len(own.unreported) < OWNERSHIP_KEPT:
                 own.unreported.append(what)
             return
@@ -280,6 +284,8 @@ class Sandbox:
             own.changed.append((what, [c[:40] for c in changed[:10]]))
         for request, _ in moved[:OWNERSHIP_KEPT - len(own.moved)]:
             own.moved.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
+        for request, label in aliased[:OWNERSHIP_KEPT - len(own.aliased)]:
+            own.aliased.append((self._calls_by_id.get((self.generation, request), "an earlier call"), label[:40], what))
 
     def _record(self, name, args, kwargs, value, what):
         """Keep a copy of a small module-level call on data only, for the general rules to replay:

@@ -133,8 +133,8 @@ def check_incremental_attention(ex):
 
 
 def check_rejects_invalid_sizes(ex):
-    """T < 1, S < 1 or T > S raise ValueError."""
-    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0)]:
+    """T < 1, S < 1, T > S or a size that is not an int raise ValueError."""
+    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0), (2.5, 5), (2, 4.5)]:
         expect_rejected(ex, ex.candidate.decode_causal_mask, T, S, call=f"decode_causal_mask({T}, {S})",
                         diagnosis="accepts_invalid_sizes", why="sizes outside 1 <= T <= S give a silent answer",
                         case={"T": T, "S": S})
@@ -153,3 +153,8 @@ def check_own_tests_catch_top_left(ex):
 
 
 check_own_tests_mutation_score = own_tests.check_own_tests_mutation_score
+
+
+def integer_edges():
+    """Calls whose sizes reach the top of int8 and int16, for the general integer-type check."""
+    return [("decode_causal_mask", (T, S), {}, oracle.causal_mask(T, S)) for T, S in [(3, 127), (2, 32767)]]

@@ -308,7 +308,7 @@ def check_rejected_call_changes_nothing(ex):
         fail(f"{run.call_text(ids[24:] + [1, 2])} did not raise (n_ctx = 29)", case=run.case)
     if len(run.cache) != 24:
         fail(f"after a rejected call of 7 tokens on a cache of 24, len(cache) is {len(run.cache)!r}; "
-             "expected 24: check before changing anything", case=run.case)
+             "expected 24: check before changing anything", case=run.case, kind="hygiene")
     got.append(run.feed(ids[24:], [5]))
     _expect_run(run, np.concatenate(got), "decoding after a rejected call")
 

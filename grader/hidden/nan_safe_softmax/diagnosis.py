@@ -18,13 +18,12 @@ from grader.checking import Explanation, Variant, explain, tolerance
 
 from . import oracle
 
-LARGEST = 1e4  # section 1's range of scores; the prompt's "far beyond" is judged as at its edge
-
-
 def _magnitude(scores, allowed) -> float:
-    """m of section 1's rule: the largest allowed score's magnitude, up to section 1's 1e4."""
+    """m of section 1's rule: the largest allowed score's magnitude. Beyond section 1's 1e4 (the
+    prompt's "far beyond") the rule is the same: one rounding of a score 7e15 is 1, so an exact
+    answer cannot be asked of a log-domain state there, only a finite one."""
     seen = np.abs(np.asarray(scores, dtype=np.float64)[np.asarray(allowed, bool)])
-    return min(LARGEST, float(np.max(seen[np.isfinite(seen)], initial=0.0)))
+    return float(np.max(seen[np.isfinite(seen)], initial=0.0))
 
 
 def _rows(x: np.ndarray) -> np.ndarray:

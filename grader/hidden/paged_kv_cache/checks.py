@@ -785,6 +785,11 @@ def check_rejects_invalid_arguments(ex):
            ("append", (1, z((2, 3, 3)), z((2, 3, 3))), "k, v with 3 kv heads, not 2"),
            ("append", (1, z((2, 2, 4)), z((2, 2, 4))), "k, v with head_dim 4, not 3"),
            ("append", (1, z((2, 2, 3)), z((3, 2, 3))), "k and v of different lengths"),
+           # one of k, v alone malformed, in an append that needs a new block: checked before it is taken
+           ("append", (1, z((4, 2, 3)), z((4, 3, 3))), "v alone with 3 kv heads"),
+           ("append", (1, z((4, 2, 3)), z((4, 2, 4))), "v alone with head_dim 4"),
+           ("append", (1, z((4, 3, 3)), z((4, 2, 3))), "k alone with 3 kv heads"),
+           ("append", (1, z((4, 2, 4)), z((4, 2, 3))), "k alone with head_dim 4"),
            ("append", (1, z((2, 6)), z((2, 6))), "2-D k and v"),
            ("fork", (9, 2), "an unknown parent"),
            ("fork", (1, 1), "a child id already in use"),
@@ -810,7 +815,10 @@ def check_rejects_invalid_arguments(ex):
 
 
 def _expect_unchanged(run, before, what):
-    after = _state_snapshot(run)
+    try:
+        after = _state_snapshot(run)
+    except CheckFailure as exc:  # the cache no longer reads as the sequences it held
+        fail(f"the rejected call ({what}) changed the cache: then {exc}", run.case(), kind="hygiene")
     same = (after[0] == before[0] and after[1] == before[1] and after[2] == before[2]
             and np.array_equal(after[3], before[3]))
     if not same:

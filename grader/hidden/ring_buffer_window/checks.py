@@ -590,3 +590,14 @@ def _unchanged(ex, cache, snapshot, call):
     if length != snapshot[0] or not np.array_equal(positions, snapshot[1]):
         fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {snapshot[0]}), "
              f"positions {_short(positions)} (before: {_short(snapshot[1])})", kind="hygiene")
+
+
+def integer_edges():
+    """window_mask calls whose positions reach the top of int8, int16 and int32 (an empty slot's
+    -1 among them), for the general integer-type check."""
+    calls = []
+    for top, window in [(127, 5), (32767, 6), (2**31 - 1, 4)]:
+        q = np.arange(top - 3, top + 1, dtype=np.int64)
+        k = np.array([-1, *range(top - 6, top + 1)], dtype=np.int64)
+        calls.append(("window_mask", (q, k, window), {}, oracle.window_mask(q, k, window)))
+    return calls

@@ -443,6 +443,7 @@ def check_rejects_invalid_arguments(ex):
     def t(T, h=H, d=D):
         return _tokens(rng, T, h, d)
     bad_steps = [((t(2), t(3), t(3)), {}, "q [2, H, D] with k, v [3, H, D]"),
+                 *_one_odd_out(t),
                  ((t(2, 2), t(2, 2), t(2, 2)), {}, "2 heads for a cache of 3"),
                  ((t(2, d=6), t(2, d=6), t(2, d=6)), {}, "head dimension 6 for a cache of 4"),
                  ((t(2)[:, 0], t(2)[:, 0], t(2)[:, 0]), {}, "2-D q, k, v"),
@@ -456,11 +457,19 @@ def check_rejects_invalid_arguments(ex):
         _unchanged(cache, before, f"rope_attention_step with {what}")
 
 
+def _one_odd_out(t):
+    """Steps where one of q, k, v alone has another length, head count or head dimension: each
+    argument is checked before anything is appended, not only the first."""
+    odd = [((3,), {}, "3 rows"), ((2,), {"h": 2}, "2 heads"), ((2,), {"d": 6}, "head dimension 6")]
+    return [(tuple(t(*a, **kw) if n == i else t(2) for n in range(3)), {},
+             f"{'qkv'[i]} alone of {what} (the others [2, H, D])") for i in (1, 2) for a, kw, what in odd]
+
+
 def _unchanged(cache, before, call):
     length, keys, values = len(cache), np.asarray(cache.keys), np.asarray(cache.values)
     if length != before[0] or not (np.array_equal(keys, before[1]) and np.array_equal(values, before[2])):
         fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {before[0]})",
-             kind="corrupt")
+             kind="hygiene")
 
 
 # ---- efficiency ----------------------------------------------------------------------------------
@@ -524,3 +533,11 @@ def check_decode_step_memory(ex):
              "cache, as a copy or a re-rotation of it does",
              {"num_heads": H, "head_dim": D, "cached": [S, fed], "T": T, "parents": parents, "seed": ex.seed},
              kind="efficiency")
+
+
+def integer_edges():
+    """rope calls whose positions reach the top of int8 and int16, for the general integer-type
+    check (the answer with int64 positions is the one to keep). Not int32's: a table of the angles
+    of every position up to the largest is a correct answer (the variant angle_table_per_step)."""
+    x = np.linspace(-1.0, 1.0, 4 * 2 * 8).reshape(4, 2, 8)
+    return [("rope", (x, list(range(top - 3, top + 1))), {}, None) for top in (127, 32767)]

@@ -323,7 +323,10 @@ def check_attention_float32_inputs(ex):
 def _far_apart(dtype):
     """q, k, v of a packed batch: each sequence's scaled scores near an offset of its own in
     [-1e4, 1e4] (the first far below 0, the second far above), each row spread a little around
-    it; the keys of sequences without queries, which no query may see, hold any finite value."""
+    it; the keys of sequences without queries, which no query may see, hold any finite value.
+
+    The keys a sequence's first query may not see score RISE above the ones it sees: a row max
+    taken before masking (over its own future keys) makes every weight it sees underflow."""
     def draw(rng, batch):
         D = odd_size_closed(rng, 3, 12)
         n_q, n_k = np.diff(batch.cu_q), np.diff(batch.cu_k)
@@ -331,11 +334,18 @@ def _far_apart(dtype):
         for b, offset in enumerate(_sequence_offsets(rng, len(n_q))):
             rows, keys = slice(batch.cu_q[b], batch.cu_q[b + 1]), slice(batch.cu_k[b], batch.cu_k[b + 1])
             rows_apart = rng.permutation(np.linspace(-450, 450, n_q[b]))  # > 745 apart within a sequence
-            q[rows], k[keys] = offset_scores(rng, offset + rows_apart, n_k[b], D, dtype)
+            rise = RISE if offset < 0 else 0.0  # the unseen keys above, the seen ones below: all in [-1e4, 1e4]
+            q_b, k_b = offset_scores(rng, offset + rows_apart - RISE + rise, n_k[b], D, dtype)
+            k_b[:, 1] = np.arange(n_k[b]) > n_k[b] - n_q[b]  # keys the first query may not see
+            q_b[:, 1] = RISE * np.sqrt(D)
+            q[rows], k[keys] = q_b.astype(dtype), k_b.astype(dtype)
             if n_q[b] == 0:
                 k[keys], v[keys] = garbage(rng, (n_k[b], D), dtype), garbage(rng, (n_k[b], D), dtype)
         return q, k, v
     return draw
+
+
+RISE = 1000.0  # how far the keys a first query may not see score above the ones it sees (> 745)
 
 
 def _sequence_offsets(rng, B):
@@ -638,21 +648,25 @@ MALFORMED_CU = [
     ([1, 3], [1, 3], "cu_seqlens not starting at 0"),
     ([0, 3, 2], [0, 3, 5], "a decreasing cu_seqlens_q"),
     ([0, 2, 4], [0, 5, 4], "a decreasing cu_seqlens_k"),
+    ([0, 3, 1, 3], [0, 3, 4, 6], "cu_seqlens_q decreasing in the middle (its total still 3)"),
     ([0, 2, 4], [0, 4], "cu_seqlens of unequal lengths"),
     ([0, 3, 4], [0, 2, 6], "a sequence with n_q = 3 > n_k = 2"),
     ([0], [0], "a single entry (no sequence)"),
+    ([0, 2.5], [0, 3], "a float in cu_seqlens_q"),
     (np.array([[0, 2]]), np.array([[0, 2]]), "2-D cu_seqlens"),
 ]
 
 
 def check_rejects_malformed_cu_seqlens(ex):
-    """cu_seqlens not starting at 0, decreasing, of unequal lengths or with n_q > n_k raise ValueError."""
+    """cu_seqlens not starting at 0, decreasing, of unequal lengths, not ints or with n_q > n_k
+    raise ValueError, as lists and as arrays, in both functions."""
     for cu_q, cu_k, what in MALFORMED_CU:
-        _reject(ex, "varlen_mask", cu_q, cu_k, what=what)
-        cu_q, cu_k = np.asarray(cu_q), np.asarray(cu_k)
-        q = np.ones((max(int(cu_q.max()), 0), 4))
-        k = np.ones((max(int(cu_k.max()), 0), 4))
-        _reject(ex, "varlen_attention", q, k, k, cu_q, cu_k, what=what)
+        arrays = np.asarray(cu_q), np.asarray(cu_k)
+        q = np.ones((max(int(arrays[0].max()), 0), 4))
+        k = np.ones((max(int(arrays[1].max()), 0), 4))
+        for form, (cq, ck) in [("lists", (arrays[0].tolist(), arrays[1].tolist())), ("arrays", arrays)]:
+            _reject(ex, "varlen_mask", cq, ck, what=f"{what}, as {form}")
+            _reject(ex, "varlen_attention", q, k, k, cq, ck, what=f"{what}, as {form}")
 
 
 def check_rejects_mismatched_rows(ex):
@@ -682,3 +696,8 @@ def check_rejects_bad_decode_step(ex):
         _reject(ex, "left_padded_decode_mask", mask, T, what=what)
 
 
+def integer_edges():
+    """varlen_mask calls whose cu_seqlens reach the top of int8 and int16, for the general
+    integer-type check."""
+    return [("varlen_mask", (cu_q, cu_k), {}, oracle.varlen_mask(np.array(cu_q), np.array(cu_k)))
+            for cu_q, cu_k in [([0, 2, 5], [0, 100, 127]), ([0, 1, 3], [0, 30000, 32767])]]
