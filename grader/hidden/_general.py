@@ -153,12 +153,12 @@ def _expect_edge(ex, name, args, kwargs, want):
     arithmetic in that dtype wraps (``p + 1`` at 127 in int8): right as Python ints and int64
     arrays (``want``, or the answer given so when None), and the same in that dtype."""
     dtype = _narrowest(_widest((args, kwargs)))
-    wide = _edge_answer(ex, name, args, kwargs, dtype)
+    wide = _edge_answer(ex, name, args, kwargs, dtype, retyped=False)
     if want is not None and not _same(wide, want, args):
         fail(f"{call_text(name, args, kwargs)} gave a wrong answer: integers near the top of "
              f"{np.dtype(dtype).name} are ordinary values", case={"call": call_text(name, args, kwargs)})
     narrow_args, narrow_kwargs = _retyped(args, dtype), _retyped(kwargs, dtype)
-    narrow = _edge_answer(ex, name, narrow_args, narrow_kwargs, dtype)
+    narrow = _edge_answer(ex, name, narrow_args, narrow_kwargs, dtype, retyped=True)
     if not _same(narrow, wide if want is None else want, args):
         what = call_text(name, narrow_args, narrow_kwargs)
         fail(f"{what} gave another answer than with the same values as Python ints: arithmetic in the "
@@ -166,13 +166,16 @@ def _expect_edge(ex, name, args, kwargs, want):
              "them are the same input", case={"call": what})
 
 
-def _edge_answer(ex, name, args, kwargs, dtype):
+def _edge_answer(ex, name, args, kwargs, dtype, retyped: bool):
+    """The answer; rejecting the values as given is a crash, rejecting their dtype (a ValueError
+    once retyped) a hygiene slip, as in the replays."""
     try:
         return getattr(ex.candidate, name)(*args, **kwargs)
     except CandidateRaised as exc:
         what = call_text(name, args, kwargs)
         fail(f"{what} raised {exc.type_name} ({exc.message[:120]}): these integers, near the top of "
-             f"{np.dtype(dtype).name}, are valid", kind="crash", case={"call": what})
+             f"{np.dtype(dtype).name}, are valid", kind="hygiene" if retyped and exc.is_a("ValueError") else "crash",
+             case={"call": what})
 
 
 # -- shared -----------------------------------------------------------------------------------------
