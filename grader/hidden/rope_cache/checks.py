@@ -509,7 +509,9 @@ def _typical_peak(ex, cache, H, D, T, parents, times, holds) -> int | None:
 def check_decode_step_memory(ex):
     """Steps over a cache at two lengths (T = 1, a short chunk, a tree): a step's allocation does not grow with it."""
     rng = ex.rng
-    H, D, S = 4, 34, odd_size(rng, 1000, 1200)  # 4 heads: a copy of the keys outgrows any per-position table
+    # 4 heads: a copy of the keys outgrows any per-position table; D = 130: a copy of the keys (1,040
+    # bytes a token and head) outgrows a dozen [T, S] score temporaries of a T = 5 step (40 each)
+    H, D, S = 4, 130, odd_size(rng, 1000, 1200)
     cache, fed = ex.candidate.call("RopeKVCache", H, D), 0
     kinds = [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"), (4, [-1, 0, 0, 1], "trees of 4 drafts")]
     peaks = []  # per cache length: the typical peak of each kind of step
