@@ -47,6 +47,11 @@ class CollectChecks:
             run.sandbox.launch_floor()
         return run
 
+    def pytest_configure(self, config):
+        # A report's traceback is never read (messages come from the exceptions themselves), and
+        # pytest's long style reads source files for every failing check: the native one is cheap.
+        config.option.tbstyle = "native"
+
     def pytest_collection_modifyitems(self, items, config):
         items[:] = _with_general_checks(items)
         if self.only:

@@ -30,6 +30,7 @@ def hostile(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # whole gradings: the full suite runs it, the fast loop stays under a minute
 def test_candidate_escapes_reach_no_output_as_raw_characters(hostile, tmp_path):
     files = {name: tmp_path / name for name in ("r.json", "r.html", "r.md", "j.xml")}
     terminal = run("grade", "--seed", "0", hostile, "-e", "decode_mask,tree_mask", "--json", files["r.json"],

@@ -62,6 +62,7 @@ def test_an_import_error_is_an_error_with_one_line(submission):
     assert ex.error.startswith("importing decode_mask.py raised SyntaxError")
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_a_monkeypatched_numpy_fools_only_its_own_process(submission):
     source = '''
 import numpy as np

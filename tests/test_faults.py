@@ -214,6 +214,7 @@ def test_a_crash_restarts_the_child_for_the_next_check(grade):
     assert {"dtype_and_shape", "plain_decode", "random_shapes", "chunked_prefill"} <= passed
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_output_floods_are_capped_and_change_nothing(grade):
     source = body("for _ in range(300):\n    try:\n        print('x' * 4000)\n"  # 2.4 MB a call: 8 MiB in 4
                   "        print('y' * 4000, file=sys.stderr)\n    except OSError:\n        break")
@@ -287,6 +288,7 @@ def promised_only_by_bwrap(what: str):
     pytest.skip(f"the {level()} level does not promise {what}; only bubblewrap does (README, isolation)")
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_reading_the_reference_from_disk(grade):
     """A module that answers with the kit's reference when it can read it, top-left otherwise.
     With bubblewrap the reference is out of reach, so the cheat fails; at the other levels the
@@ -312,6 +314,7 @@ def decode_causal_mask(T, S):
     assert ex.level == "weak" and "top_left_alignment" in {d.id for d in ex.diagnoses}
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_writing_outside_the_scratch_dir(grade, tmp_path):
     if level() == "process":
         promised_only_by_bwrap("that nothing is written outside scratch")
@@ -326,6 +329,7 @@ except OSError:
     assert not target.exists()
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_opening_a_socket(grade):
     promised_only_by_bwrap("that there is no network (the uid level's own namespace is best effort)")
     source = body("import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=1).close()")
@@ -335,6 +339,7 @@ def test_opening_a_socket(grade):
     assert ex.level == "weak"
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_killing_the_grader_is_not_possible(grade):
     """At the process level a child could signal the grader (same user); that is why it is weak."""
     if level() == "process":

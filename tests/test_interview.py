@@ -240,6 +240,7 @@ def test_the_candidates_summary_report_says_hints_exist_and_holds_no_sheet(sessi
         assert " ".join(h.text.split()) not in " ".join(page.split())
 
 
+@pytest.mark.slow  # whole gradings: the full suite runs it, the fast loop stays under a minute
 def test_a_folder_not_made_by_start_logs_nothing(tmp_path):
     shutil.copyfile(KIT / "solutions" / "decode_mask.py", tmp_path / "decode_mask.py")
     data = json.loads(run("grade", "--seed", "0", tmp_path, "-e", "decode_mask", "--json", "-"))

@@ -229,6 +229,7 @@ def test_one_of_three_done_with_e_is_weak_and_ranks_below_three_attempted(tmp_pa
     assert "| not attempted (required: counts as weak) |" in report
 
 
+@pytest.mark.slow  # whole gradings: the full suite runs it, the fast loop stays under a minute
 def test_without_e_an_exercise_not_attempted_is_listed_and_not_counted(tmp_path):
     result = engine.grade(folder(tmp_path / "s", decode_mask=reference("decode_mask")), seed=0,
                           only_checks={"plain_decode", "prefill"})

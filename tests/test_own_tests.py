@@ -234,6 +234,7 @@ def test_no_plugin_is_loaded(pytestconfig):
 '''
 
 
+@pytest.mark.slow  # whole gradings: the full suite runs it, the fast loop stays under a minute
 def test_a_suite_may_use_hypothesis_and_runs_with_no_plugin_loaded(tmp_path):
     """The prompt: the tests run under plain pytest (no plugins) and may import numpy and hypothesis."""
     (tmp_path / "test_decode_mask.py").write_text(PROPERTY_SUITE)

@@ -22,12 +22,14 @@ def _cli_json(*args) -> dict:
     return json.loads(out.output)
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_without_a_seed_each_grading_draws_its_own_and_records_it():
     seeds = {_cli_json(SOLUTIONS, "-e", "decode_mask", "--check", "random_shapes")["seed"] for _ in range(3)}
     assert len(seeds) == 3  # three draws below 2**32 agree by chance once in 10**19
     assert all(type(s) is int and 0 <= s < engine.SEED_BOUND for s in seeds)
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_a_fresh_seed_is_in_every_rerun_line_and_replays(tmp_path):
     (tmp_path / "decode_mask.py").write_bytes(TOP_LEFT.read_bytes())
     first = engine.grade(tmp_path, ["decode_mask"], only_checks={"random_shapes", "plain_decode"})

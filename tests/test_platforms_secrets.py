@@ -167,6 +167,7 @@ def graded_results(draw) -> Result:
 
 @settings(max_examples=400, deadline=None)
 @given(graded_results())
+@pytest.mark.slow  # whole gradings: the full suite runs it, the fast loop stays under a minute
 def test_gradescope_scores_are_whole_hundredths_that_add_up(result):
     data = json.loads(json.dumps(gradescope.render(result)))  # as results.json is written and read
     for value in [data["score"], data["max_score"]] + [t[k] for t in data["tests"] for k in ("score", "max_score")]:

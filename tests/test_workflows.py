@@ -216,6 +216,7 @@ def test_several_paths_refuse_single_report_options(tmp_path):
     assert out.exit_code == 2 and "--html applies to one submission" in out.output
 
 
+@pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute
 def test_start_makes_a_workspace_for_pytest_and_the_grader(tmp_path):
     ws = tmp_path / "ws"
     run("start", ws, "-e", "decode_mask")
