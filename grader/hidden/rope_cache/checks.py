@@ -511,7 +511,7 @@ def check_decode_step_memory(ex):
     rng = ex.rng
     # 4 heads: a copy of the keys outgrows any per-position table; D = 130: a copy of the keys (1,040
     # bytes a token and head) outgrows a dozen [T, S] score temporaries of a T = 5 step (40 each)
-    H, D, S = 4, 130, odd_size(rng, 1000, 1200)
+    H, D, S = 4, 130, odd_size(rng, 500, 600)  # the keys added between the two lengths: about 2.3 MiB
     cache, fed = ex.candidate.call("RopeKVCache", H, D), 0
     kinds = [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"), (4, [-1, 0, 0, 1], "trees of 4 drafts")]
     peaks = []  # per cache length: the typical peak of each kind of step
