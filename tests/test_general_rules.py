@@ -250,7 +250,7 @@ def test_each_exercise_s_integer_edges_reach_the_top_of_their_narrowest_dtype():
     found = 0
     for ex in catalog.exercises():
         module = __import__(f"grader.hidden.{ex.id}.checks", fromlist=["checks"])
-        for name, args, kwargs, _ in getattr(module, "integer_edges", lambda: [])():
+        for name, args, kwargs in getattr(module, "integer_edges", lambda: [])():
             widest = _general._widest((args, kwargs))
             assert widest >= 0.9 * np.iinfo(_general._narrowest(widest)).max, (ex.id, name, args)
             found += 1

@@ -157,4 +157,4 @@ check_own_tests_mutation_score = own_tests.check_own_tests_mutation_score
 
 def integer_edges():
     """Calls whose sizes reach the top of int8 and int16, for the general integer-type check."""
-    return [("decode_causal_mask", (T, S), {}, oracle.causal_mask(T, S)) for T, S in [(3, 127), (2, 32767)]]
+    return [("decode_causal_mask", (T, S), {}) for T, S in [(3, 127), (2, 32767)]]

@@ -595,9 +595,5 @@ def _unchanged(ex, cache, snapshot, call):
 def integer_edges():
     """window_mask calls whose positions reach the top of int8, int16 and int32 (an empty slot's
     -1 among them), for the general integer-type check."""
-    calls = []
-    for top, window in [(127, 5), (32767, 6), (2**31 - 1, 4)]:
-        q = np.arange(top - 3, top + 1, dtype=np.int64)
-        k = np.array([-1, *range(top - 6, top + 1)], dtype=np.int64)
-        calls.append(("window_mask", (q, k, window), {}, oracle.window_mask(q, k, window)))
-    return calls
+    return [("window_mask", (np.arange(top - 3, top + 1), np.array([-1, *range(top - 6, top + 1)]), window), {})
+            for top, window in [(127, 5), (32767, 6), (2**31 - 1, 4)]]

@@ -539,7 +539,7 @@ def check_decode_step_memory(ex):
 
 def integer_edges():
     """rope calls whose positions reach the top of int8 and int16, for the general integer-type
-    check (the answer with int64 positions is the one to keep). Not int32's: a table of the angles
-    of every position up to the largest is a correct answer (the variant angle_table_per_step)."""
+    check. Not int32's: a table of the angles of every position up to the largest is a correct
+    answer (the variant angle_table_per_step)."""
     x = np.linspace(-1.0, 1.0, 4 * 2 * 8).reshape(4, 2, 8)
-    return [("rope", (x, list(range(top - 3, top + 1))), {}, None) for top in (127, 32767)]
+    return [("rope", (x, list(range(top - 3, top + 1))), {}) for top in (127, 32767)]

@@ -316,9 +316,6 @@ def integer_edges():
     """Calls whose positions reach the top of int8, int16 and int32 (P + depth, P + T), for the
     general integer-type check."""
     chain, tree = [-1, 0, 1, 2, 3, 4, 5], [-1, -1, 0, 1, 1, 3, 2]
-    calls = []
-    for P in (121, 32761):
-        for parents in (chain, tree):
-            calls += [("tree_positions", (parents, P), {}, oracle.positions(parents, P)),
-                      ("tree_attention_mask", (parents, P), {}, oracle.mask(parents, P))]
-    return calls + [("tree_positions", (chain, 2**31 - 7), {}, oracle.positions(chain, 2**31 - 7))]
+    return ([(name, (parents, P), {}) for P in (121, 32761) for parents in (chain, tree)
+             for name in ("tree_positions", "tree_attention_mask")]
+            + [("tree_positions", (chain, 2**31 - 7), {})])
