@@ -483,6 +483,11 @@ def check_work_grows_per_sequence(ex):
     separately = _cpu_of(ex, lambda: [_attention(ex, few, *_qkv(rng, few, 8)) for _ in range(COPIES)])
     try:
         together = _cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
+        if together is not None and SLOWER * max(separately or 0.0, 0.01) < together:
+            # once more before blaming the answer: a burst of first-touch page faults or a collection
+            # in one call is not its work (seen once in CI: a correct-work mutant at 2.5x)
+            again = _cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
+            together = together if again is None else min(together, again)
     except CandidateTimeout:
         together = math.inf  # too slow for the time limit
     if separately is None or together is None or together <= SLOWER * max(separately, 0.01):
