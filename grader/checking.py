@@ -205,16 +205,23 @@ def chunk_sizes(rng, tokens, low, high, p_one=0.3) -> list[int]:
 
 @contextlib.contextmanager
 def other_argument_types(rejected: str, case: dict | None = None):
-    """Around calls passing numpy integers (or lists where the contract allows them): a clear
-    ValueError rejecting them is a hygiene slip, stated as ``rejected``; any other exception
-    on these valid inputs propagates and counts as a crash."""
+    """Around calls passing numpy integers (or lists where the contract allows them), made after
+    the same calls with Python ints and lists were judged: a ValueError or TypeError rejecting
+    them is a hygiene slip, stated as ``rejected`` (one rule for every exercise: a type check too
+    strict, the values never in doubt); any other exception on these valid inputs propagates and
+    counts as a crash."""
     try:
         yield
     except CandidateRaised as exc:
-        if not exc.is_a("ValueError"):
+        if not rejects_argument_type(exc):
             raise
         fail(f"{rejected} ({exc.message[:120]}); the contract accepts numpy integers wherever an int is "
              "asked for, and lists wherever an index array is", case, kind="hygiene")
+
+
+def rejects_argument_type(exc: CandidateRaised) -> bool:
+    """The exceptions an answer raises on purpose for an argument type it does not accept."""
+    return exc.is_a("ValueError") or exc.is_a("TypeError")
 
 
 def odd_size_closed(rng: np.random.Generator, low: int, high: int) -> int:

@@ -269,3 +269,35 @@ def test_a_cache_keyed_on_part_of_the_arguments_is_caught_in_a_fresh_process(tmp
     _, checks = _graded(path, "nan_safe_softmax")
     failed = checks["same_answer_in_any_order"]
     assert not failed.passed and failed.kind == "wrong" and "in a fresh process" in failed.message
+
+
+@pytest.mark.parametrize("type_name, kind", [("ValueError", "hygiene"), ("TypeError", "hygiene"),
+                                             ("KeyError", None), ("AttributeError", None)])
+def test_one_rule_for_numpy_integers_refused_in_every_exercise(type_name, kind):
+    """A type check too strict (ValueError or TypeError on a numpy int) is hygiene wherever it is
+    met; any other exception on a valid input propagates, to count as a crash."""
+    from grader.checking import CheckFailure, other_argument_types
+    from grader.sandbox import CandidateRaised, Limits
+
+    raised = CandidateRaised("f(np.int64(3))", {"type": type_name, "mro": [type_name, "Exception"],
+                                                "message": "want int"}, Limits())
+    with pytest.raises(CheckFailure if kind else CandidateRaised) as caught:
+        with other_argument_types("f rejected a numpy integer"):
+            raise raised
+    if kind:
+        assert caught.value.kind == kind and caught.value.message.startswith("f rejected a numpy integer")
+
+
+@pytest.mark.slow
+def test_numpy_integers_refused_by_a_type_check_cap_at_hire_where_checks_passed_them_to_value_calls(tmp_path):
+    """split_kv's value checks once passed numpy sizes, so a TypeError there was a crash (weak) while
+    decode_mask called the same slip hire. Now only the integer-type checks give numpy ints."""
+    path = _submission(tmp_path, "split_kv_decode", "    S, num_splits = operator.index(S), operator.index(num_splits)\n",
+                       "    if type(S) is not int or type(num_splits) is not int:\n"
+                       "        raise TypeError('S and num_splits must be Python ints')\n"
+                       "    S, num_splits = operator.index(S), operator.index(num_splits)\n")
+    result, checks = _graded(path, "split_kv_decode")
+    failed = [c for c in checks.values() if not c.passed]
+    assert {c.kind for c in failed} == {"hygiene"}, [c.message for c in failed]
+    assert "any_signed_integer_type" in checks and not checks["any_signed_integer_type"].passed
+    assert result.level == "hire"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checking import close, fail, plural
+from grader.checking import close, fail, plural, rejects_argument_type
 from grader.sandbox import CandidateRaised, call_text
 
 REPLAYED = 10  # recorded calls each replay check makes at most
@@ -133,19 +133,8 @@ def check_any_signed_integer_type(ex, request):
     for name, args, kwargs in edges() if edges else ():
         _expect_edge(ex, name, args, kwargs)
     for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None, _fill):
-        dtype = _narrowest(_widest((recorded.args, recorded.kwargs)))
-        args, kwargs = _retyped(recorded.args, dtype), _retyped(recorded.kwargs, dtype)
-        what = call_text(recorded.name, args, kwargs)
-        try:
-            got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
-        except CandidateRaised as exc:
-            kind = "hygiene" if exc.is_a("ValueError") else "crash"
-            fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as first given "
-                 f"({recorded.what}) were answered: integers of any signed dtype that holds them are valid",
-                 kind=kind, case={"call": what})
-        if not _same(got, recorded.value, recorded.args):
-            fail(f"{what} gave another answer than {recorded.what}: integers of any signed dtype that holds "
-                 "their values are the same input", case={"call": what})
+        _expect_same_retyped(ex, recorded.name, recorded.args, recorded.kwargs, recorded.value,
+                             f"the same values as first given ({recorded.what})")
 
 
 def _expect_edge(ex, name, args, kwargs):
@@ -153,27 +142,32 @@ def _expect_edge(ex, name, args, kwargs):
     arithmetic in that dtype wraps (``p + 1`` at 127 in int8): the same answer in that dtype as
     with Python ints and int64 arrays. Only the argument type is judged here (issue 22): whether
     the answer with Python ints is right is the value checks' to say."""
-    dtype = _narrowest(_widest((args, kwargs)))
-    wide = _edge_answer(ex, name, args, kwargs, dtype, retyped=False)
-    narrow_args, narrow_kwargs = _retyped(args, dtype), _retyped(kwargs, dtype)
-    narrow = _edge_answer(ex, name, narrow_args, narrow_kwargs, dtype, retyped=True)
-    if not _same(narrow, wide, args):
-        what = call_text(name, narrow_args, narrow_kwargs)
-        fail(f"{what} gave another answer than with the same values as Python ints: arithmetic in the "
-             f"inputs' {np.dtype(dtype).name} wraps near its top; integers of any signed dtype that holds "
-             "them are the same input", case={"call": what})
-
-
-def _edge_answer(ex, name, args, kwargs, dtype, retyped: bool):
-    """The answer; rejecting the values as given is a crash, rejecting their dtype (a ValueError
-    once retyped) a hygiene slip, as in the replays."""
     try:
-        return getattr(ex.candidate, name)(*args, **kwargs)
+        wide = getattr(ex.candidate, name)(*args, **kwargs)
     except CandidateRaised as exc:
         what = call_text(name, args, kwargs)
         fail(f"{what} raised {exc.type_name} ({exc.message[:120]}): these integers, near the top of "
-             f"{np.dtype(dtype).name}, are valid", kind="hygiene" if retyped and exc.is_a("ValueError") else "crash",
+             f"{np.dtype(_narrowest(_widest((args, kwargs)))).name}, are valid", kind="crash", case={"call": what})
+    _expect_same_retyped(ex, name, args, kwargs, wide, "the same values as Python ints",
+                         wraps=" (arithmetic in the inputs' dtype wraps near its top)")
+
+
+def _expect_same_retyped(ex, name, args, kwargs, want, given: str, wraps: str = ""):
+    """The call with its ints retyped to the narrowest signed dtype that holds them answers ``want``,
+    the answer to the values as ``given``. Rejecting the dtype (ValueError or TypeError) is a
+    hygiene slip; any other exception a crash; another answer is wrong."""
+    dtype = _narrowest(_widest((args, kwargs)))
+    narrow_args, narrow_kwargs = _retyped(args, dtype), _retyped(kwargs, dtype)
+    what = call_text(name, narrow_args, narrow_kwargs)
+    try:
+        got = getattr(ex.candidate, name)(*narrow_args, **narrow_kwargs)
+    except CandidateRaised as exc:
+        fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where {given} were answered: integers of "
+             "any signed dtype that holds them are valid", kind="hygiene" if rejects_argument_type(exc) else "crash",
              case={"call": what})
+    if not _same(got, want, args):
+        fail(f"{what} gave another answer than {given}{wraps}: integers of any signed dtype that holds their "
+             "values are the same input", case={"call": what})
 
 
 # -- shared -----------------------------------------------------------------------------------------

@@ -168,11 +168,11 @@ def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | 
 def _difference(op, got, said, want, seen, expected, typed):
     """(message, kind) for the first observable that differs, or None."""
     if got != want:
-        if got[0] == "raises" and got[1] not in ("ValueError", "RuntimeError"):
-            return f"{op.name} raised {got[1]} ({said[:100]})", "crash"
-        if typed and got == ("raises", "ValueError") and want[0] == "ok":
+        if typed and got[0] == "raises" and got[1] in ("ValueError", "TypeError") and want[0] == "ok":
             return ((f"{op.name} rejected a valid argument ({said[:100]}); numpy integers work as ints, and a prompt "
                     "may be a list, a tuple or a 1-D numpy integer array"), "hygiene")
+        if got[0] == "raises" and got[1] not in ("ValueError", "RuntimeError"):
+            return f"{op.name} raised {got[1]} ({said[:100]})", "crash"
         return f"{_said(op, got, said)}; expected {_said(op, want, '')}", "wrong"
     for key, call in (("free", "num_free_blocks()"), ("cached", "num_cached_blocks()")):
         if seen[key] != expected[key]:

@@ -527,28 +527,36 @@ def check_long_positions(ex):
 def check_numpy_integer_arguments(ex):
     """capacity, head_dim and window as numpy integers; positions given to window_mask as lists and small int arrays."""
     rng = ex.rng
-    C, D, W = np.int64(odd_size_closed(rng, 7, 20)), np.int32(odd_size_closed(rng, 3, 9)), 5
+    C, D, W = odd_size_closed(rng, 7, 20), odd_size_closed(rng, 3, 9), 5
+    tokens = [tuple(rng.standard_normal((T, D)) for _ in range(3)) for T in (3, 1, C + 2, 2)]
+    _numpy_stream(ex, int, C, D, W, tokens)  # Python ints first: a wrong answer is said as such, not blamed on the type
     with other_argument_types("numpy integer sizes or list positions were rejected"):
-        cache = ex.candidate.RingKVCache(C, D)
-        ring = oracle.Ring(int(C), int(D))
-        for T in (3, 1, int(C) + 2, 2):
-            q, k, v = (rng.standard_normal((T, int(D))) for _ in range(3))
-            out = ex.candidate.windowed_attention_step(cache, q, k, v, np.int64(W))
-            start = ring.length
-            stored = np.concatenate([ring.positions, start + np.arange(T)])
-            want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
-                                           oracle.window_mask(start + np.arange(T), stored, W))
-            ring.append(k, v)
-            got = as_array(out, call="windowed_attention_step with numpy ints", shape=(T, int(D)), kind="f")
-            if not close(got, want, (q, k, v), diagnosis.magnitude(q, k)):
-                fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window=np.int64({W})) on "
-                     f"RingKVCache(np.int64({C}), np.int32({D})) differs from the rule",
-                     case={"capacity": int(C), "head_dim": int(D), "window": W, "seed": ex.seed},
-                     kind="wrong" if np.isfinite(got).all() else "nan")
+        _numpy_stream(ex, np.int64, C, D, W, tokens)
         _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3),
                            (np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
                            (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
                       "positions given as lists and as int8, int16 and int32 arrays")
+
+
+def _numpy_stream(ex, as_int, C, D, W, tokens):
+    """RingKVCache(C, D) fed ``tokens`` with window W, every int made by ``as_int``: the rule's outputs."""
+    cache = ex.candidate.RingKVCache(as_int(C), np.int32(D) if as_int is np.int64 else D)
+    ring = oracle.Ring(C, D)
+    for q, k, v in tokens:
+        T = len(q)
+        out = ex.candidate.windowed_attention_step(cache, q, k, v, as_int(W))
+        start = ring.length
+        stored = np.concatenate([ring.positions, start + np.arange(T)])
+        want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
+                                       oracle.window_mask(start + np.arange(T), stored, W))
+        ring.append(k, v)
+        said = f"{as_int.__name__} sizes"
+        got = as_array(out, call=f"windowed_attention_step with {said}", shape=(T, D), kind="f")
+        if not close(got, want, (q, k, v), diagnosis.magnitude(q, k)):
+            fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window={W}) on RingKVCache({C}, {D}), "
+                 f"with {said}, differs from the rule",
+                 case={"capacity": C, "head_dim": D, "window": W, "seed": ex.seed},
+                 kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 # -- invalid arguments -----------------------------------------------------------------------

@@ -22,7 +22,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | T = 0 returns [0, H, D], changes nothing | one_token_at_a_time, random_chunks |
 | float32 or float64 inputs; outputs float64 or the inputs' dtype | random_chunks, rope_values, returns_arrays |
 | precision follows the inputs (float32 angles at 1e5 are wrong) | rope_values (oracle.tolerance) |
-| lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, fresh_cache |
+| lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, numpy_integer_arguments |
 | right values in another container: hygiene | returns_arrays |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
@@ -31,7 +31,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 Sentences no check here holds as such: "keys and values may be properties" (a freedom); trees
 thousands deep (the trees here are at most a dozen drafts: the oracle decodes each branch).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -43,6 +43,7 @@ from grader.checking import (
     fail,
     measure,
     odd_size,
+    other_argument_types,
     settle,
 )
 from grader.stateful import shrink
@@ -224,7 +225,9 @@ def _expect_scripts(ex, scripts):
 
 def _rope_cases(rng):
     """(x, positions as passed, base): D = 2, D not a power of two, odd heads, unsorted and large
-    positions (past 2^16 and 10^5), a list of positions, numpy integer base, float32, T = 0."""
+    positions (past 2^16 and 10^5), a list of positions, an int base, float32, T = 0. Positions in
+    int16 and int32 arrays; numpy integer scalars are check_numpy_integer_arguments' and the general
+    integer-type check's, which blame the type only where Python ints were answered."""
     T = odd_size(rng, 5, 40)
     return [
         (_tokens(rng, 1, 1, 2), [1], 10000.0),
@@ -232,7 +235,7 @@ def _rope_cases(rng):
         (_tokens(rng, T, _heads(rng), _head_dim(rng)), rng.integers(0, 2000, T), 10000.0),
         (_tokens(rng, T, 5, _head_dim(rng)), rng.integers(60_000, 140_000, T).tolist(), 10000.0),
         (_tokens(rng, 9, 1, _head_dim(rng, 40, 140)), rng.choice([0, 1, 100_000, 65_537, 32_769], 9), 500000.0),
-        (_tokens(rng, T, 7, _head_dim(rng)), rng.integers(0, 300, T), np.int64(10)),
+        (_tokens(rng, T, 7, _head_dim(rng)), rng.integers(0, 300, T), 10),
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(0, 1000, T).astype(np.int16), 10000.0),
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(60_000, 140_000, T).astype(np.int32), 10000.0),
         (_tokens(rng, 0, 3, _head_dim(rng)), np.zeros(0, np.int64), 10000.0),
@@ -293,8 +296,7 @@ def check_rope_relative_invariance(ex):
 def check_fresh_cache(ex):
     """A new cache is empty, keeps its base, and its keys and values have shape [0, H, D]."""
     rng = ex.rng
-    for H, D, base in [(1, 2, 10000.0), (np.int64(_heads(rng)), np.int64(_head_dim(rng)), 500000.0),
-                       (_heads(rng), _head_dim(rng), np.int64(50))]:
+    for H, D, base in [(1, 2, 10000.0), (_heads(rng), _head_dim(rng), 500000.0), (_heads(rng), _head_dim(rng), 50)]:
         call = f"RopeKVCache({H!r}, {D!r}, {base!r})"
         case = {"num_heads": int(H), "head_dim": int(D), "base": float(base)}
         cache = ex.candidate.call("RopeKVCache", H, D, base)
@@ -323,7 +325,7 @@ def check_one_token_at_a_time(ex):
     """From an empty cache, one token per step (D = 2 too, T = 0 first): outputs, keys and values after every step."""
     rng = ex.rng
     scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * odd_size(rng, 25, 50), H, D),
-                      "an empty step, then one token per step", numpy_sizes=True)
+                      "an empty step, then one token per step")
                for H, D in [(_heads(rng), 2), (_heads(rng), _head_dim(rng))]]
     _expect_scripts(ex, scripts)
 
@@ -363,7 +365,7 @@ def check_tree_after_prefill(ex):
     P = odd_size(rng, 10, 40)
     chain = list(range(-1, 5))
     trees = [chain, random_tree(rng, odd_size(rng, 5, 14)), random_tree(rng, 9, roots=3), [-1], [],
-             [-1, 0, 0, 1, 1, 2, 2, 3], [np.int64(p) for p in (-1, -1, 1, 2, 3, 4)]]
+             [-1, 0, 0, 1, 1, 2, 2, 3], [-1, -1, 1, 2, 3, 4]]
     steps = plain_steps(rng, [P], H, D)
     for n, parents in enumerate(trees):
         steps.append(tree_step(rng, parents, H, D, as_array=n % 2 == 1))
@@ -421,6 +423,19 @@ def check_steps_and_trees_interleaved(ex):
 
 
 # ---- invalid arguments ---------------------------------------------------------------------------
+
+def check_numpy_integer_arguments(ex):
+    """num_heads, head_dim and parents given as numpy integers: the same answers as Python ints."""
+    rng = ex.rng
+    H, D = _heads(rng), _head_dim(rng)
+    parents = random_tree(rng, odd_size(rng, 4, 9), roots=2)
+    steps = plain_steps(rng, [odd_size(rng, 3, 12), 1], H, D) + [tree_step(rng, parents, H, D)]
+    label = "a prefill, a step of 1, then a tree of drafts"
+    _expect_scripts(ex, [Script(H, D, 10000.0, steps, label)])  # a wrong answer is said as such, not blamed on the type
+    steps[-1] = replace(steps[-1], parents=[np.int64(p) for p in parents])
+    with other_argument_types("RopeKVCache(np.int64, np.int64) or parents as numpy integers were rejected"):
+        _expect_scripts(ex, [Script(H, D, 10000.0, steps, label + " (numpy integers)", numpy_sizes=True)])
+
 
 def check_rejects_invalid_arguments(ex):
     """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing."""

@@ -1,5 +1,6 @@
-"""Known wrong: a numpy integer size crashes (the tile count is computed with math.ceil on
-a float division that numpy ints turn into a numpy float, then used as a shape)."""
+"""Known wrong: a numpy integer size crashes (KeyError): the tile counts are computed by a
+function looked up by the sizes' Python type, where np.int64 is not a key. (Rejecting numpy ints
+on purpose with a ValueError or TypeError is a hygiene slip instead: rejects_numpy_ints.)"""
 import numpy as np
 
 EXPECTED_DIAGNOSIS = ()
@@ -64,10 +65,9 @@ def classify_tiles(T: int, S: int, block_q: int, block_k: int, window: int | Non
     an int >= 1.
     """
     validate(T, S, block_q, block_k, window)
-    if not all(type(n) is int for n in (T, S, block_q, block_k)):
-        raise TypeError("sizes must be int")
-    a = np.arange(-(-T // block_q))[:, None]  # query tile index       [nq, 1]
-    b = np.arange(-(-S // block_k))[None, :]  # key tile index         [1, nk]
+    tiles = {int: lambda n, block: -(-n // block)}[type(T)]  # np.int64 is not a key: KeyError
+    a = np.arange(tiles(T, block_q))[:, None]  # query tile index       [nq, 1]
+    b = np.arange(tiles(S, block_k))[None, :]  # key tile index         [1, nk]
     q_first, q_last = query_tile_positions(T, S, block_q, a)  # [nq, 1] each
     k_first, k_last = key_tile_positions(S, block_k, b)  # [1, nk] each
     some_lo, some_hi = seen_by_some(q_first, q_last, window)
