@@ -123,6 +123,12 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
 WRONG_REJECTIONS = ("TypeError", "AssertionError")  # deliberate rejections, in another class than asked
 
 
+SHOWN = "the public tests show this call rejected"
+"""The ``why`` of each exercise's ``rejects_the_invalid_case_shown``: the invalid call its public
+tests show. It is a check of its own, outside the rubric's validation criteria, so a live grading
+(which leaves the rest of validation to the interviewer) still judges what the prompt shows."""
+
+
 def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
     """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did,

@@ -292,7 +292,8 @@ def test_one_rule_for_numpy_integers_refused_in_every_exercise(type_name, kind):
 def test_numpy_integers_refused_by_a_type_check_cap_at_hire_where_checks_passed_them_to_value_calls(tmp_path):
     """split_kv's value checks once passed numpy sizes, so a TypeError there was a crash (weak) while
     decode_mask called the same slip hire. Now only the integer-type checks give numpy ints."""
-    path = _submission(tmp_path, "split_kv_decode", "    S, num_splits = operator.index(S), operator.index(num_splits)\n",
+    refuse = "    S, num_splits = operator.index(S), operator.index(num_splits)\n"
+    path = _submission(tmp_path, "split_kv_decode", refuse,
                        "    if type(S) is not int or type(num_splits) is not int:\n"
                        "        raise TypeError('S and num_splits must be Python ints')\n"
                        "    S, num_splits = operator.index(S), operator.index(num_splits)\n")

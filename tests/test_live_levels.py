@@ -62,13 +62,26 @@ def test_live_is_a_keyword_of_the_grading_function_defaulting_to_false():
     assert parameter.default is False and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
+SHOWN_RAISE = 'raise ValueError(f"parents[{i}]'  # the case the public tests show: a draft its own parent
+
+
+def _asserting(tmp_path, name: str, keep_shown: bool):
+    """The tree_mask reference validating with asserts; ``keep_shown``: the ValueError the public
+    tests show stays, as a candidate who ran them keeps it."""
+    source = (catalog.KIT_ROOT / "solutions" / "tree_mask.py").read_text()
+    assert source.count("raise ValueError(") == 4 and source.count(SHOWN_RAISE) == 1
+    if keep_shown:
+        source = source.replace(SHOWN_RAISE, "raise KeepValueError(f\"parents[{i}]")
+    source = source.replace("raise ValueError(", "raise AssertionError(").replace("KeepValueError", "ValueError")
+    sub = tmp_path / name
+    sub.mkdir()
+    (sub / "tree_mask.py").write_text(source)
+    return sub
+
+
 @pytest.mark.slow  # grades a submission three times through the real CLI
 def test_an_assert_validating_answer_live_and_as_a_take_home(tmp_path):
-    source = (catalog.KIT_ROOT / "solutions" / "tree_mask.py").read_text()
-    assert source.count("raise ValueError(") == 4
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "tree_mask.py").write_text(source.replace("raise ValueError(", "raise AssertionError("))
+    sub = _asserting(tmp_path, "sub", keep_shown=True)
     for name in ("live", ".live", "kvgrade.toml"):  # a file in the submission never makes a grading live
         (sub / name).write_text("live = true\n")
     levels = {}
@@ -86,3 +99,14 @@ def test_an_assert_validating_answer_live_and_as_a_take_home(tmp_path):
     again = CliRunner().invoke(main, ["report", str(tmp_path / "live.json")])  # re-judged live, as it was graded
     assert again.exit_code == 0 and "caution" not in again.output and "graded live" in again.output
     assert "strong hire (provisional" in again.output
+
+
+@pytest.mark.slow
+def test_live_still_judges_the_invalid_case_the_public_tests_show(tmp_path):
+    """Validation beyond what the prompt shows is the interviewer's to ask about; the case the
+    public tests show is not: an answer that fails it is hire, live too."""
+    sub = _asserting(tmp_path, "all_asserts", keep_shown=False)
+    result = engine.grade(sub, ["tree_mask"], seed=3, live=True).exercise("tree_mask")
+    shown = next(c for c in result.checks if c.id == "rejects_the_invalid_case_shown")
+    assert not shown.passed and shown.kind == "hygiene" and "AssertionError" in shown.message
+    assert (result.level, result.provisional) == ("hire", False)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from grader import own_tests
-from grader.checking import (expect_array, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
+from grader.checking import (SHOWN, expect_array, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
                              other_argument_types)
 
 from . import diagnosis, oracle
@@ -130,6 +130,12 @@ def check_incremental_attention(ex):
                  + ("; a row that sees no key gives NaN" if empty else "")
                  + name_mistakes(ex, diagnosis.explain_masks([((T, S), mask)])),
                  case={"T": T, "S": S, "D": D, "seed": ex.seed}, kind="nan" if empty else "wrong")
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    expect_rejected(ex, ex.candidate.decode_causal_mask, 4, 3, call="decode_causal_mask(4, 3)",
+                    diagnosis="accepts_invalid_sizes", why=SHOWN)
 
 
 def check_rejects_invalid_sizes(ex):

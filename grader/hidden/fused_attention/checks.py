@@ -14,6 +14,7 @@ this process and logs every load; outputs are compared with the row-by-row oracl
 | long contexts, positions past 2^31, numpy integers, list positions | long_context, numpy_integer_arguments |
 | a row that sees nothing: o = 0, lse = -inf, no warning | rows_that_see_nothing |
 | malformed arguments raise ValueError | rejects_invalid_arguments |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 
 Held elsewhere: ownership, calls in any order, integer dtypes (the general checks).
 """
@@ -24,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from grader.checking import (CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, plural,
+from grader.checking import (SHOWN, CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, plural,
                              measure, name_mistakes, odd_size, offset_scores, other_argument_types, received, slips_of,
                              tolerance)
 
@@ -489,6 +490,15 @@ def check_rows_that_see_nothing(ex):
             fail(f"{case.call_text()} raised numpy warnings: {'; '.join(warnings[:3])}; a row that sees "
                  "nothing must be handled without computing -inf - (-inf) or dividing by zero",
                  case.describe(ex.seed), kind="hygiene")
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    k, v = ex.rng.standard_normal((2, 4, 2))
+    source = KVSource(k, v, np.arange(4))
+    expect_rejected(ex, ex.candidate.flash_attention, np.ones((1, 2)), source, np.array([3]), window=0,
+                    call="flash_attention(q [1, 2], KVSource(4 keys), [3], window=0)",
+                    diagnosis="accepts_invalid_arguments", why=SHOWN)
 
 
 def check_rejects_invalid_arguments(ex):

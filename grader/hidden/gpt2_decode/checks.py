@@ -16,6 +16,7 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
 | two caches on one model are independent | independent_caches |
 | outputs are float64 arrays; right values in a list: hygiene | returns_logits |
@@ -33,6 +34,7 @@ from functools import cache, lru_cache
 import numpy as np
 
 from grader.checking import (
+    SHOWN,
     Miss,
     expect_rejected,
     fail,
@@ -279,6 +281,13 @@ def _expect_value_error(ex, run, ids, why):
                     diagnosis="overflow_not_rejected",
                     why=f"with n_ctx = {run.config['n_ctx']}, {why}, and there is no position embedding for it",
                     case=dict(run.case, new_tokens=len(ids)))
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    run = Run(ex, BASE, 18)
+    _expect_value_error(ex, run, _random_ids(ex.rng, 97, BASE["n_ctx"] + 1),
+                        f"a prompt of n_ctx + 1 tokens needs position n_ctx ({SHOWN})")
 
 
 def check_rejects_past_n_ctx(ex):

@@ -27,6 +27,7 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 | masked entries count for nothing, whatever they hold | softmax_masked_entries_ignored |
 | float32 in, float32 out | softmax_dtype_and_shape, state_dtype_and_shape |
 | bad shapes raise ValueError | rejects_bad_shapes |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 
 Held elsewhere: ownership, calls in any order, integer dtypes and "invalid arguments change
 nothing" (the general checks every exercise gets). Held by no check as such: the state's bits
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (Miss, describe, expect_rejected, fail, garbage, measure, name_mistakes,
+from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, name_mistakes,
                              odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
@@ -604,6 +605,12 @@ def check_quiet_on_large_logits(ex):
 
 
 # ---- validation -----------------------------------------------------------------------------
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    expect_rejected(ex, ex.candidate.masked_softmax, np.zeros((2, 3)), np.ones((2, 4), bool),
+                    call="masked_softmax(scores [2, 3], mask [2, 4])", diagnosis="accepts_bad_shapes", why=SHOWN)
+
 
 def check_rejects_bad_shapes(ex):
     """Shapes that do not fit together raise ValueError, even where numpy would broadcast them."""

@@ -32,6 +32,7 @@ compare every observable after every operation):
 | registered until taken, even when no prompt can reach it | eviction_under_pressure (num_cached_blocks) |
 | validation first: bad ids, empty prompt, negative token, sizes < 1: ValueError | rejects_invalid_arguments |
 | ... and nothing changed | rejected_calls_change_nothing |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | a seq_id any int, a token any int >= 0; an id added again after free | sequences (ids -9 .. 2^40, tokens to 2^40) |
 | numpy integers as ints; prompts as list, tuple, 1-D array of any signed dtype | integer_types |
 | the cache keeps its own copy of the prompt; arguments unchanged (section 1) | keeps_its_own_prompt |
@@ -45,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checking import describe, expect_rejected, fail, name_mistakes
+from grader.checking import SHOWN, describe, expect_rejected, fail, name_mistakes
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -464,6 +465,15 @@ def _invalid_calls(ex):
            add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9),
            Op("num_tokens", (2,)), Op("block_table", (9,))]
     return (9, 2), setup, bad
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    cache = ex.candidate.call("PrefixCache", 4, 2)
+    cache.call("add_request", 1, [1, 2])
+    expect_rejected(ex, cache.call, "add_request", 1, [3, 4],
+                    call="add_request(1, [3, 4]) after add_request(1, [1, 2])", diagnosis=INVALID, why=SHOWN,
+                    case={"sizes": (4, 2)})
 
 
 def check_rejects_invalid_arguments(ex):

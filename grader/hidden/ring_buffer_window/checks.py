@@ -25,6 +25,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | positions of any size (2^31) | long_positions |
 | numpy integers for ints, lists for index arrays | numpy_integer_arguments |
 | invalid arguments (float sizes too): ValueError, nothing changed | rejects_invalid_arguments |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | right values in another container or dtype: hygiene | returns_arrays |
 | precision follows the inputs | every stream (checking.off_by) |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.checking import (
+    SHOWN,
     Explanation,
     Miss,
     chunk_sizes,
@@ -560,6 +562,15 @@ def _numpy_stream(ex, as_int, C, D, W, tokens):
 
 
 # -- invalid arguments -----------------------------------------------------------------------
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    x = np.zeros((1, 3))
+    cache = ex.candidate.call("RingKVCache", 5, 3)
+    expect_rejected(ex, ex.candidate.windowed_attention_step, cache, x, x, x, 6,
+                    call="windowed_attention_step(RingKVCache(5, 3), x, x, x, 6)", diagnosis=INVALID,
+                    why=SHOWN)
 
 
 def check_rejects_invalid_arguments(ex):

@@ -1,8 +1,8 @@
 """Hidden checks for tile_classification. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import (CheckFailure, expect_array, expect_rejected, fail, grid_picture, measure, name_mistakes,
-                             odd_size, other_argument_types)
+from grader.checking import (SHOWN, CheckFailure, expect_array, expect_rejected, fail, grid_picture, measure,
+                             name_mistakes, odd_size, other_argument_types)
 
 from . import diagnosis, oracle
 
@@ -272,6 +272,11 @@ def _expect_rejected(ex, args, kwargs, why):
     text = f"classify_tiles({', '.join(shown)})"
     expect_rejected(ex, ex.candidate.classify_tiles, *args, call=text, diagnosis="accepts_invalid_arguments",
                     why=why, case={"call": text}, **kwargs)
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    _expect_rejected(ex, (5, 4, 2, 2), {}, f"T > S: {SHOWN}")
 
 
 def check_rejects_invalid_sizes(ex):

@@ -1,8 +1,8 @@
 """Hidden checks for tree_mask. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import (expect_array, expect_raises, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
-                             other_argument_types)
+from grader.checking import (SHOWN, expect_array, expect_raises, expect_rejected, fail, grid_picture, name_mistakes,
+                             odd_size, other_argument_types)
 from grader.hidden.decode_mask import oracle as decode_oracle
 from grader.sandbox import CandidateTimeout
 
@@ -278,6 +278,12 @@ def check_empty_tree(ex):
     for given, P in [([], 0), ([], 5), (np.array([], dtype=np.int64), 97)]:
         _positions(ex, [], P, given)
         _mask(ex, [], P, given)
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    expect_rejected(ex, ex.candidate.tree_attention_mask, [-1, 1], 3, call="tree_attention_mask([-1, 1], 3)",
+                    diagnosis="accepts_invalid_parents", why=SHOWN)
 
 
 def check_rejects_invalid_cache_length(ex):

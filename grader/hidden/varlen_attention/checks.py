@@ -16,6 +16,7 @@ failing case of that check equals it (``checking.explain``).
 | a sequence may have n_q = 0 | mask_idle_sequences, attention_idle_sequences |
 | cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
 | q, k, v rows as announced, else ValueError | rejects_mismatched_rows |
+| (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time) |
 | memory never with total_q * total_k | no_batch_sized_memory |
 | left padding: a contiguous suffix, else ValueError; bool or 0/1 | positions_random_padding, rejects_bad_padding |
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.checking import (expect_rejected, fail, garbage, grid_picture, measure, name_mistakes,
+from grader.checking import (SHOWN, expect_rejected, fail, garbage, grid_picture, measure, name_mistakes,
                              odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.sandbox import CandidateTimeout
 
@@ -660,6 +661,12 @@ MALFORMED_CU = [
     ([0, 2.5], [0, 3], "a float in cu_seqlens_q"),
     (np.array([[0, 2]]), np.array([[0, 2]]), "2-D cu_seqlens"),
 ]
+
+
+def check_rejects_the_invalid_case_shown(ex):
+    """The invalid call the public tests show raises ValueError (in a live grading too)."""
+    expect_rejected(ex, ex.candidate.varlen_mask, [1, 3], [1, 3], call="varlen_mask([1, 3], [1, 3])",
+                    diagnosis="accepts_invalid_arguments", why=SHOWN)
 
 
 def check_rejects_malformed_cu_seqlens(ex):
