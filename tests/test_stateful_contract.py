@@ -161,3 +161,20 @@ def test_recomputing_the_past_with_the_first_model_object_is_caught(tmp_path):
                      ["projects_only_new_tokens"])
     assert not _failed(graded, "projects_only_new_tokens").passed
     assert [d.id for d in graded.diagnoses] == ["recomputes_past"]
+
+
+@pytest.mark.slow
+def test_a_ring_stream_that_goes_wrong_is_shown_shrunk_and_the_rerun_shows_the_same(tmp_path):
+    """Issue 21: a stream of a few hundred steps is shown as a short one that fails the same way,
+    with the whole streams still naming the mistake, and --check reaches the same case."""
+    mutant = SOLUTIONS / "mutants" / "ring_buffer_window" / "window_plus_one.py"
+    graded = _graded(tmp_path, "ring_buffer_window", mutant, ["decode_stream", "chunked_stream"])
+    for check_id in ("decode_stream", "chunked_stream"):
+        check = _failed(graded, check_id)
+        assert not check.passed and ["window_off_by_one"] == [n[0] for n in check.named], check.message
+        shown, whole = check.message.split(" (shrunk from ")[0], check.message.split(" (shrunk from ")[1]
+        fed, drawn = int(shown.split(" fed ")[1].split(" tokens")[0]), int(whole.split(" tokens")[0])
+        assert fed < drawn / 4 and check.case["tokens"] == fed, check.message
+    (tmp_path / "again").mkdir()
+    again = _graded(tmp_path / "again", "ring_buffer_window", mutant, ["decode_stream"])
+    assert _failed(again, "decode_stream").message == _failed(graded, "decode_stream").message

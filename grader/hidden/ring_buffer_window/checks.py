@@ -6,7 +6,9 @@ and ``window_mask`` are also checked on their own, so a submission wrong in one 
 failed (and diagnosed) in that part only. A check tries all its cases (masks, streams, caches
 appended to) before it fails, reports the smallest failing one, and names a mistake only when it
 explains every failing case: masks and streams through ``diagnosis``, cache states through
-``checking.settle``.
+``checking.settle``. A failing stream is shown shrunk: cut after its first wrong step, then
+``grader.stateful.shrink`` drops chunks while the rest still fails (the names still come from the
+whole streams).
 
 One sentence, one property (CONTRACT section 1 and ring_buffer_window's section -> check id):
 
@@ -54,6 +56,8 @@ from grader.checking import (
     other_argument_types,
     settle,
 )
+
+from grader.stateful import shrink
 
 from .._values import as_array, container_slip
 from . import diagnosis, oracle
@@ -254,6 +258,18 @@ class Stream:
         return {"capacity": self.capacity, "head_dim": self.head_dim, "window": self.window,
                 "tokens": len(self.q), "chunks": _short(self.chunks), "seed": seed}
 
+    def first(self, count: int) -> "Stream":
+        """The stream's first ``count`` chunks: what was fed up to and including the step that went wrong."""
+        return self.keep(range(count))
+
+    def keep(self, chunks) -> "Stream":
+        """The stream with only the chunks at the indices ``chunks`` (in order): their tokens, at the
+        positions they take once the others are gone. Any such stream is valid, so shrinking may try it."""
+        starts = np.cumsum([0] + self.chunks)
+        rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in chunks] or [np.zeros(0, int)])
+        return Stream(self.capacity, self.window, [self.chunks[i] for i in chunks], self.q[rows], self.k[rows],
+                      self.v[rows])
+
     def wrong_rows(self, got, want) -> np.ndarray:
         """Per row of a chunk: off beyond section 1's rule (scores bounded over the stream's own
         tokens; a slot of garbage that no query may see is not involved)."""
@@ -300,14 +316,15 @@ def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
     return outputs
 
 
-def _stream_picture(example: diagnosis.Example, s: Stream):
+def _stream_picture(example: diagnosis.Example, s: Stream, unshrunk: bool = False):
     rows = example.chunk_rows[:16]
     first = max(0, rows[0][0] - s.window - 1)
     last = rows[-1][0] + 1
     columns = range(first, last + 1)
     want = np.array([[c in diagnosis.wanted_positions(p, s.window) for c in columns] for p, _ in rows])
     seen = np.array([[c in set(visible) for c in columns] for _, visible in rows])
-    return grid_picture(want, seen, f"queries at positions {rows[0][0]}..{rows[-1][0]} (rows) over key "
+    where = "in the whole stream, before shrinking: " if unshrunk else ""
+    return grid_picture(want, seen, f"{where}queries at positions {rows[0][0]}..{rows[-1][0]} (rows) over key "
                                     f"positions {first}..{last} (columns); 'submitted' = the keys your "
                                     "outputs are consistent with")
 
@@ -319,11 +336,13 @@ class StreamMiss:
     outputs: list  # the submission's outputs, chunk by chunk, as far as they were run
     message: str
     broken: bool  # some outputs are NaN or infinite
+    chunks_fed: int  # chunks up to and including the first wrong step
+    what: str  # what the stream tries
 
 
-def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
+def _stream_miss(ex, s: Stream, what: str, after_failure: int = 8) -> StreamMiss | None:
     want = oracle.sliding_window_attention(*(x.astype(np.float64) for x in (s.q, s.k, s.v)), s.window)
-    outputs = run_stream(ex, s, want=want)
+    outputs = run_stream(ex, s, want=want, after_failure=after_failure)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
         error, wrong = _differs(got, want[start:start + T]), s.wrong_rows(got, want[start:start + T])
@@ -336,7 +355,8 @@ def _stream_miss(ex, s: Stream, what: str) -> StreamMiss | None:
                        f"from sliding-window attention over the whole sequence by up to {error.max():.3g} "
                        f"(first at position {p})")
             broken = not all(np.isfinite(out).all() for out in outputs)
-            return StreamMiss(s, outputs, message + ("; some rows are NaN or infinite" if broken else ""), broken)
+            return StreamMiss(s, outputs, message + ("; some rows are NaN or infinite" if broken else ""), broken,
+                              n + 1, what)
         start += T
     return None
 
@@ -352,10 +372,27 @@ def expect_streams(ex, streams):
         [(m.outputs, m.stream.capacity, m.stream.window, m.stream.q, m.stream.k, m.stream.v,
           m.stream.chunks[:len(m.outputs)]) for m in misses])
     shown = misses[quoted]
-    message = shown.message + (f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else "")
+    short = _shrunk(ex, shown)
+    message = short.message + (f" (shrunk from {len(shown.stream.q)} tokens in {len(shown.stream.chunks)} chunks)"
+                               if short is not shown else "")
+    message += f"; {len(misses)} of {len(streams)} streams went wrong" if len(streams) > 1 else ""
     message += name_mistakes(ex, Explanation(found, _hint(shown) if not found and len(misses) > 1 else ""))
-    fail(message, shown.stream.case(ex.seed), _stream_picture(example, shown.stream) if example else None,
-         kind="nan" if any(m.broken for m in misses) else "wrong")
+    picture = _stream_picture(example, shown.stream, unshrunk=short is not shown) if example else None
+    fail(message, short.stream.case(ex.seed), picture, kind="nan" if any(m.broken for m in misses) else "wrong")
+
+
+def _shrunk(ex, miss: StreamMiss) -> StreamMiss:
+    """A short failing stream, found by ``grader.stateful.shrink`` dropping chunks of ``miss``'s
+    stream, cut after its first wrong step: the case a report shows (the names come from the whole
+    streams). ``miss`` itself when nothing shorter fails the same way again."""
+    def play(chunks):
+        return _stream_miss(ex, miss.stream.keep(chunks), miss.what, after_failure=0)
+
+    chunks = list(range(miss.chunks_fed))
+    start = play(chunks)  # the stream cut after its first wrong step: it fails there again
+    if start is None:
+        return miss
+    return shrink(chunks, start, play)[1]
 
 
 def _hint(miss: StreamMiss) -> str:
@@ -552,7 +589,7 @@ def _numpy_stream(ex, as_int, C, D, W, tokens):
         want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
                                        oracle.window_mask(start + np.arange(T), stored, W))
         ring.append(k, v)
-        said = f"{as_int.__name__} sizes"
+        said = "Python int sizes" if as_int is int else "numpy integer sizes"
         got = as_array(out, call=f"windowed_attention_step with {said}", shape=(T, D), kind="f")
         if not close(got, want, (q, k, v), diagnosis.magnitude(q, k)):
             fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window={W}) on RingKVCache({C}, {D}), "
