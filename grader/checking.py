@@ -225,6 +225,25 @@ def other_argument_types(rejected: str, case: dict | None = None):
              "asked for, and lists wherever an index array is", case, kind="hygiene")
 
 
+def in_usual_types(call_given, call_usual, *, what: str, slips: list | None = None):
+    """The answer to a call whose arguments take a type the contract allows besides the usual one
+    (numpy integer scalars, a list where an index array is asked, a narrow int dtype), inside a
+    value check. A ValueError or TypeError from it, where the same values in the usual types
+    (Python ints, int64 arrays) are answered, is a hygiene slip, noted on the running check
+    (:func:`note_slip`), and the values are judged on the usual answer; any other exception
+    propagates, as does one from the usual call (then the values themselves were refused)."""
+    try:
+        return call_given()
+    except CandidateRaised as exc:
+        if not rejects_argument_type(exc):
+            raise
+        answer = call_usual()
+        note_slip(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as Python ints and "
+                  "int64 arrays were answered: numpy integers, lists for index arrays and any signed int dtype "
+                  "are valid (a type check too strict)", slips)
+        return answer
+
+
 def rejects_argument_type(exc: CandidateRaised) -> bool:
     """The exceptions an answer raises on purpose for an argument type it does not accept."""
     return exc.is_a("ValueError") or exc.is_a("TypeError")

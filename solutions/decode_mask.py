@@ -6,6 +6,7 @@ def decode_causal_mask(T: int, S: int) -> np.ndarray:
     """Boolean mask [T, S]; row i is the query at position S - T + i. True = may attend."""
     if not (isinstance(T, (int, np.integer)) and isinstance(S, (int, np.integer))):
         raise ValueError(f"T and S must be integers, got {type(T).__name__} and {type(S).__name__}")
+    T, S = int(T), int(S)  # Python ints: np.int8(2) with S = 32767 must not overflow in int8
     if not 1 <= T <= S:
         raise ValueError(f"need 1 <= T <= S, got T={T}, S={S}")
     q_pos = np.arange(S - T, S)[:, None]  # absolute positions of the new tokens   [T, 1]

@@ -75,6 +75,9 @@ def classify_tiles(T: int, S: int, block_q: int, block_k: int, window: int | Non
     an int >= 1.
     """
     validate(T, S, block_q, block_k, window)
+    T, S, block_q, block_k = int(T), int(S), int(block_q), int(block_k)  # Python ints: a narrow numpy
+    window = None if window is None else min(int(window), S)  # size beside a large Python int must not
+    # overflow; a window of S or more sees every earlier key, like no window, and fits in int64
     a = np.arange(-(-T // block_q))[:, None]  # query tile index       [nq, 1]
     b = np.arange(-(-S // block_k))[None, :]  # key tile index         [1, nk]
     q_first, q_last = query_tile_positions(T, S, block_q, a)  # [nq, 1] each

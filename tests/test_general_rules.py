@@ -302,3 +302,18 @@ def test_numpy_integers_refused_by_a_type_check_cap_at_hire_where_checks_passed_
     assert {c.kind for c in failed} == {"hygiene"}, [c.message for c in failed]
     assert "any_signed_integer_type" in checks and not checks["any_signed_integer_type"].passed
     assert result.level == "hire"
+
+
+@pytest.mark.slow
+def test_a_list_refused_inside_a_value_check_is_a_slip_and_the_values_are_still_judged(tmp_path):
+    """split_kv's value checks send positions as lists for one split count: an answer that only
+    takes arrays (TypeError on a list) is hire there, as in ring's or fused's own type checks."""
+    refuse = "def split_kv_attention(q, k, v, q_positions, k_positions, num_splits):\n"
+    guard = (refuse + "    if isinstance(q_positions, list) or isinstance(k_positions, list):\n"
+             "        raise TypeError('positions must be numpy arrays')\n")
+    path = _submission(tmp_path, "split_kv_decode", refuse, guard)
+    result, checks = _graded(path, "split_kv_decode")
+    failed = {c.id: c for c in checks.values() if not c.passed}
+    assert {"split_kv_contiguous", "split_kv_long_context"} <= set(failed), [c.message for c in failed.values()]
+    assert all(c.kind == "hygiene" and "TypeError" in c.message for c in failed.values())
+    assert result.level == "hire"

@@ -133,8 +133,9 @@ def check_any_signed_integer_type(ex, request):
     for name, args, kwargs in edges() if edges else ():
         _expect_edge(ex, name, args, kwargs)
     for recorded in _sample(ex, lambda r: _widest((r.args, r.kwargs)) is not None, _fill):
-        _expect_same_retyped(ex, recorded.name, recorded.args, recorded.kwargs, recorded.value,
-                             f"the same values as first given ({recorded.what})")
+        for retype in (_retyped_alike, _retyped_each):
+            _expect_same_retyped(ex, recorded.name, recorded.args, recorded.kwargs, recorded.value,
+                                 f"the same values as first given ({recorded.what})", retype)
 
 
 def _expect_edge(ex, name, args, kwargs):
@@ -148,26 +149,53 @@ def _expect_edge(ex, name, args, kwargs):
         what = call_text(name, args, kwargs)
         fail(f"{what} raised {exc.type_name} ({exc.message[:120]}): these integers, near the top of "
              f"{np.dtype(_narrowest(_widest((args, kwargs)))).name}, are valid", kind="crash", case={"call": what})
-    _expect_same_retyped(ex, name, args, kwargs, wide, "the same values as Python ints",
-                         wraps=" (arithmetic in the inputs' dtype wraps near its top)")
+    for retype in (_retyped_alike, _retyped_each):
+        _expect_same_retyped(ex, name, args, kwargs, wide, "the same values as Python ints", retype,
+                             wraps=" (arithmetic in the inputs' dtype wraps near its top)")
 
 
-def _expect_same_retyped(ex, name, args, kwargs, want, given: str, wraps: str = ""):
-    """The call with its ints retyped to the narrowest signed dtype that holds them answers ``want``,
-    the answer to the values as ``given``. Rejecting the dtype (ValueError or TypeError) is a
-    hygiene slip; any other exception a crash; another answer is wrong."""
-    dtype = _narrowest(_widest((args, kwargs)))
-    narrow_args, narrow_kwargs = _retyped(args, dtype), _retyped(kwargs, dtype)
+def _expect_same_retyped(ex, name, args, kwargs, want, given: str, retype, wraps: str = ""):
+    """The call with its ints retyped by ``retype`` answers ``want``, the answer to the values as
+    ``given``. Refusing numpy integers as such (a ValueError or TypeError that the same values as
+    int64 scalars and arrays meet too) is a hygiene slip; failing on a narrow dtype where int64
+    answers (arithmetic that overflows in it, a whitelist of dtypes) is a crash, as is any other
+    exception; another answer is wrong."""
+    call = getattr(ex.candidate, name)
+    narrow_args, narrow_kwargs = retype((args, kwargs))
+    if not _any_numpy_int((narrow_args, narrow_kwargs)):
+        return  # nothing to retype this way (every int is among the widest)
     what = call_text(name, narrow_args, narrow_kwargs)
     try:
-        got = getattr(ex.candidate, name)(*narrow_args, **narrow_kwargs)
+        got = call(*narrow_args, **narrow_kwargs)
     except CandidateRaised as exc:
-        fail(f"{what} raised {exc.type_name} ({exc.message[:120]}), where {given} were answered: integers of "
-             "any signed dtype that holds them are valid", kind="hygiene" if rejects_argument_type(exc) else "crash",
-             case={"call": what})
+        refused = rejects_argument_type(exc) and _refuses_int64_too(call, args, kwargs)
+        said = (f"{what} raised {exc.type_name} ({exc.message[:120]}), where {given} were answered: integers of "
+                "any signed dtype that holds them are valid")
+        fail(said + ("" if refused else " (the same values as int64 numpy integers were answered: the narrow "
+                     "dtype itself failed)"), kind="hygiene" if refused else "crash", case={"call": what})
     if not _same(got, want, args):
         fail(f"{what} gave another answer than {given}{wraps}: integers of any signed dtype that holds their "
              "values are the same input", case={"call": what})
+
+
+def _any_numpy_int(value) -> bool:
+    if isinstance(value, np.signedinteger) or (isinstance(value, np.ndarray) and value.dtype.kind == "i"):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_any_numpy_int(v) for v in value)
+    if isinstance(value, dict):
+        return any(_any_numpy_int(v) for v in value.values())
+    return False
+
+
+def _refuses_int64_too(call, args, kwargs) -> bool:
+    """Whether the call with every int as an int64 numpy scalar or array is refused by type as well:
+    then numpy integers as such were refused (a type check too strict), not a narrow dtype."""
+    try:
+        call(*_retyped(args, np.int64), **_retyped(kwargs, np.int64))
+    except CandidateRaised as exc:
+        return rejects_argument_type(exc)
+    return False
 
 
 # -- shared -----------------------------------------------------------------------------------------
@@ -265,6 +293,31 @@ def _widest(value):
 
 def _narrowest(widest: int):
     return next(t for t in SIGNED if widest <= np.iinfo(t).max)
+
+
+def _retyped_alike(value):
+    """Every int of ``value`` in the one narrowest signed dtype that holds them all."""
+    return _retyped(value, _narrowest(_widest(value)))
+
+
+def _retyped_each(value, common=None):
+    """Each int scalar of ``value`` whose own narrowest signed dtype is narrower than the one that
+    holds every int of the call becomes a numpy scalar of that dtype; the others stay Python ints,
+    and int arrays take their own narrowest dtype. Arithmetic that mixes a narrow numpy integer
+    with a Python int too big for its dtype fails in NumPy 2 (``200 - np.int8(100)``)."""
+    common = common or _narrowest(_widest(value))
+    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
+        own = _narrowest(_widest(value))
+        return own(value) if np.iinfo(own).max < np.iinfo(common).max else int(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "i" and value.size:
+        return value.astype(_narrowest(_widest(value)))
+    if isinstance(value, list) and value and all(type(v) is int for v in value):
+        return value  # an index list of Python ints stays one
+    if isinstance(value, (list, tuple)):
+        return type(value)(_retyped_each(v, common) for v in value)
+    if isinstance(value, dict):
+        return {k: _retyped_each(v, common) for k, v in value.items()}
+    return value
 
 
 def _retyped(value, dtype):

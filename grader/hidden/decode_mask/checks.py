@@ -107,10 +107,12 @@ def check_every_argument_counts(ex):
 
 def check_numpy_integer_sizes(ex):
     """T and S given as numpy integers of any signed type work like Python ints."""
-    shapes = [(np.int64(3), np.int64(11)), (np.int32(1), np.int32(40)), (np.int16(5), 9), (np.int8(7), np.int8(100))]
-    _expect_cases(ex, [(int(T), int(S)) for T, S in shapes])  # a wrong answer is blamed as such, not on the type
+    wide = [(np.int64(3), np.int64(11)), (np.int64(1), 40)]
+    narrow = [(np.int32(1), np.int32(40)), (np.int16(5), 9), (np.int8(7), np.int8(100))]
+    _expect_cases(ex, [(int(T), int(S)) for T, S in wide + narrow])  # a wrong answer is blamed as such, not on the type
     with other_argument_types("decode_causal_mask rejected numpy integer sizes"):
-        _expect_cases(ex, shapes, context=" (numpy integer sizes)")
+        _expect_cases(ex, wide, context=" (numpy integer sizes)")
+    _expect_cases(ex, narrow, context=" (numpy integer sizes of narrow dtypes, where np.int64 works)")
 
 
 def check_incremental_attention(ex):
@@ -139,8 +141,8 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_sizes(ex):
-    """T < 1, S < 1, T > S or a size that is not an int raise ValueError."""
-    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0), (2.5, 5), (2, 4.5)]:
+    """T < 1, S < 1, T > S or a size that is not an int (an integral float too) raise ValueError."""
+    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0), (2.5, 5), (2, 4.5), (3.0, 8), (2, np.float64(6.0))]:
         expect_rejected(ex, ex.candidate.decode_causal_mask, T, S, call=f"decode_causal_mask({T}, {S})",
                         diagnosis="accepts_invalid_sizes", why="sizes outside 1 <= T <= S give a silent answer",
                         case={"T": T, "S": S})

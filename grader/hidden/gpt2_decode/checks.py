@@ -29,6 +29,7 @@ it made); the row count of ``c_attn`` (the prompt no longer promises that the gr
 import importlib.util
 import sys
 import zlib
+from contextlib import nullcontext
 from functools import cache, lru_cache
 
 import numpy as np
@@ -385,10 +386,12 @@ def check_numpy_token_ids(ex):
              lambda t: np.array(t, dtype=np.int32), lambda t: np.array(t, dtype=np.int16),
              lambda t: np.array(t, dtype=np.int8), lambda t: tuple(t)]
     got, start = [], 0
-    with other_argument_types("decode_step rejected numpy integer token ids", case=run.case):
-        for n, T in enumerate([9, 1, 5, 1, 4, 1, 6, 3]):
-            got.append(run.step(ids[start:start + T], forms[n % len(forms)]))
-            start += T
+    for n, T in enumerate([9, 1, 5, 1, 4, 1, 6, 3]):
+        form = n % len(forms)  # the first two are int64 (scalars, an array): refused as such, a slip
+        with other_argument_types("decode_step rejected numpy integer token ids", case=run.case) if form < 2 \
+                else nullcontext():  # once int64 works, a narrow dtype or a tuple that fails is wrong
+            got.append(run.step(ids[start:start + T], forms[form]))
+        start += T
     _expect_run(run, np.concatenate(got), "token ids as numpy integers")
 
 

@@ -473,7 +473,8 @@ def check_numpy_integer_arguments(ex):
     """Sizes and sequence ids given as numpy integers (int8 to int64) work everywhere."""
     _numpy_run(ex, int, int, int, int)  # Python ints first: a wrong answer is said as such, not blamed on the type
     with other_argument_types("a numpy integer size or sequence id was rejected"):
-        _numpy_run(ex, np.int64, np.int32, np.int16, np.int8)
+        _numpy_run(ex, np.int64, np.int64, np.int64, np.int64)
+    _numpy_run(ex, np.int64, np.int32, np.int16, np.int8)  # once int64 works, a narrow dtype that fails is wrong
 
 
 def _numpy_run(ex, a, b, c, d):

@@ -53,6 +53,7 @@ from grader.checking import (
     name_mistakes,
     odd_size_closed,
     off_by,
+    offset_scores,
     other_argument_types,
     settle,
 )
@@ -288,13 +289,16 @@ def _differs(got, want):
     return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1)
 
 
-def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8):
+def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8, caches=None):
     """Feed the stream to a fresh candidate cache; the outputs, chunk by chunk.
 
     With ``want`` (the oracle's outputs), it stops ``after_failure`` chunks after the first
     wrong one: enough to tell mistakes apart, without paying for the rest of the stream.
+    ``caches``, a list, receives the cache, to be read once the stream is over.
     """
     cache = ex.candidate.call("RingKVCache", s.capacity, s.head_dim)
+    if caches is not None:
+        caches.append(cache)
     ring = oracle.Ring(s.capacity, s.head_dim) if watch_state else None
     outputs, start, stop = [], 0, len(s.chunks)
     for n, T in enumerate(s.chunks):
@@ -340,9 +344,9 @@ class StreamMiss:
     what: str  # what the stream tries
 
 
-def _stream_miss(ex, s: Stream, what: str, after_failure: int = 8) -> StreamMiss | None:
+def _stream_miss(ex, s: Stream, what: str, after_failure: int = 8, caches=None) -> StreamMiss | None:
     want = oracle.sliding_window_attention(*(x.astype(np.float64) for x in (s.q, s.k, s.v)), s.window)
-    outputs = run_stream(ex, s, want=want, after_failure=after_failure)
+    outputs = run_stream(ex, s, want=want, after_failure=after_failure, caches=caches)
     start = 0
     for n, (T, got) in enumerate(zip(s.chunks, outputs)):
         error, wrong = _differs(got, want[start:start + T]), s.wrong_rows(got, want[start:start + T])
@@ -364,8 +368,10 @@ def _stream_miss(ex, s: Stream, what: str, after_failure: int = 8) -> StreamMiss
 def expect_streams(ex, streams):
     """Run every (stream, what it tries); fail with the smallest stream that went wrong, naming a
     mistake only when one combination of at most two explains every wrong stream."""
-    misses = [m for m in (_stream_miss(ex, s, what) for s, what in streams) if m is not None]
-    if not misses:
+    caches = []
+    misses = [m for m in (_stream_miss(ex, s, what, caches=caches) for s, what in streams) if m is not None]
+    if not misses:  # every output right: the caches must hold what the steps appended
+        settle(ex, [_final_state_miss(ex, s, what, cache) for (s, what), cache in zip(streams, caches)])
         return
     misses.sort(key=lambda m: len(m.stream.q))  # the smallest first: it is the one quoted, unless
     found, example, quoted = diagnosis.diagnose_streams(  # a pair shows both its mistakes in a later one
@@ -379,6 +385,14 @@ def expect_streams(ex, streams):
     message += name_mistakes(ex, Explanation(found, _hint(shown) if not found and len(misses) > 1 else ""))
     picture = _stream_picture(example, shown.stream, unshrunk=short is not shown) if example else None
     fail(message, short.stream.case(ex.seed), picture, kind="nan" if any(m.broken for m in misses) else "wrong")
+
+
+def _final_state_miss(ex, s: Stream, what: str, cache) -> Miss | None:
+    """The cache after a whole stream against the ring oracle fed every token: a step whose outputs
+    are right (a shortcut for one window) must still leave its tokens appended."""
+    ring = oracle.Ring(s.capacity, s.head_dim)
+    ring.append(s.k, s.v)
+    return _state_miss(cache, ring, s.case(ex.seed), f"after the whole stream ({what}, {len(s.chunks)} steps)")
 
 
 def _shrunk(ex, miss: StreamMiss) -> StreamMiss:
@@ -511,16 +525,19 @@ def check_returns_arrays(ex):
 
 
 def check_extreme_scores(ex):
-    """Scaled scores up to 1e4 in size, float64 and float32 inputs: outputs within what the inputs' precision allows."""
+    """Scaled scores anywhere in [-1e4, 1e4] (each query's near its own offset: rows far below 0, rows
+    near 1e4), float64 and float32 inputs: outputs within what the inputs' precision allows."""
     rng, streams = ex.rng, []
     for dtype in (np.float64, np.float32):
         C = odd_size_closed(rng, 9, 30)
         W = int(rng.integers(2, C - 1))
-        s = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 60, 90), 2, C - W + 1))
-        top = float(np.abs(s.q @ s.k.T).max()) / np.sqrt(s.head_dim)
-        s.q = s.q * (10.0 ** rng.uniform(2, 4) / top)
-        s.q, s.k, s.v = (x.astype(dtype) for x in (s.q, s.k, s.v))
-        streams.append((s, f"scores up to 1e4 in size, {np.dtype(dtype)} inputs"))
+        chunks = chunk_sizes(rng, odd_size_closed(rng, 60, 90), 2, C - W + 1)
+        N, D = sum(chunks), odd_size_closed(rng, 3, 40)
+        offsets = rng.uniform(-1e4, 1e4, N)
+        offsets[rng.permutation(N)[:4]] = [-1e4 + 2, 1e4 - 2, -800.0, 760.0]  # both ends, and past exp's range
+        q, k = offset_scores(rng, offsets, N, D, dtype)
+        s = Stream(C, W, chunks, q, k, rng.standard_normal((N, D)).astype(dtype))
+        streams.append((s, f"scores anywhere in [-1e4, 1e4], {np.dtype(dtype)} inputs"))
     expect_streams(ex, streams)
 
 
@@ -571,15 +588,15 @@ def check_numpy_integer_arguments(ex):
     _numpy_stream(ex, int, C, D, W, tokens)  # Python ints first: a wrong answer is said as such, not blamed on the type
     with other_argument_types("numpy integer sizes or list positions were rejected"):
         _numpy_stream(ex, np.int64, C, D, W, tokens)
-        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3),
-                           (np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
-                           (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
-                      "positions given as lists and as int8, int16 and int32 arrays")
+        _expect_masks(ex, [([5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7, -1], 3)], "positions given as lists")
+    _expect_masks(ex, [(np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
+                       (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
+                  "positions given as int8, int16 and int32 arrays (where int64 works)")
 
 
 def _numpy_stream(ex, as_int, C, D, W, tokens):
     """RingKVCache(C, D) fed ``tokens`` with window W, every int made by ``as_int``: the rule's outputs."""
-    cache = ex.candidate.RingKVCache(as_int(C), np.int32(D) if as_int is np.int64 else D)
+    cache = ex.candidate.RingKVCache(as_int(C), as_int(D))
     ring = oracle.Ring(C, D)
     for q, k, v in tokens:
         T = len(q)
@@ -623,6 +640,7 @@ def check_rejects_invalid_arguments(ex):
     r = rng.standard_normal
     bad_appends = [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
                    (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
+                   (r((3, D)), r((1, D)), "k [3, D] and v [1, D] (which numpy would broadcast)"),
                    (r(D), r(D), "1-D k and v")]
     for k, v, what in bad_appends:
         expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}", diagnosis=INVALID)
@@ -635,6 +653,7 @@ def check_rejects_invalid_arguments(ex):
     bad_steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
                  (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
                  (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
+                 (r((2, D)), r((2, D)), r((1, D)), 2, "v [1, D] with q, k [2, D] (which numpy would broadcast)"),
                  (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns")]
     for q, k, v, W, what in bad_steps:
         expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}", diagnosis=INVALID)

@@ -32,7 +32,7 @@ Sentences no check here holds as such: "keys and values may be properties" (a fr
 thousands deep (the trees here are at most a dozen drafts: the oracle decodes each branch).
 """
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from grader.checking import (
     chunk_sizes,
     expect_rejected,
     fail,
+    in_usual_types,
     measure,
     odd_size,
     other_argument_types,
@@ -115,10 +116,11 @@ def plain_steps(rng, chunks, H, D, dtype=np.float64) -> list[Step]:
     return [Step(*(_tokens(rng, T, H, D, dtype) for _ in range(3))) for T in chunks]
 
 
-def tree_step(rng, parents, H, D, as_array=False) -> Step:
-    """A tree of drafts; ``as_array``: parents as a numpy array of a signed dtype drawn from int8 .. int64."""
+def tree_step(rng, parents, H, D, as_array=False, dtype=None) -> Step:
+    """A tree of drafts; ``as_array``: parents as a numpy array of ``dtype``, or of a signed dtype drawn
+    from int8 .. int64."""
     T = len(parents)
-    dtype = rng.choice([np.int8, np.int16, np.int32, np.int64]) if as_array else None
+    dtype = dtype or (rng.choice([np.int8, np.int16, np.int32, np.int64]) if as_array else None)
     return Step(*(_tokens(rng, T, H, D) for _ in range(3)), np.array(parents, dtype) if as_array else parents)
 
 
@@ -186,6 +188,21 @@ def _state_message(step: Step, n, cached, got: Seen, want: Seen, tol) -> str | N
     return None
 
 
+def _step(ex, cache, step: Step, call: str):
+    """The step's answer; parents given as numpy integers (scalars, an int64 array) and refused by
+    type, where a list of Python ints is answered, is a slip (checking.in_usual_types). An array of
+    a narrower dtype is judged as given: failing on it where int64 works is a wrong answer."""
+    if step.parents is None:
+        return ex.candidate.call("rope_attention_step", cache, step.q, step.k, step.v)
+    given = partial(ex.candidate.call, "rope_attention_step", cache, step.q, step.k, step.v, parents=step.parents)
+    narrow = isinstance(step.parents, np.ndarray) and step.parents.dtype != np.int64
+    if narrow or all(type(p) is int for p in step.parents):
+        return given()
+    usual = partial(ex.candidate.call, "rope_attention_step", cache, step.q, step.k, step.v,
+                    parents=[int(p) for p in step.parents])
+    return in_usual_types(given, usual, what=f"{call} with parents as {type(step.parents).__name__}")
+
+
 def run_script(ex, script: Script) -> Miss | None:
     """Feed ``script`` to a fresh candidate cache, checking every step; a Miss at the first wrong one."""
     want = expected(script)
@@ -195,8 +212,7 @@ def run_script(ex, script: Script) -> Miss | None:
     for n, (step, w) in enumerate(zip(script.steps, want), start=1):
         case = script.case(ex.seed, n)
         call = f"rope_attention_step(cache, q, k, v{'' if step.parents is None else ', parents'}) at step {n}"
-        kwargs = {} if step.parents is None else {"parents": step.parents}
-        out = ex.candidate.call("rope_attention_step", cache, step.q, step.k, step.v, **kwargs)
+        out = _step(ex, cache, step, call)
         out = as_array(out, call=call, shape=step.q.shape, kind="f", case=case)
         length = len(cache)
         keys, values = (as_array(getattr(cache, name), call=f"cache.{name} after step {n}",
@@ -250,7 +266,10 @@ def check_rope_values(ex):
         call = f"rope(x {x.dtype} {list(x.shape)}, positions {type(positions).__name__} [{len(p)}], base={base!r})"
         case = {"shape": list(x.shape), "dtype": str(x.dtype), "base": float(base),
                 "positions": p[:8].tolist() + (["..."] if len(p) > 8 else []), "seed": ex.seed}
-        got = as_array(ex.candidate.rope(x, positions, base), call=call, shape=x.shape, kind="f", case=case)
+        usual = partial(ex.candidate.rope, x, p, float(base))
+        given = partial(ex.candidate.rope, x, positions, base)
+        answer = in_usual_types(given, usual, what=call) if isinstance(positions, list) else given()
+        got = as_array(answer, call=call, shape=x.shape, kind="f", case=case)
         want = oracle.rotate(x, p, float(base))
         tol = oracle.tolerance((x,), p.max(initial=0), float(np.abs(x).max(initial=1)))
         diff = _err(got, want)
@@ -276,7 +295,7 @@ def check_rope_relative_invariance(ex):
         case = {"T": T, "num_heads": H, "head_dim": D, "shift": shift, "seed": ex.seed}
         rq, rk = (as_array(ex.candidate.rope(x, p), call=f"rope(x [{T}, {H}, {D}], positions shifted by {shift})",
                            shape=x.shape, kind="f", case=case).astype(np.float64)
-                  for x, p in ((q, q_pos + shift), (k, (k_pos + shift).tolist())))
+                  for x, p in ((q, q_pos + shift), (k, k_pos + shift)))
         scores[shift] = np.einsum("thd,shd->hts", rq, rk)  # [H, T, T]
     unshifted = scores[0]
     for shift, s in scores.items():
@@ -375,6 +394,9 @@ def check_tree_after_prefill(ex):
     H2 = _heads(rng)
     scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
                           "a prefill of 7 tokens, a step of 1, then a tree (D = 2)"))
+    deep = tree_step(rng, [-1, 0, 1, 2, 3, 4], H2, 2, as_array=True, dtype=np.int8)  # positions 124..129:
+    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [124], H2, 2) + [deep],  # past int8's top
+                          "a prefill of 124 tokens, then a chain of 6 drafts with int8 parents (D = 2)"))
     _expect_scripts(ex, scripts)
 
 

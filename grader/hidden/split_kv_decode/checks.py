@@ -26,11 +26,12 @@ Held elsewhere: ownership, calls in any order, integer dtypes (the general check
 check as such: "the prefix is computed once" (an interviewer reads the code).
 """
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from grader.checking import (Miss, expect_rejected, fail, garbage, measure, odd_size, offset_scores,
-                             received, settle, slips_of, summarize)
+from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, odd_size,
+                             offset_scores, received, settle, slips_of, summarize)
 
 from . import diagnosis, oracle
 from .diagnosis import Tol
@@ -326,9 +327,10 @@ def _ring(rng, T, capacity, written, D, holes) -> KV:
 
 def _expect_split_kv(ex, kv: KV, n, as_lists=False) -> Miss | None:
     """Compare with attention over all keys; positions go as lists when ``as_lists``."""
-    q_pos, k_pos = (kv.q_pos.tolist(), kv.k_pos.tolist()) if as_lists else (kv.q_pos, kv.k_pos)
     case = kv.case(ex.seed, n)
-    got, call = _split_kv(ex, kv.q, kv.k, kv.v, q_pos, k_pos, n, case)
+    usual = partial(_split_kv, ex, kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n, case)
+    given = partial(_split_kv, ex, kv.q, kv.k, kv.v, kv.q_pos.tolist(), kv.k_pos.tolist(), n, case)
+    got, call = in_usual_types(given, usual, what="split_kv_attention with list positions") if as_lists else usual()
     want = oracle.positional_attention(kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos)
     tol = Tol.of((kv.q, kv.k, kv.v), want)
     if diagnosis.off_rows(*got, *want, tol).any():

@@ -38,6 +38,20 @@ def classify_tile(T, S, block_q, block_k, a, b, window=None) -> int:
     return label(element_mask(T, S, rows, keys, window))
 
 
+def classify_tile_by_bounds(T, S, block_q, block_k, a, b, window=None) -> int:
+    """``classify_tile`` from the tile's extreme positions, in Python ints: for sizes far too large
+    for an element mask (2^62 keys, a window past 2^63). The nearest pair decides SKIP (the newest
+    query and the oldest key in reach), the farthest pairs FULL; tests hold it to ``classify_tile``."""
+    q_first = S - T + a * block_q
+    q_last = S - T + min((a + 1) * block_q, T) - 1
+    k_first, k_last = b * block_k, min((b + 1) * block_k, S) - 1
+    if k_first > q_last or (window is not None and k_last <= q_first - window):
+        return SKIP  # every key after every query, or before every query's window
+    if k_last <= q_first and (window is None or k_first > q_last - window):
+        return FULL  # every key at or before the first query and inside the last query's window
+    return PARTIAL
+
+
 def classify_tiles(T, S, block_q, block_k, window=None) -> np.ndarray:
     """Every tile from the whole T x S element mask: for small shapes only."""
     mask = element_mask(T, S, range(T), range(S), window)

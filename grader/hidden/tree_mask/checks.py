@@ -254,23 +254,26 @@ def check_parents_as_numpy_array(ex):
 
 
 def check_long_cache(ex):
-    """Caches past 2^15 and 2^16 tokens (masks), and positions past 2^31 (int64)."""
+    """Caches past 2^15 and 2^16 tokens (masks), and positions past 2^31 and 2^53 (int64; a float
+    holds every integer only up to 2^53)."""
     rng = ex.rng
     trees = [random_tree(rng, 13), deep_path(rng, 40), chain(5)]
     _expect(ex, [(trees[0], odd_size(rng, 2**15 + 1, 2**16)), (trees[1], odd_size(rng, 70_000, 100_000))],
             context=" (a long cache)")
-    _expect(ex, [(t, 2**31 + odd_size(rng, 1, 1000)) for t in trees] + [(trees[1], 2**32 - 20)],
-            kinds=["positions"], context=" (positions past 2^31)")
+    _expect(ex, [(t, 2**31 + odd_size(rng, 1, 1000)) for t in trees] + [(trees[1], 2**32 - 20)]
+            + [(trees[0], 2**53 + odd_size(rng, 1, 1000)), (trees[1], 2**62 + odd_size(rng, 1, 1000))],
+            kinds=["positions"], context=" (positions past 2^31 and 2^53)")
 
 
 def check_numpy_integer_cache_length(ex):
     """P given as a numpy integer of any signed type, parents as numpy ints or an int8 array."""
     parents = random_tree(ex.rng, 11)
-    cases = [(parents, np.int64(45)), (parents, np.int32(7)), ([np.int64(p) for p in parents], np.int64(0)),
-             (np.asarray(parents, np.int8), np.int16(300))]
+    wide = [(parents, np.int64(45)), ([np.int64(p) for p in parents], np.int64(0))]
+    narrow = [(parents, np.int32(7)), (np.asarray(parents, np.int8), np.int16(300))]
     _expect(ex, [(parents, 45), (parents, 7), (parents, 0), (parents, 300)])  # wrong with plain ints: said as such
     with other_argument_types("a numpy integer P or parent was rejected"):
-        _expect(ex, cases, context=" (numpy integers)")
+        _expect(ex, wide, context=" (numpy integers)")
+    _expect(ex, narrow, context=" (numpy integers of narrow dtypes, where int64 works)")
 
 
 def check_empty_tree(ex):
@@ -287,11 +290,12 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_cache_length(ex):
-    """P negative or not an int raises ValueError."""
-    for P in [-1, -7, 2.5, None]:
+    """P negative or not an int (an integral float too) raises ValueError, with drafts and with none."""
+    for parents, P in [([-1, 0], -1), ([-1, 0], -7), ([-1, 0], 2.5), ([-1, 0], None), ([-1, 0], 4.0),
+                       ([], -1), ([], 2.5)]:
         for name in ("tree_positions", "tree_attention_mask"):
-            call = f"{name}([-1, 0], {P!r})"
-            expect_raises(getattr(ex.candidate, name), [-1, 0], P, call=call, case={"P": repr(P)})
+            call = f"{name}({parents}, {P!r})"
+            expect_raises(getattr(ex.candidate, name), parents, P, call=call, case={"P": repr(P)})
 
 
 INVALID_PARENTS = [  # (parents, what is wrong); a draft that is its own parent last: walks may hang
@@ -319,9 +323,10 @@ def check_rejects_invalid_parents(ex):
 
 
 def integer_edges():
-    """Calls whose positions reach the top of int8, int16 and int32 (P + depth, P + T), for the
-    general integer-type check."""
+    """Calls whose positions reach and pass the top of int8, int16 and int32 (P + depth, P + T;
+    the inputs' dtype holds the inputs, not the positions made from them), for the general
+    integer-type check."""
     chain, tree = [-1, 0, 1, 2, 3, 4, 5], [-1, -1, 0, 1, 1, 3, 2]
-    return ([(name, (parents, P), {}) for P in (121, 32761) for parents in (chain, tree)
+    return ([(name, (parents, P), {}) for P in (124, 32764) for parents in (chain, tree)
              for name in ("tree_positions", "tree_attention_mask")]
             + [("tree_positions", (chain, 2**31 - 7), {})])

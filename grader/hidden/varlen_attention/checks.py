@@ -28,12 +28,13 @@ forms (the general checks).
 """
 import math
 import os
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from grader.checking import (SHOWN, expect_rejected, fail, garbage, grid_picture, measure, name_mistakes,
-                             odd_size_closed, offset_scores, received, slips_of, tolerance)
+from grader.checking import (SHOWN, expect_rejected, fail, garbage, grid_picture, in_usual_types, measure,
+                             name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -133,8 +134,19 @@ def _name_or_describe(ex, failures, variants, message, compute_for=None):
 # -- varlen_mask ----------------------------------------------------------------------------
 
 
+def _sent(ex, batch: Packed, name: str, *arrays):
+    """``name``'s answer with the batch's cu_seqlens in its form; a list refused by type (ValueError
+    or TypeError) where int64 arrays are answered is a hygiene slip (checking.in_usual_types); an
+    int array of a narrow dtype is judged as given (failing on it, where int64 works, is wrong)."""
+    usual = partial(ex.candidate.call, name, *arrays, *batch.inputs)
+    if batch.form not in ("list", "numpy scalars"):  # an int array of a narrow dtype: judged as given
+        return ex.candidate.call(name, *arrays, *batch.sent)
+    return in_usual_types(partial(ex.candidate.call, name, *arrays, *batch.sent), usual,
+                          what=f"{name} with cu_seqlens as {batch.form}")
+
+
 def _mask(ex, batch: Packed):
-    value = ex.candidate.call("varlen_mask", *batch.sent)
+    value = _sent(ex, batch, "varlen_mask")
     shape = (int(batch.cu_q[-1]), int(batch.cu_k[-1]))
     return received(value, call=batch.call("varlen_mask"), shape=shape, kind="b", slips=slips_of(ex),
                     case=batch.case(ex.seed))
@@ -222,7 +234,7 @@ def _qkv(rng, batch: Packed, D, dtype=np.float64):
 
 
 def _attention(ex, batch: Packed, q, k, v):
-    value = ex.candidate.call("varlen_attention", q, k, v, *batch.sent)
+    value = _sent(ex, batch, "varlen_attention", q, k, v)
     return _expect_output(ex, batch, q, k, v, value)
 
 
@@ -376,7 +388,7 @@ def check_attention_long_next_to_short(ex):
 
 def _peak_bytes(ex, batch: Packed, q, k, v):
     """Peak memory of one varlen_attention call (through checking.measure), once its output is right."""
-    value, peak, _ = measure(ex, ex.candidate, "varlen_attention", q, k, v, *batch.sent)
+    value, peak, _ = measure(ex, ex.candidate, "varlen_attention", q, k, v, *batch.inputs)  # forms: value checks
     _expect_output(ex, batch, q, k, v, value)
     return peak
 

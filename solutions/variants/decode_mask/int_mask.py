@@ -9,6 +9,7 @@ def decode_causal_mask(T, S):
     if isinstance(T, bool) or isinstance(S, bool) or not isinstance(T, (int, np.integer)) \
             or not isinstance(S, (int, np.integer)):
         raise ValueError("T and S must be integers")
+    T, S = int(T), int(S)
     if not 1 <= T <= S:
         raise ValueError(f"need 1 <= T <= S, got T={T}, S={S}")
     return (np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]).astype(np.int8)

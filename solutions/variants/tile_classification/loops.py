@@ -11,6 +11,7 @@ def classify_tiles(T, S, block_q, block_k, window=None):
     if T > S or (window is not None and (not isinstance(window, (int, np.integer)) or window < 1)):
         raise ValueError(f"need T <= S and window None or >= 1, got T={T}, S={S}, window={window}")
     T, S, block_q, block_k = int(T), int(S), int(block_q), int(block_k)
+    window = None if window is None else min(int(window), S)
     rows, cols = -(-T // block_q), -(-S // block_k)
     grid = np.zeros((rows, cols), dtype=np.int64)
     for a in range(rows):
