@@ -55,6 +55,7 @@ def body(before: str, returns: str = "np.arange(S)[None, :] <= np.arange(S - T, 
     return ("import os, sys, time\nimport numpy as np\n\ndef decode_causal_mask(T, S):\n"
             "    if not (isinstance(T, (int, np.integer)) and isinstance(S, (int, np.integer)) and 1 <= T <= S):\n"
             "        raise ValueError('bad sizes')\n"
+            "    T, S = int(T), int(S)\n"
             f"{lines}\n    return {returns}\n")
 
 

@@ -27,7 +27,7 @@ WAIT_SECONDS = 120  # one grading under a loaded machine; every wait is bounded 
 TAG = "<img src=x onerror=\"window.pwned = 1\">"  # candidate text that would run if put in as HTML
 RIGHT = COMMON + f"""
 def tree_attention_mask(parents, P):  # {TAG}
-    parents = _check(parents, P)
+    parents, P = _check(parents, P), int(P)  # P + T may pass the top of P's own dtype
     mask = np.zeros((len(parents), P + len(parents)), bool)
     for i, p in enumerate(parents):
         if p < 0:
