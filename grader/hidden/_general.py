@@ -13,13 +13,17 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   only, so its state may change.
 - Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
   bool rows shuffled are answered by a fresh process of the module and then by the running one.
-- Integer types (ints become numpy scalars, int arrays and lists of ints arrays, of the narrowest
-  signed dtype that holds every int of the call): the sandbox keeps copies of up to
+- Integer types, retyped two ways: every int of the call in the one narrowest signed dtype that
+  holds them all (ints become numpy scalars, int arrays and lists of ints arrays), and each int
+  in its own narrowest dtype beside the widest left as Python ints (``np.int8(2)`` with
+  ``32767``, which NumPy 2 refuses to mix). The sandbox keeps copies of up to
   ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
   first and shuffled, and compare with the answers first given. An exercise's ``integer_edges()``
   adds calls whose integers reach the top of int8, int16 or int32, where arithmetic kept in the
-  inputs' dtype wraps (``p + 1`` at 127): right as Python ints, and the same in that dtype.
+  inputs' dtype wraps (``p + 1`` at 127): right as Python ints, and the same in that dtype. A
+  ValueError or TypeError on a retyped call is a hygiene slip only when int64 numpy integers
+  are refused too (numpy integers refused as such); when int64 works it is a crash.
 
 Rerunning one of these with ``--check`` runs the exercise's own checks too (their results are
 not reported), so the replayed calls are the same as in the full run.
