@@ -227,11 +227,12 @@ def other_argument_types(rejected: str, case: dict | None = None):
 
 def in_usual_types(call_given, call_usual, *, what: str, slips: list | None = None):
     """The answer to a call whose arguments take a type the contract allows besides the usual one
-    (numpy integer scalars, a list where an index array is asked, a narrow int dtype), inside a
-    value check. A ValueError or TypeError from it, where the same values in the usual types
-    (Python ints, int64 arrays) are answered, is a hygiene slip, noted on the running check
-    (:func:`note_slip`), and the values are judged on the usual answer; any other exception
-    propagates, as does one from the usual call (then the values themselves were refused)."""
+    (numpy integer scalars, a list where an index array is asked), inside a value check. A
+    ValueError or TypeError from it, where the same values in the usual types (Python ints, int64
+    arrays) are answered, is a hygiene slip, noted on the running check (:func:`note_slip`), and
+    the values are judged on the usual answer; any other exception propagates, as does one from
+    the usual call (then the values themselves were refused). An int array of a narrower dtype is
+    not for this: callers pass it as given, since failing on it where int64 works is wrong."""
     try:
         return call_given()
     except CandidateRaised as exc:
@@ -239,8 +240,8 @@ def in_usual_types(call_given, call_usual, *, what: str, slips: list | None = No
             raise
         answer = call_usual()
         note_slip(f"{what} raised {exc.type_name} ({exc.message[:120]}), where the same values as Python ints and "
-                  "int64 arrays were answered: numpy integers, lists for index arrays and any signed int dtype "
-                  "are valid (a type check too strict)", slips)
+                  "int64 arrays were answered: numpy integers and lists for index arrays are valid (a type check "
+                  "too strict)", slips)
         return answer
 
 

@@ -259,10 +259,6 @@ class Stream:
         return {"capacity": self.capacity, "head_dim": self.head_dim, "window": self.window,
                 "tokens": len(self.q), "chunks": _short(self.chunks), "seed": seed}
 
-    def first(self, count: int) -> "Stream":
-        """The stream's first ``count`` chunks: what was fed up to and including the step that went wrong."""
-        return self.keep(range(count))
-
     def keep(self, chunks) -> "Stream":
         """The stream with only the chunks at the indices ``chunks`` (in order): their tokens, at the
         positions they take once the others are gone. Any such stream is valid, so shrinking may try it."""
