@@ -178,3 +178,55 @@ def test_a_ring_stream_that_goes_wrong_is_shown_shrunk_and_the_rerun_shows_the_s
     (tmp_path / "again").mkdir()
     again = _graded(tmp_path / "again", "ring_buffer_window", mutant, ["decode_stream"])
     assert _failed(again, "decode_stream").message == _failed(graded, "decode_stream").message
+
+
+# -- round 4, blind set 2: states the random draws rarely reach ----------------------------------
+
+
+@pytest.mark.slow
+def test_an_empty_append_that_copies_a_shared_block_fails_out_of_blocks(tmp_path):
+    graded = _graded(tmp_path, "paged_kv_cache", SOLUTIONS / "mutants" / "paged_kv_cache" / "empty_append_copies.py",
+                     ["out_of_blocks"])
+    check = _failed(graded, "out_of_blocks")
+    assert not check.passed and check.kind == "corrupt"
+    assert "an append of 0 tokens changes nothing" in check.message
+
+
+@pytest.mark.slow
+def test_a_capacity_test_that_counts_a_full_shared_block_is_refused_exactly_enough(tmp_path):
+    graded = _graded(tmp_path, "paged_kv_cache",
+                     SOLUTIONS / "mutants" / "paged_kv_cache" / "capacity_counts_full_shared.py", ["out_of_blocks"])
+    check = _failed(graded, "out_of_blocks")
+    assert not check.passed and "full and shared by a fork" in check.message
+    assert "a full shared block is never copied" in check.message
+
+
+@pytest.mark.slow
+def test_a_cache_of_block_inputs_projected_again_is_caught_only_when_every_weight_moves(tmp_path):
+    """The wpe probe cannot see it (cached inputs already hold the old embeddings); changing
+    every weight between steps does, and the prompt says a step uses the weights it is handed."""
+    graded = _graded(tmp_path, "gpt2_decode", SOLUTIONS / "mutants" / "gpt2_decode" / "reprojects_block_inputs.py",
+                     ["projects_only_new_tokens", "uses_the_weights_it_is_handed"])
+    assert _failed(graded, "projects_only_new_tokens").passed
+    check = _failed(graded, "uses_the_weights_it_is_handed")
+    assert not check.passed and "projects cached tokens again" in check.message
+
+
+@pytest.mark.slow
+def test_one_softmax_maximum_per_head_gives_nan_when_scores_reach_thousands(tmp_path):
+    graded = _graded(tmp_path, "gpt2_decode", SOLUTIONS / "mutants" / "gpt2_decode" / "softmax_max_per_head.py",
+                     ["prefill", "large_attention_scores"])
+    assert _failed(graded, "prefill").passed  # ordinary weights hide it
+    check = _failed(graded, "large_attention_scores")
+    assert not check.passed and check.kind == "nan" and "each row's own maximum" in check.message
+
+
+@pytest.mark.slow
+def test_a_memo_that_hands_out_its_own_list_loses_its_answer(tmp_path):
+    """The child empties a returned list once sent, as a caller may: a memoised cover comes back empty."""
+    graded = _graded(tmp_path, "split_kv_decode",
+                     SOLUTIONS / "mutants" / "split_kv_decode" / "cover_memo_handed_out.py",
+                     ["split_ranges_rule", "same_answer_in_any_order"])
+    check = _failed(graded, "same_answer_in_any_order")
+    assert not check.passed and "the grader emptied it" in check.message
+    assert graded.level == "weak"

@@ -8,7 +8,7 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   list) and reports when a later call changed it; it holds the arrays a call returned, reports
   when a later call changed them, and scribbles over a writable result once it has been sent, so
   a memo handed out writable gives a later call a visibly wrong answer (the value checks see
-  it). The storage attributes an exercise names (``keys``, ``positions``, ...) are attribute
+  it). A returned list is emptied once sent, for the same reason. The storage attributes an exercise names (``keys``, ``positions``, ...) are attribute
   reads, never probed; the cache or state object a function is given is digested by its type
   only, so its state may change.
 - Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
@@ -77,9 +77,12 @@ def check_same_answer_in_any_order(ex):
         recorded = sample[i]
         got = _replay(ex, recorded, recorded.args, recorded.kwargs, "the same arguments again")
         if not _same(got, recorded.value, recorded.args):
+            emptied = (" It answered an empty list: the list an earlier call returned is the caller's, and the "
+                       "grader emptied it, as a caller may; a memo that hands out its own list loses its answer"
+                       if isinstance(got, list) and not got and recorded.value else "")
             fail(f"{recorded.what} answered differently when called again after other calls: a function "
                  "that holds no state gives the same answer to the same arguments (a cache keyed on part of "
-                 "them breaks this)", case={"call": recorded.what})
+                 f"them breaks this).{emptied}", case={"call": recorded.what})
     _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: -_size(r))[:FRESH])  # rows to shuffle
 
 

@@ -209,10 +209,15 @@ class Probes:
         self.kept = collections.deque(e for e in self.kept if _refcount(e[2]) > _OURS)
         return self.kept
 
-    def hand_over(self, request_id, arrays):
+    def hand_over(self, request_id, arrays, value=None):
         """After the reply is sent: scribble over each writable array it carried (a memo handed
-        out writable then gives a later call a visibly wrong answer), and hold it. An argument handed
-        back as a result is the caller's to change from now on: it is no longer watched."""
+        out writable then gives a later call a visibly wrong answer), and hold it. A list it carried
+        (split_ranges' cover) is the caller's too: it is emptied, so a memo that handed it out
+        answers the next call with nothing. An argument handed back as a result is the caller's
+        to change from now on: it is no longer watched."""
+        for result in _lists(value):
+            self.kept = collections.deque(e for e in self.kept if e[2] is not result)
+            result.clear()
         self.kept = collections.deque(e for e in self.kept if not any(
             e[2] is arr or (isinstance(e[2], _ndarray) and isinstance(arr, _ndarray) and np.may_share_memory(e[2], arr))
             for arr in arrays))
@@ -225,6 +230,12 @@ class Probes:
                 self.held.append((request_id, index, arr, digest(arr)))
         while len(self.held) > HELD_RESULTS:
             self.held.popleft()
+
+
+def _lists(value) -> list:
+    """The lists a reply is made of: itself, or the members of a tuple it is."""
+    members = value if isinstance(value, tuple) else (value,)
+    return [member for member in members if type(member) is list]
 
 
 _OURS = 2  # references getrefcount sees to a kept argument no one else holds: the entry, its own argument
@@ -328,7 +339,7 @@ def serve(host, module):
             host.send(dict(error_reply(exc), **said, bad_value=True))
             continue
         if "probe" in said:
-            host.probes.hand_over(host.request_id, sent)
+            host.probes.hand_over(host.request_id, sent, value)
 
 
 def main():

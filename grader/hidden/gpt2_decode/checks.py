@@ -13,8 +13,10 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | KVCache(config); len = cached positions | returns_logits, every run (len after every step) |
 | embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, |
 | | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
-| projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed) |
+| projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
+| | uses_the_weights_it_is_handed (every weight changed between steps; the cache stays as computed) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
+| (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
@@ -22,9 +24,10 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | outputs are float64 arrays; right values in a list: hygiene | returns_logits |
 | arguments unchanged (the model's parameters too); calls in any order | (the general rules' probes) |
 
-Sentences no check here holds as such: a step that recomputes the past from a private copy of
-the weights it took at an earlier step (every model object it was handed is checked, not a copy
-it made); the row count of ``c_attn`` (the prompt no longer promises that the grader reads it).
+Sentences no check here holds as such: the row count of ``c_attn`` (the prompt says the grader
+does not read it: the candidate's process could forge it). A step that re-projects stored hidden
+states, or that keeps a private copy of the weights, is caught by changing every weight between
+steps (the prompt says a step uses the weights the model holds when it is called).
 """
 import importlib.util
 import sys
@@ -53,6 +56,7 @@ from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import tokens as _tokens
 
+TOP_SCORE = 4000.0  # large_attention_scores' largest scaled score: section 1 allows up to 1e4
 BASE = {"vocab_size": 97, "n_ctx": 83, "n_embd": 60, "n_head": 5, "n_layer": 2}  # no size a power of two
 
 
@@ -376,6 +380,81 @@ def check_projects_only_new_tokens(ex):
     note = (f"; {len(followed)} of the {len(wrong)} wrong steps followed the moved embeddings (consistent "
             "with recomputing the past in those steps, not in all)" if followed else "")
     _expect_runs(ex, [(run, got, "after the cached positions moved")], note)
+
+
+def check_uses_the_weights_it_is_handed(ex):
+    """A model whose weights all change between steps: each step computes its new tokens with the weights
+    the model holds when it is called, over the keys and values cached before, as they were computed."""
+    run = Run(ex, BASE, 24)
+    chunks = _random_chunks(ex.rng, 30, 8, largest=5)
+    ids = _random_ids(ex.rng, 97, 30)
+    history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
+    for n, T in enumerate(chunks):
+        P = len(run.ids)
+        weights.append(_params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(BASE.items())), 200 + n)
+                       if n else run.params)
+        if n:  # every weight moves, in place on the one model object the child holds
+            run.model.call("__setattr__", "params", weights[n])
+            history = history.with_weights(weights[n])
+        got.append(run.step(ids[P:P + T]))
+        history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
+        want.append(right)
+    steps = oracle.schedule_steps(run.chunks)
+    wrong = [n for n in range(len(steps)) if not oracle.close(got[n], want[n])]
+    if not wrong:
+        return
+    n, (P, T) = wrong[0], steps[wrong[0]]
+    recomputed = n > 0 and oracle.close(got[n], oracle.logits(weights[n], BASE["n_head"], run.ids[:P + T])[P:])
+    if recomputed:
+        ex.diagnose("recomputes_past",
+                    f"with {_tokens(P)} cached, a step of {_tokens(T)} on a model whose weights had just changed "
+                    "gave the logits of the new weights over the whole sequence: the cached tokens' keys and "
+                    "values were computed again instead of read from the cache")
+    fail(f"the model's weights changed between steps (a new random model each step, in place): decode_step with "
+         f"{_tokens(P)} cached and {T} new does not give the logits of its new tokens under the weights it was "
+         "handed, over the keys and values cached before; a step that projects cached tokens again (from "
+         "stored hidden states, say), or that uses weights kept from an earlier step, differs "
+         f"({len(wrong)} of {len(steps)} steps wrong)", case=run.case, kind="must_not" if recomputed else "wrong")
+
+
+def _scaled_attention(params: dict, factor: float) -> dict:
+    """The same model with every block's query and key projections (weights and biases) times
+    ``factor``: its scaled scores times factor squared, nothing else changed."""
+    scaled = dict(params)
+    for name in params:
+        if name.endswith(".attn.c_attn.weight") or name.endswith(".attn.c_attn.bias"):
+            value = params[name].copy()
+            C = value.shape[-1] // 3
+            value[..., :2 * C] *= factor
+            scaled[name] = value
+    return scaled
+
+
+def check_large_attention_scores(ex):
+    """A model whose scaled attention scores reach thousands (section 1: any finite value; rows whose
+    scores all sit far below another row's or head's): the logits still match forward, no NaN."""
+    run = Run(ex, BASE, 25)
+    chunks = _random_chunks(ex.rng, 28, 9, largest=5)
+    ids = _random_ids(ex.rng, 97, 28)
+    plain = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(28), [range(n + 1) for n in range(28)])[0]
+    factor = float(np.sqrt(TOP_SCORE / plain.top_score))
+    run.params = _scaled_attention(run.params, factor)
+    run.model.call("__setattr__", "params", run.params)
+    got = run.feed(ids, chunks)
+    history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(28), [range(n + 1) for n in range(28)])
+    if oracle.close(got, want, history.top_score):
+        return
+    wrong = [(P, T) for P, T in oracle.schedule_steps(run.chunks)
+             if not oracle.close(got[P:P + T], want[P:P + T], history.top_score)]
+    P, T = wrong[0]
+    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    fail(f"with the query and key projections scaled so that scaled scores reach {history.top_score:.0f}: "
+         f"decode_step with {_tokens(P)} cached and {T} new returned logits that differ from the forward pass "
+         f"by up to {error:.3g} (tolerance "
+         f"{tolerance((), history.top_score, float(np.abs(want[P:P + T]).max())):.2g}); {len(wrong)} of "
+         f"{len(run.chunks)} steps wrong. A softmax stays finite when it subtracts each row's own maximum, per "
+         "head (one maximum over all rows or heads underflows a row far below it to 0 / 0)",
+         case=dict(run.case, qk_scale=factor), kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 def check_numpy_token_ids(ex):

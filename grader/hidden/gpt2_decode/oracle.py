@@ -35,6 +35,15 @@ class Tokens:
         self.n_layer = sum(1 for name in self.p if name.endswith(".attn.c_attn.weight"))
         self.keys = [np.zeros((0, self.p["wte.weight"].shape[1])) for _ in range(self.n_layer)]  # [n, C]
         self.values = list(self.keys)
+        self.top_score = 0.0  # the largest magnitude of a scaled score so far: section 1's m
+
+    def with_weights(self, params: dict) -> "Tokens":
+        """The same cached keys and values, later tokens computed with other weights (a model
+        changed between steps: what is cached stays as it was computed)."""
+        changed = Tokens.__new__(Tokens)
+        changed.__dict__.update(self.__dict__)
+        changed.p = {name: np.asarray(value, dtype=np.float64) for name, value in params.items()}
+        return changed
 
     def then(self, ids, positions, attends) -> tuple["Tokens", np.ndarray]:
         """(the history with the tokens ``ids`` appended, their logits [len(ids), vocab]).
@@ -50,7 +59,7 @@ class Tokens:
             if not 0 <= position < p["wpe.weight"].shape[0]:
                 raise IndexError(f"new token {i} at position {position} has no position embedding")
         after = Tokens.__new__(Tokens)
-        after.p, after.n_head, after.n_layer = p, self.n_head, self.n_layer
+        after.p, after.n_head, after.n_layer, after.top_score = p, self.n_head, self.n_layer, self.top_score
         after.keys, after.values = [], []
         x = np.array([p["wte.weight"][ids[n]] + p["wpe.weight"][positions[n]] for n in range(N)]).reshape(N, C)
         for layer in range(self.n_layer):
@@ -68,6 +77,7 @@ class Tokens:
                     cols = slice(head * hs, (head + 1) * hs)
                     seen = list(attends[n])
                     scores = k[seen, cols] @ q[n, cols] / math.sqrt(hs)  # one score per seen token
+                    after.top_score = max(after.top_score, float(np.abs(scores).max()))
                     weights = np.exp(scores - scores.max())
                     heads[n, cols] = weights / weights.sum() @ v[seen, cols]
             x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
@@ -101,8 +111,9 @@ def schedule_steps(chunks):
     return steps
 
 
-def close(got: np.ndarray, want: np.ndarray) -> bool:
+def close(got: np.ndarray, want: np.ndarray, magnitude: float = 1.0) -> bool:
     """Section 1's precision rule (``checking.close``): the model's parameters are float64, so
     the logits may miss by ``PRECISION`` float64 ulps of the largest one (BLAS sums in
-    shape-dependent orders; a careful answer measures about 15)."""
-    return bool(np.isfinite(got).all() and checking.close(got, want))
+    shape-dependent orders; a careful answer measures about 15), times ``magnitude``, the
+    largest scaled score when a model's scores reach past 1."""
+    return bool(np.isfinite(got).all() and checking.close(got, want, magnitude=magnitude))

@@ -18,7 +18,8 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 |---|---|
 | token p lives at key_pool[table[p // bs], p % bs] | operation_sequences, single_sequence, long_sequence |
 | append writes seq_len .. seq_len + T - 1, blocks in any order | operation_sequences, single_sequence |
-| too few free blocks: RuntimeError, nothing changed | out_of_blocks, operation_sequences |
+| too few free blocks: RuntimeError, nothing changed | out_of_blocks (every last-block state: own or |
+| | shared, full or partly filled; exactly enough is taken), operation_sequences |
 | fork shares blocks, copies nothing, cannot run out | fork_copies_nothing, operation_sequences |
 | an append into a shared block copies it first (no append changes another sequence) | operation_sequences |
 | a full shared block is never copied | operation_sequences (block count, efficiency) |
@@ -26,7 +27,8 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | stale slots past seq_len hold any finite value, never attended | attention_garbage_and_extremes |
 | block_table returns a copy | (the toolkit's ownership probes) |
 | ids are ints; after free an id may be added again | operation_sequences |
-| all four sizes >= 1; T = 0 changes nothing | rejects_invalid_arguments, operation_sequences |
+| all four sizes >= 1; T = 0 changes nothing (no table, no free count) | rejects_invalid_arguments, |
+| | out_of_blocks (every last-block state, the pool empty too), operation_sequences |
 | paged_attention: last T positions, bottom-right, h // (Hq // Hkv), 1/sqrt(D) | attention_gqa_groups, attention_edges |
 | paged_attention uses only seq_len, block_table and the pools | attention_* (on a lent layout) |
 | unknown or reused ids, shapes, Hq % Hkv, T range: ValueError, nothing changed | rejects_invalid_arguments |
@@ -42,6 +44,7 @@ freedom, not a duty); "storage can be inspected" (every check reads the pools).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -117,9 +120,21 @@ class Run:
 
     def append(self, seq_id, T, dtype=np.float64, rng=None):
         k, v = ((rng or self.rng).standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
+        before = self.layout
         self.cache.call("append", seq_id, k, v)
         self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
         self._did(f"append({seq_id}, {_tokens(T)}{', float32' if dtype == np.float32 else ''})")
+        if T == 0:
+            self.expect_nothing_changed(before)
+
+    def expect_nothing_changed(self, before: Layout):
+        """After an append of 0 tokens: every table as it was (no copy-on-write, no block taken)."""
+        for s, table in before.tables.items():
+            now = self.layout.tables.get(s)
+            if now is None or not np.array_equal(now, table):
+                fail(f"{self.ops[-1]} changed block_table({s}) from {diagnosis.short(table)} to "
+                     f"{summarize(now)}: an append of 0 tokens changes nothing (not even the copy of a "
+                     "shared last block: nothing is written)", self.case(), kind="corrupt")
 
     def fork(self, parent, child):
         self.cache.call("fork", parent, child)
@@ -451,6 +466,39 @@ def check_out_of_blocks(ex):
     run.append(2, _tokens_for(run, 2, free))
     run.attend(1), run.attend(2)
     run.finish()
+    for shared, full, parent in itertools.product((True, False), (True, False), (False, True)):
+        if parent and not shared:
+            continue
+        _exactly_enough(ex, bs, shared, full, parent)
+
+
+def _exactly_enough(ex, bs, shared, full, parent):
+    """One state of the appending sequence's last block: held alone or shared by a fork (the parent
+    or the child appends), partly filled or full. An empty append changes nothing; one token too
+    many is refused; exactly enough is taken, and then an empty append on the empty pool still works."""
+    run = Run(ex, 11, bs, 1, 3, group=2)
+    run.add(1)
+    run.append(1, 3 * bs + (0 if full else 4))
+    if shared:
+        run.fork(1, 2)
+    seq = 1 if parent or not shared else 2
+    state = (f"its last block {'full' if full else 'partly filled'} and "
+             f"{'shared by a fork, the ' + ('parent' if parent else 'child') + ' appending' if shared else 'its own'}")
+    run.append(seq, 0)
+    free = run.cache.call("num_free_blocks")
+    _expect_out_of_blocks(run, seq, _tokens_for(run, seq, free) + 1, f"{free} free blocks, {state}")
+    T = _tokens_for(run, seq, free)
+    try:
+        run.append(seq, T)
+    except CandidateRaised as exc:
+        fail(f"append({seq}, {_tokens(T)}) with {free} free blocks, {state}, raised {exc.type_name} "
+             f"({exc.message[:80]}), yet it needs exactly {_blocks_needed(run, seq, T)}"
+             + (" (a full shared block is never copied: the append opens a new one)" if shared and full else ""),
+             run.case(), kind="corrupt")
+    for s in run.model.live():
+        run.append(s, 0)
+        run.attend(s)
+    run.finish()
 
 
 def check_long_sequence(ex):
@@ -578,9 +626,11 @@ def _append_or_refuse(run, seq_id, T, seed, dtype):
                 fail(f"the refused {call} changed block_table({s}) from {diagnosis.short(table)} to "
                      f"{diagnosis.short(layout.tables[s])}", run.case(), kind="corrupt")
         return waste
-    before_len = model.length(seq_id)
+    before_len, before_layout = model.length(seq_id), run.layout
     model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
     run._did(call)
+    if T == 0:
+        run.expect_nothing_changed(before_layout)
     if T:  # first what it wrote: a cache that shares what it should copy also needs fewer blocks
         _expect_written_alone(run, seq_id, before_len, call)
     if not fits:
