@@ -369,6 +369,42 @@ def test_same_submission_and_seed_same_verdicts_and_diagnoses_and_reproduce_runs
     assert (only.id, only.passed, only.message, only.case) == (c.id, False, c.message, c.case)
 
 
+@pytest.mark.slow  # four gradings, two of them with both cores taken
+def test_same_seed_same_verdicts_on_an_idle_machine_and_with_both_cores_busy(tmp_path):
+    """Nothing in a verdict depends on the machine's speed: memory is measured, not time, and the
+    deadlines are far from an honest call's duration even when the cores are shared."""
+    import shutil
+    import subprocess
+    import sys
+
+    solutions = catalog.KIT_ROOT / "solutions"
+    for ref in solutions.glob("*.py"):
+        shutil.copyfile(ref, tmp_path / ref.name)
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    shutil.copyfile(solutions / "mutants" / "fused_attention" / "loads_every_tile.py", wrong / "fused_attention.py")
+    shutil.copyfile(solutions / "mutants" / "gpt2_decode" / "softmax_max_per_head.py", wrong / "gpt2_decode.py")
+
+    def verdicts():
+        out = []
+        for folder in (tmp_path, wrong):
+            r = engine.grade(folder, ["fused_attention", "gpt2_decode"], seed=SEED).to_dict()
+            out += [(e["id"], e["level"], e["status"], [(c["id"], c["passed"], c.get("kind")) for c in e["checks"]],
+                     sorted(d["id"] for d in e["diagnoses"])) for e in r["exercises"]]
+        return out
+
+    idle = verdicts()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        busy = verdicts()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert idle == busy
+    assert [v[1] for v in idle] == ["strong_hire", "strong_hire", "weak", "weak"]  # loading a skipped tile: must-not
+
+
 def _wait_gone(token, seconds=5.0):
     deadline = time.monotonic() + seconds
     while True:
