@@ -82,6 +82,40 @@ def expect_array(value, *, call: str, shape: tuple, kind: str, case: dict | None
     return as_asked
 
 
+# The stateful exercises read every returned value as values with ``as_array`` (any container that
+# holds the right shape of numbers) and hold the exact container and dtype in one check of their
+# own (``returns_arrays``) with ``container_slip``: section 1's slip, judged once, not per call.
+
+
+def as_array(value, *, call: str, shape: tuple, kind: str, case: dict | None = None) -> np.ndarray:
+    """``value`` as an ndarray of ``shape`` whose dtype kind is one of ``kind`` ("i" ints, "f"
+    floats; ints are accepted where floats are asked): a list or tuple of such numbers is read
+    as one. Anything else (a wrong shape, strings, None) fails as a wrong answer."""
+    array = value
+    if isinstance(value, (list, tuple)):
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            array = None
+        if array is not None and array.size == 0:  # [] reads as float64: an empty list holds any kind
+            array = array.astype(np.int64 if "i" in kind else np.float64)
+    allowed = set(kind) | ({"u"} if "i" in kind else set()) | ({"i", "u"} if "f" in kind else set())
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in allowed or array.shape != tuple(shape):
+        what = "ints" if kind == "i" else "floats"
+        fail(f"{call} returned {describe(value)}; expected {what} of shape {tuple(shape)}", case)
+    return array
+
+
+def container_slip(value, *, call: str, dtype) -> str | None:
+    """What is wrong with the container of a value whose numbers are right, or None."""
+    dtype = np.dtype(dtype)
+    if not isinstance(value, np.ndarray):
+        return f"{call} returned {describe(value)}; expected a numpy {dtype} array"
+    if value.dtype != dtype:
+        return f"{call} returned {describe(value)}; expected {dtype}"
+    return None
+
+
 def _as_kind(value, kind: str, shape: tuple) -> np.ndarray | None:
     """``value`` as an array of the asked kind and shape when that keeps every value exactly, else None."""
     if isinstance(value, RemoteObject):

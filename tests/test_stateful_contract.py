@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from grader import catalog, engine
-from grader.checking import CheckFailure, garbage
-from grader.hidden._values import as_array, container_slip
+from grader.checking import CheckFailure, as_array, container_slip, garbage
 from grader.hidden.paged_kv_cache import checks as paged_checks
 from grader.hidden.paged_kv_cache import diagnosis as paged
 from grader.hidden.paged_kv_cache import oracle as paged_oracle

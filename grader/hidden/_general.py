@@ -8,9 +8,9 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   list) and reports when a later call changed it; it holds the arrays a call returned, reports
   when a later call changed them, and scribbles over a writable result once it has been sent, so
   a memo handed out writable gives a later call a visibly wrong answer (the value checks see
-  it). A returned list is emptied once sent, for the same reason. The storage attributes an exercise names (``keys``, ``positions``, ...) are attribute
-  reads, never probed; the cache or state object a function is given is digested by its type
-  only, so its state may change.
+  it); a returned list is emptied once sent, for the same reason. The storage attributes an
+  exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache or
+  state object a function is given is digested by its type only, so its state may change.
 - Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
   bool rows shuffled are answered by a fresh process of the module and then by the running one.
 - Integer types, retyped two ways: every int of the call in the one narrowest signed dtype that

@@ -40,6 +40,8 @@ import numpy as np
 from grader.checking import (
     SHOWN,
     Miss,
+    as_array,
+    container_slip,
     expect_rejected,
     fail,
     grid_picture,
@@ -52,7 +54,6 @@ from grader.checking import (
 from grader.sandbox import CandidateRaised
 from grader.stateful import Op, describe_ops, shrink
 
-from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import tokens as _tokens
 

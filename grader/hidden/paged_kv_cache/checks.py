@@ -51,20 +51,21 @@ import numpy as np
 
 from grader.checking import (
     CheckFailure,
-    plural,
+    as_array,
+    container_slip,
     expect_array,
     expect_rejected,
     fail,
     garbage,
     odd_size_closed,
     other_argument_types,
+    plural,
     summarize,
 )
 from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
 from grader.stateful import Op, describe_ops, shrink
 
-from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import Failure, Layout
 

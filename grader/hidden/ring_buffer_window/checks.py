@@ -44,8 +44,10 @@ from grader.checking import (
     SHOWN,
     Explanation,
     Miss,
+    as_array,
     chunk_sizes,
     close,
+    container_slip,
     expect_rejected,
     fail,
     garbage,
@@ -57,10 +59,8 @@ from grader.checking import (
     other_argument_types,
     settle,
 )
-
 from grader.stateful import shrink
 
-from .._values import as_array, container_slip
 from . import diagnosis, oracle
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError

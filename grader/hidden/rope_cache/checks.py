@@ -38,7 +38,9 @@ import numpy as np
 
 from grader.checking import (
     Miss,
+    as_array,
     chunk_sizes,
+    container_slip,
     expect_rejected,
     fail,
     in_usual_types,
@@ -49,7 +51,6 @@ from grader.checking import (
 )
 from grader.stateful import shrink
 
-from .._values import as_array, container_slip
 from . import diagnosis, oracle
 from .diagnosis import Seen, Step
 
