@@ -259,14 +259,17 @@ def other_argument_types(rejected: str, case: dict | None = None):
              "asked for, and lists wherever an index array is", case, kind="hygiene")
 
 
-def in_usual_types(call_given, call_usual, *, what: str, slips: list | None = None):
-    """The answer to a call whose arguments take a type the contract allows besides the usual one
-    (numpy integer scalars, a list where an index array is asked), inside a value check. A
-    ValueError or TypeError from it, where the same values in the usual types (Python ints, int64
-    arrays) are answered, is a hygiene slip, noted on the running check (:func:`note_slip`), and
-    the values are judged on the usual answer; any other exception propagates, as does one from
-    the usual call (then the values themselves were refused). An int array of a narrower dtype is
-    not for this: callers pass it as given, since failing on it where int64 works is wrong."""
+def in_usual_types(call_given, call_usual, *, sent, what: str, slips: list | None = None):
+    """The answer to ``call_given``, inside a value check. ``sent``: the integer arguments it
+    passes. When one of them takes a type the contract allows besides the usual one (a numpy
+    integer scalar, a list where an index array is asked), a ValueError or TypeError from it,
+    where ``call_usual`` (the same values as Python ints and int64 arrays) is answered, is a
+    hygiene slip, noted on the running check (:func:`note_slip`), and the values are judged on
+    the usual answer; any other exception propagates, as does one from the usual call (then the
+    values themselves were refused). Sent in the usual types, an int array of a narrow dtype
+    included, the call is judged as given: failing on a narrow dtype where int64 works is wrong."""
+    if not any(_unusual_type(value) for value in sent):
+        return call_given()
     try:
         return call_given()
     except CandidateRaised as exc:
@@ -277,6 +280,13 @@ def in_usual_types(call_given, call_usual, *, what: str, slips: list | None = No
                   "int64 arrays were answered: numpy integers and lists for index arrays are valid (a type check "
                   "too strict)", slips)
         return answer
+
+
+def _unusual_type(value) -> bool:
+    """A numpy integer scalar, or a list (or a tuple holding one): section 1's other argument types."""
+    if isinstance(value, np.integer) or isinstance(value, list):
+        return True
+    return isinstance(value, tuple) and any(_unusual_type(v) for v in value)
 
 
 def rejects_argument_type(exc: CandidateRaised) -> bool:

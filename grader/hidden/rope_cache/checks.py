@@ -190,18 +190,15 @@ def _state_message(step: Step, n, cached, got: Seen, want: Seen, tol) -> str | N
 
 
 def _step(ex, cache, step: Step, call: str):
-    """The step's answer; parents given as numpy integers (scalars, an int64 array) and refused by
-    type, where a list of Python ints is answered, is a slip (checking.in_usual_types). An array of
-    a narrower dtype is judged as given: failing on it where int64 works is a wrong answer."""
+    """The step's answer, judged as :func:`checking.in_usual_types` says: parents as a list or numpy
+    integer scalars refused by type, where an int64 array is answered, is a slip."""
     if step.parents is None:
         return ex.candidate.call("rope_attention_step", cache, step.q, step.k, step.v)
     given = partial(ex.candidate.call, "rope_attention_step", cache, step.q, step.k, step.v, parents=step.parents)
-    narrow = isinstance(step.parents, np.ndarray) and step.parents.dtype != np.int64
-    if narrow or all(type(p) is int for p in step.parents):
-        return given()
     usual = partial(ex.candidate.call, "rope_attention_step", cache, step.q, step.k, step.v,
-                    parents=[int(p) for p in step.parents])
-    return in_usual_types(given, usual, what=f"{call} with parents as {type(step.parents).__name__}")
+                    parents=np.asarray([int(p) for p in step.parents], np.int64))
+    return in_usual_types(given, usual, sent=(step.parents,),
+                          what=f"{call} with parents as {type(step.parents).__name__}")
 
 
 def run_script(ex, script: Script) -> Miss | None:
@@ -269,7 +266,7 @@ def check_rope_values(ex):
                 "positions": p[:8].tolist() + (["..."] if len(p) > 8 else []), "seed": ex.seed}
         usual = partial(ex.candidate.rope, x, p, float(base))
         given = partial(ex.candidate.rope, x, positions, base)
-        answer = in_usual_types(given, usual, what=call) if isinstance(positions, list) else given()
+        answer = in_usual_types(given, usual, sent=(positions,), what=call)
         got = as_array(answer, call=call, shape=x.shape, kind="f", case=case)
         want = oracle.rotate(x, p, float(base))
         tol = oracle.tolerance((x,), p.max(initial=0), float(np.abs(x).max(initial=1)))

@@ -328,9 +328,10 @@ def _ring(rng, T, capacity, written, D, holes) -> KV:
 def _expect_split_kv(ex, kv: KV, n, as_lists=False) -> Miss | None:
     """Compare with attention over all keys; positions go as lists when ``as_lists``."""
     case = kv.case(ex.seed, n)
+    positions = (kv.q_pos.tolist(), kv.k_pos.tolist()) if as_lists else (kv.q_pos, kv.k_pos)
     usual = partial(_split_kv, ex, kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n, case)
-    given = partial(_split_kv, ex, kv.q, kv.k, kv.v, kv.q_pos.tolist(), kv.k_pos.tolist(), n, case)
-    got, call = in_usual_types(given, usual, what="split_kv_attention with list positions") if as_lists else usual()
+    given = partial(_split_kv, ex, kv.q, kv.k, kv.v, *positions, n, case)
+    got, call = in_usual_types(given, usual, sent=positions, what="split_kv_attention with list positions")
     want = oracle.positional_attention(kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos)
     tol = Tol.of((kv.q, kv.k, kv.v), want)
     if diagnosis.off_rows(*got, *want, tol).any():

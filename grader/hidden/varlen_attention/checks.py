@@ -139,9 +139,7 @@ def _sent(ex, batch: Packed, name: str, *arrays):
     or TypeError) where int64 arrays are answered is a hygiene slip (checking.in_usual_types); an
     int array of a narrow dtype is judged as given (failing on it, where int64 works, is wrong)."""
     usual = partial(ex.candidate.call, name, *arrays, *batch.inputs)
-    if batch.form not in ("list", "numpy scalars"):  # an int array of a narrow dtype: judged as given
-        return ex.candidate.call(name, *arrays, *batch.sent)
-    return in_usual_types(partial(ex.candidate.call, name, *arrays, *batch.sent), usual,
+    return in_usual_types(partial(ex.candidate.call, name, *arrays, *batch.sent), usual, sent=batch.sent,
                           what=f"{name} with cu_seqlens as {batch.form}")
 
 
