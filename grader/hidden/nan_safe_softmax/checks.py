@@ -274,8 +274,10 @@ def check_softmax_masked_entries_ignored(ex):
         T, S = odd_size(rng, 5, 30), odd_size(rng, 5, 60)
         scores = rng.standard_normal((T, S)).astype(dtype)
         mask = _mask(rng, T, S, share=0.6, empty=[T - 1])
-        held = np.array([np.nan, np.inf, -np.inf, np.finfo(dtype).max / 4, -np.finfo(dtype).max / 4], dtype)
+        held = np.array([np.nan, np.inf, -np.inf, 1e30, np.finfo(dtype).max / 4, -np.finfo(dtype).max / 4], dtype)
         scores[~mask] = rng.choice(held, int((~mask).sum()))
+        for row, value in zip(rng.permutation(T), held):  # one kind alone per row too: a NaN beside
+            scores[row, ~mask[row]] = value  # a huge value can hide what the huge value alone does
         judged.append(_softmax_judged(ex, scores, mask, {"shape": [T, S], "dtype": str(dtype), "seed": ex.seed},
                                       label=" (masked entries hold NaN, inf and huge values)"))
     _settle(ex, judged, diagnosis.explain_softmax, _softmax_message)
