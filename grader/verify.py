@@ -15,7 +15,10 @@ diagnoses' caps, or ``EXPECTED_LEVEL`` when it states one.
 A correct variant must reach hire or better and draw no contract diagnosis. A variant may draw
 a diagnosis the rubric caps at hire or above (e.g. an efficiency mistake such as a cache copied
 at every step: right answers, wasteful): it must then say ``EXPECTED_LEVEL``. When a variant
-states ``EXPECTED_LEVEL``, its judged level must be exactly that.
+states ``EXPECTED_LEVEL``, its judged level must be exactly that. A variant that states
+``EXPECTED_LIVE_LEVEL`` is graded a second time ``live`` (the interviewer's side says so), and
+must reach exactly that level there, provisionally (validation beyond the prompt's shown cases
+is then observed, not checked).
 """
 from __future__ import annotations
 
@@ -132,6 +135,15 @@ def judge_variant(ex: Exercise, path: Path, result: ExerciseResult) -> Outcome:
     return Outcome(ex.id, f"variant:{path.stem}", ok, detail)
 
 
+def judge_live_variant(ex: Exercise, path: Path, stated: str, result, take_home: Outcome) -> Outcome:
+    """The same correct variant graded live: exactly ``stated``, provisional when strong_hire."""
+    graded = result.exercise(ex.id)
+    ok = graded.status == "graded" and graded.level == stated and (stated != "strong_hire" or graded.provisional)
+    detail = (f"{take_home.line}; graded live: level {graded.level}{' (provisional)' if graded.provisional else ''} "
+              f"(expects {stated} live)")
+    return Outcome(ex.id, f"variant:{path.stem}", ok, detail)
+
+
 def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | None = None):
     """Yield one Outcome per rubric, reference, mutant and correct variant, in catalog order.
 
@@ -171,8 +183,12 @@ def judge(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
             return judge_reference(ex, result.exercise(ex.id))
         if mutant_name.startswith("variant:"):
             path = next(p for p in ex.correct_variants if p.stem == mutant_name.split(":", 1)[1])
-            result = engine.grade(variant_submission(path, ex.id, Path(tmp)), [ex.id], seed=seed)
-            return judge_variant(ex, path, result.exercise(ex.id))
+            submission = variant_submission(path, ex.id, Path(tmp))
+            outcome = judge_variant(ex, path, engine.grade(submission, [ex.id], seed=seed).exercise(ex.id))
+            live = _module_constant(path, "EXPECTED_LIVE_LEVEL")
+            if live is None or not outcome.ok:
+                return outcome
+            return judge_live_variant(ex, path, live, engine.grade(submission, [ex.id], seed=seed, live=True), outcome)
         mutant = next(m for m in ex.mutants if m.name == mutant_name)
         result = engine.grade(mutant_submission(mutant, Path(tmp)), [ex.id], seed=seed)
         return judge_mutant(ex, mutant, result.exercise(ex.id))

@@ -110,3 +110,17 @@ def test_live_still_judges_the_invalid_case_the_public_tests_show(tmp_path):
     shown = next(c for c in result.checks if c.id == "rejects_the_invalid_case_shown")
     assert not shown.passed and shown.kind == "hygiene" and "AssertionError" in shown.message
     assert (result.level, result.provisional) == ("hire", False)
+
+
+@pytest.mark.slow  # grades the variant live
+def test_verify_holds_a_variant_to_its_stated_live_level(tmp_path):
+    """verify grades a variant that states EXPECTED_LIVE_LEVEL a second time, live, and holds it to
+    exactly that level: the asserting paged cache reaches strong_hire (provisional), not hire."""
+    from grader import verify
+
+    ex = catalog.get("paged_kv_cache")
+    path = next(p for p in ex.correct_variants if p.stem == "asserts_validation")
+    live = engine.grade(verify.variant_submission(path, ex.id, tmp_path), [ex.id], seed=2, live=True)
+    take_home = verify.Outcome(ex.id, "variant:asserts_validation", True, "take-home")
+    assert verify.judge_live_variant(ex, path, "strong_hire", live, take_home).ok
+    assert not verify.judge_live_variant(ex, path, "hire", live, take_home).ok
