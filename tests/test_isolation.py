@@ -284,3 +284,23 @@ def test_with_bubblewrap_a_kit_inside_a_python_root_is_still_hidden(probe, monke
     assert module.can_read(str(KIT / "pyproject.toml"))  # the folder is bound this time ...
     for secret in SECRETS:
         assert not module.can_read(str(secret)), f"the child read {secret}"  # ... its secrets are not
+
+
+def test_waiting_for_a_child_keeps_popens_contract():
+    """Child.wait sleeps on the exit itself (a pidfd; what that saves is in benchmarks/
+    bench_grading.py) and keeps Popen's contract: the status once exited, TimeoutExpired while
+    it still runs, and a second wait on a reaped child."""
+    quick = launch.Child(subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"]),
+                         "process", None, "", None, None)
+    assert quick.wait(timeout=5) == 3 and quick.wait(timeout=5) == 3
+    stuck = launch.Child(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                          start_new_session=True),  # a group of its own, as every child
+                         "process", None, "", None, None)
+    try:
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            stuck.wait(timeout=0.2)
+        assert time.monotonic() - started >= 0.2 and stuck.returncode is None
+    finally:
+        launch.kill(stuck)
+    assert stuck.returncode == -9

@@ -251,7 +251,22 @@ class Child:
         return self.proc.poll()
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.proc.wait(timeout=timeout)
+        """The exit status, waiting at most ``timeout`` s (TimeoutExpired after). Woken by the
+        exit itself through a pidfd: ``Popen.wait(timeout)`` polls in sleeps of up to 50 ms, which
+        each child's end paid in full (about a tenth of a small exercise's grading)."""
+        if timeout is None or self.proc.returncode is not None:
+            return self.proc.wait(timeout=timeout)
+        try:
+            fd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):  # no pidfd here, or the child is already reaped
+            return self.proc.wait(timeout=timeout)
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll(max(0, int(timeout * 1000)))  # readable once the child has exited
+        finally:
+            os.close(fd)
+        return self.proc.wait(timeout=0)  # reaps it, or TimeoutExpired if it still runs
 
 
 def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fds=(), seed: int = 0) -> Child:
@@ -368,7 +383,7 @@ def kill(child: Child | None) -> None:
     if child.group is not None:
         child.group.kill_all()
     try:
-        child.proc.wait(timeout=5)
+        child.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
     if child.uid is not None:
