@@ -17,6 +17,7 @@ one, and names a classic mistake only when that mistake explains every failing c
 | stable for any finite lse (no overflow at 1e4) | merge_large_lse |
 | split_ranges: num_splits ranges covering 0 .. S, sizes within one, longer first, S = 0 | split_ranges_rule |
 | split_kv_attention = all keys at once | split_kv_contiguous, split_kv_ring_positions, split_kv_long_context |
+| (section 1) positions are any values an int64 holds: past 2^31 and 2^53 | split_kv_ring_positions |
 | shared_prefix_attention: whole prefix, own suffix causally, P = 0 | shared_prefix_values |
 | no NaN or numpy warning | quiet_numpy (NaN: every value check) |
 | invalid arguments raise ValueError | rejects_invalid_arguments |
@@ -361,9 +362,12 @@ def check_split_kv_contiguous(ex):
 
 
 def check_split_kv_ring_positions(ex):
-    """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0) equal attention over all keys."""
+    """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0, positions past 2^31
+    and 2^53) equal attention over all keys."""
     rng, misses = ex.rng, []
-    for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0)]:
+    far = [2**31 + odd_size(rng, 3, 200), 2**53 + odd_size(rng, 3, 200)]  # int32 wraps; float64 merges neighbours
+    for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0),
+                                        (5, 41, far[0], 5), (4, 37, far[1], 3)]:
         kv = _ring(rng, T, capacity, written, odd_size(rng, 3, 20), holes)
         if written == 0:
             kv.q_pos = np.array([0, 3, 5, 9][:T])  # nothing stored yet: every query sees nothing
