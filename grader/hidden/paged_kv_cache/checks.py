@@ -325,10 +325,16 @@ def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, 
     return layout, spare
 
 
-def _queries(rng, keys, T, Hq, extreme, dtype):
-    """Queries [T, Hq, D]; ``extreme``: scaled so the largest |score| over the keys is 1e2 .. 1e4."""
+def _queries(rng, keys, T, Hq, extreme, dtype, offsets=False):
+    """Queries [T, Hq, D]; ``extreme``: scaled so the largest |score| over the keys is 1e2 .. 1e4;
+    ``offsets`` (keys whose first component is 1): each row's scores sit near its own offset in
+    [-1e4, 1e4], the first row's far below 0, where a running max started at 0 underflows."""
     q = rng.standard_normal((T, Hq, keys.shape[2]))
-    if extreme:
+    if offsets:
+        offset = rng.uniform(-1e4, 1e4, (T, Hq))
+        offset[0, 0] = -rng.uniform(800, 1e4)
+        q[..., 0] = offset * math.sqrt(keys.shape[2])
+    elif extreme:
         top = np.abs(np.einsum("thd,ngd->thng", q, keys)).max() / math.sqrt(keys.shape[2])
         q *= 10.0 ** rng.uniform(2, 4) / top
     return q.astype(dtype)
@@ -336,10 +342,13 @@ def _queries(rng, keys, T, Hq, extreme, dtype):
 
 def expect_lent_cases(ex, cases, extreme=False):
     """cases: (lens, block_size, Hkv, group, D, [(seq index, T)]): compare every call with the oracle
-    (``extreme``: scores up to 1e4, float32 queries in every other call)."""
+    (``extreme``: scores up to 1e4, rows far below 0 in every other pair of calls, float32 queries in
+    every other call)."""
     failures = []
     for lens, bs, Hkv, group, D, calls in cases:
         layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D)
+        if extreme:  # a shared first component: queries can put a row's scores anywhere (_queries)
+            layout.key_pool[..., 0] = 1.0
         ids = list(layout.lens)
         case = {"block_size": bs, "num_kv_heads": Hkv, "query_heads": Hkv * group, "head_dim": D,
                 "seq_lens": [layout.lens[s] for s in ids], "seed": ex.seed}
@@ -347,7 +356,7 @@ def expect_lent_cases(ex, cases, extreme=False):
             s = ids[index]
             keys, values = layout.gather(s)
             dtype = np.float32 if extreme and n % 2 else np.float64
-            q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype)
+            q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype, offsets=extreme and n % 4 >= 2)
             precision = ", float32" if dtype != np.float64 else ""
             call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{precision})"
             got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout, spare), s, q),

@@ -386,7 +386,18 @@ def _gap(drawer) -> list:
 def check_eviction_under_pressure(ex):
     """Few blocks, many frees: which cached blocks are evicted first, and which survive to be hit again."""
     runs = _runs(ex, [(5, 2), (6, 3), (4, 1), (8, 2)], count=3, length=32, p_add=0.45, p_free=0.35)
+    runs += [((6, bs), [_evicted_by_its_own_takes(ex.rng, bs)]) for bs in (1, 2, 3)]
     expect_sequences(ex, runs)
+
+
+def _evicted_by_its_own_takes(rng, bs) -> list:
+    """A request whose own takes evict the registration of one of its new blocks' hashes: its chain's
+    head was evicted (no hit), its middle block's hash is still registered on a freed block, and that
+    block is among those the request takes. Registering after every take keeps the hash; registering
+    while taking finds it held, skips it, then evicts it: the hash ends up nowhere."""
+    x, y, z, w, v, u, t, q = ([int(n) for n in rng.integers(0, 1000, bs)] for _ in range(8))
+    return [add(1, x), add(2, x), *(append(2, token) for token in y), add(3, w + v), add(4, u),
+            free(1), free(3), free(2), add(5, t), add(6, x + y + z), free(6), add(7, x + y + q)]
 
 
 def check_out_of_blocks(ex):
@@ -443,6 +454,13 @@ def _typed(op, n) -> Op:
     return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
 
 
+def _array_prompt(op, n) -> Op:
+    """add_request with its prompt as an int array of the n-th signed dtype that holds it: the form a
+    cache may keep by reference (np.asarray copies a list, never an array), which the caller reuses."""
+    fits = [t for t in SIGNED if np.iinfo(t).max >= max(op.args[1])]
+    return add(op.args[0], np.array(op.args[1], dtype=fits[n % len(fits)]))
+
+
 def check_keeps_its_own_prompt(ex):
     """The caller reuses its prompt list or array after add_request: the cache's own tokens must not change."""
     runs = []
@@ -451,6 +469,8 @@ def check_keeps_its_own_prompt(ex):
         sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(20) for _ in range(2)]
         sequences.append([_typed(op, i) if op.name == "add_request" and i % 2 else op
                           for i, op in enumerate(drawer.chat(3, 4, turns=3) + drawer.sequence(20))])
+        sequences += [[_array_prompt(op, i) if op.name == "add_request" else op  # np.asarray keeps an
+                       for i, op in enumerate(drawer.chat(5, 6, turns=3))] for _ in range(3)]  # array by reference
         runs.append((sizes, sequences))
     expect_sequences(ex, runs, typed=True, overwrite=True)
 
@@ -462,7 +482,8 @@ def _invalid_calls(ex):
     """(sizes, setup operations, invalid operations after them)."""
     setup = [add(1, [4, 5, 6, 7, 8]), add(2, [4, 5, 9]), free(2), append(1, 3)]
     bad = [add(1, [1, 2]), add(3, []), add(3, np.zeros(0, np.int64)), add(3, [4, 5, -1]),
-           add(3, np.array([4, -2, 5], np.int16)), append(1, -1), append(9, 3), append(2, 3), free(2), free(9),
+           add(3, np.array([4, -2, 5], np.int16)), add(3, [4] * 30 + [-1]),  # invalid before out of blocks
+           append(1, -1), append(9, 3), append(2, 3), free(2), free(9),
            Op("num_tokens", (2,)), Op("block_table", (9,))]
     return (9, 2), setup, bad
 
