@@ -375,8 +375,12 @@ def check_extreme_scores(ex):
     _expect_scripts(ex, scripts)
 
 
+LONG_CHAIN = 2_500  # drafts in one chain: deeper than Python's default recursion limit
+
+
 def check_tree_after_prefill(ex):
-    """Trees of drafts after a prefill (chain, several roots, bushy, empty): each draft's output, the cache kept."""
+    """Trees of drafts after a prefill (chains, one thousands deep, several roots, bushy, empty): each draft's
+    output, the cache kept."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng)
     P = odd_size(rng, 10, 40)
@@ -395,6 +399,9 @@ def check_tree_after_prefill(ex):
     deep = tree_step(rng, [-1, 0, 1, 2, 3, 4], H2, 2, as_array=True, dtype=np.int8)  # positions 124..129:
     scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [124], H2, 2) + [deep],  # past int8's top
                           "a prefill of 124 tokens, then a chain of 6 drafts with int8 parents (D = 2)"))
+    long = tree_step(rng, list(range(-1, LONG_CHAIN - 1)), 1, 2)  # section 1: recursion depth is no limit
+    scripts.append(Script(1, 2, 10000.0, plain_steps(rng, [5], 1, 2) + [long],
+                          f"a prefill of 5 tokens, then a chain of {LONG_CHAIN:,} drafts"))
     _expect_scripts(ex, scripts)
 
 

@@ -66,7 +66,12 @@ def branch(parents, i: int) -> list[int]:
 
 def tree_attention(prefix_k, prefix_v, q, k, v, parents, base: float) -> np.ndarray:
     """[T, H, D]: each draft's output is that of the last token of the sequence made of the
-    cached prefix followed by the draft's own branch, computed from scratch."""
+    cached prefix followed by the draft's own branch, computed from scratch. A chain's branches
+    are its prefixes: one pass over the whole sequence answers every draft (thousands deep)."""
+    if list(parents) == list(range(-1, len(q) - 1)):
+        P = len(prefix_k)
+        return sequence_attention(np.concatenate([np.zeros_like(prefix_k), q]), np.concatenate([prefix_k, k]),
+                                  np.concatenate([prefix_v, v]), base, P + np.arange(len(q)))
     out = np.zeros(q.shape)
     for i in range(len(q)):
         path = branch(parents, i)
