@@ -152,6 +152,8 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
     Returns (o [T, D], lse [T]). Query i sits at q_positions[i]; key j at kv.positions[j]
     (-1 = empty slot). Scale 1/sqrt(D). Raises ValueError on malformed arguments."""
     q_pos, k_pos = _validate(q, kv, q_positions, window, block_q, block_k)
+    block_q, block_k = int(block_q), int(block_k)  # numpy ints of any width: arithmetic in Python ints
+    window = None if window is None else int(window)
     (T, D), S = q.shape, len(k_pos)
     o = np.zeros((T, D), q.dtype)  # [T, D]
     lse = np.full(T, -np.inf, q.dtype)  # [T]

@@ -464,7 +464,8 @@ def check_long_context(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """window and block sizes as numpy integers (np.int64, np.int32), q_positions as a list."""
+    """window and block sizes as numpy integers (np.int64, np.int32, and int8 / int16 beside positions that
+    reach those dtypes' tops), q_positions as a list or an array of those dtypes."""
     rng = ex.rng
     cases = [contiguous(rng, 7, 45, 8, "contiguous", window=9, block_q=3, block_k=8),
              ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", window=30, block_q=4, block_k=6, holes=7)]
@@ -473,6 +474,11 @@ def check_numpy_integer_arguments(ex):
         expect_cases(ex, cases, kinds=(np.int64, np.asarray))
         expect_cases(ex, cases, kinds=(np.int64, lambda positions: [int(p) for p in positions]))
     expect_cases(ex, cases, kinds=(np.int32, np.asarray))  # once int64 works, a narrow dtype that fails is wrong
+    for dtype in (np.int8, np.int16):  # positions up to the top of the dtype they come in: p + 1 wraps there
+        top = int(np.iinfo(dtype).max) + 1
+        edge = ring(rng, 23, top, 5, 8, f"ring buffer, positions up to {top - 1}, q_positions {np.dtype(dtype).name}",
+                    window=19, block_q=2, block_k=4, holes=3)
+        expect_cases(ex, [edge], kinds=(dtype, lambda positions, dtype=dtype: np.asarray(positions, dtype)))
 
 
 def check_rows_that_see_nothing(ex):
