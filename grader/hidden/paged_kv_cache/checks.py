@@ -327,12 +327,16 @@ def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, 
 
 def _queries(rng, keys, T, Hq, extreme, dtype, offsets=False):
     """Queries [T, Hq, D]; ``extreme``: scaled so the largest |score| over the keys is 1e2 .. 1e4;
-    ``offsets`` (keys whose first component is 1): each row's scores sit near its own offset in
-    [-1e4, 1e4], the first row's far below 0, where a running max started at 0 underflows."""
+    ``offsets`` (keys whose first component is 1): each row's scores spread around its own offset
+    in [-1e4, 1e4], the first row's all far below 0, where a running max started at 0 underflows,
+    and others spread by thousands, where a max taken over keys the row may not see underflows."""
     q = rng.standard_normal((T, Hq, keys.shape[2]))
-    if offsets:
-        offset = rng.uniform(-1e4, 1e4, (T, Hq))
-        offset[0, 0] = -rng.uniform(800, 1e4)
+    if offsets:  # score ~ offset + spread * N(0, 1), inside [-1e4, 1e4]: rows apart, and keys apart in a row
+        offset = rng.uniform(-6e3, 6e3, (T, Hq))
+        offset[0, 0] = -rng.uniform(800, 6e3)
+        spread = rng.uniform(0, 1, (T, Hq)) * (1e4 - np.abs(offset)) / 4
+        spread[0, 0] = min(spread[0, 0], 50.0)  # the first row: every score far below 0
+        q[..., 1:] *= spread[..., None]
         q[..., 0] = offset * math.sqrt(keys.shape[2])
     elif extreme:
         top = np.abs(np.einsum("thd,ngd->thng", q, keys)).max() / math.sqrt(keys.shape[2])
