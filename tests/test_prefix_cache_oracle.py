@@ -104,6 +104,8 @@ def test_invalid_calls_raise_value_error_and_change_nothing():
 
 @pytest.mark.parametrize("switch, ops, differs", [
     ("unchained_hash", [add(1, [1, 2, 3, 4, 0]), free(1), add(2, [3, 4, 0])], ("ok", 0)),
+    ("parent_from_registration", [add(1, [1, 2, 3]), add(2, [1, 2]), append(2, 3), append(2, 4), free(1),
+                                  add(3, [3, 4, 0])], ("ok", 0)),  # block 2 repeats (1, 2): unregistered
     ("last_token_served", [add(1, [1, 2, 3, 4]), free(1), add(2, [1, 2, 3, 4])], ("ok", 2)),
     ("partial_block_cached", [add(1, [1, 2, 3])], None),
     ("stale_registration", [add(1, [1, 2]), free(1), add(2, [7] * 8)], None),  # block 0 taken, (1, 2) still counted

@@ -372,6 +372,7 @@ def check_whole_cached_prompts(ex):
             sequences.append(ops + drawer.sequence(14, p_add=0.5))
         runs.append(((nb, bs), sequences))
     runs += [((6, bs), [_gap(Drawer(ex.rng, (6, bs), vocab=1000))]) for bs in (2, 3)]
+    runs += [(sizes, [ops]) for sizes, ops in (_twins(ex.rng, bs) for bs in (1, 2, 3, 4) for _ in range(3))]
     expect_sequences(ex, runs)
 
 
@@ -381,6 +382,36 @@ def _gap(drawer) -> list:
     a, b, c, bs = drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.tokens(drawer.bs), drawer.bs
     return [add(1, a + b + [1]), add(2, a + b), *[append(2, t) for t in c], free(1), free(2),
             add(3, drawer.tokens(3 * bs)), free(3), add(4, a + b + c + [2])]
+
+
+def _twins(rng, bs) -> tuple:
+    """Two sequences with the same tokens, built side by side: the second's prompt may stop at a whole
+    block (served all but that block, which then repeats a registered hash and stays unregistered),
+    and both generate the rest in an interleaved order, so blocks filled by append_token repeat a
+    registered hash, or follow a block that does. The chain must come from the tokens, never from a
+    block's registration, and the first registration must stand. Then frees, evictions and prompts
+    that continue the chain, or start with its generated blocks at position 0."""
+    def tokens(n):
+        return [int(t) for t in rng.integers(0, 1000, n)]
+
+    k, r = int(rng.integers(1, 3)), int(rng.integers(0, bs))
+    prompt, generated = tokens(k * bs + r), tokens(bs * int(rng.integers(2, 4)) + int(rng.integers(0, bs)))
+    cut = k * bs if rng.random() < 0.6 else len(prompt)  # where the second prompt stops
+    pending = {1: list(generated), 2: prompt[cut:] + generated}
+    ops = [add(1, prompt), add(2, prompt[:cut])]
+    while pending[1] or pending[2]:
+        s = int(rng.choice([s for s in (1, 2) if pending[s]]))
+        ops += [append(s, pending[s].pop(0)) for _ in range(int(rng.integers(1, bs + 1))) if pending[s]]
+    whole = prompt + generated
+    late = whole[k * bs:k * bs + bs * int(rng.integers(1, 3))]  # generated blocks, as a prompt of their own
+    first = (1, 2) if rng.random() < 0.5 else (2, 1)
+    ops += [add(3, whole + tokens(1)), free(3), free(first[0]), add(4, late + tokens(1)), free(first[1]), free(4)]
+    sizes = (2 * -(-len(whole) // bs) + 4, bs)
+    model = oracle.Model(*sizes)
+    for op in ops:
+        model.apply(op)
+    evicting = tokens(bs * int(rng.integers(1, model.num_free_blocks() + 1)))  # takes some of the chain, or all
+    return sizes, ops + [add(5, evicting), free(5), add(6, whole + tokens(2))]
 
 
 def check_eviction_under_pressure(ex):

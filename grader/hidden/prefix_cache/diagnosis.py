@@ -31,7 +31,7 @@ SENTENCES = {
 }
 
 WAYS = {  # section 5 id -> the model switches that make it, in the order they are tried
-    "unchained_hash": ["unchained_hash"],
+    "unchained_hash": ["unchained_hash", "parent_from_registration"],
     "partial_block_cached": ["partial_block_cached"],
     "last_token_served": ["last_token_served"],
     "held_block_evicted": ["held_block_evicted", "held_block_returned"],
@@ -39,7 +39,9 @@ WAYS = {  # section 5 id -> the model switches that make it, in the order they a
     "eviction_order": ["lifo_eviction", "head_first_free"],
 }
 
-HOW = {"held_block_evicted": " (a hit block left waiting in the free queue)",
+HOW = {"parent_from_registration": " (append_token takes the parent from the previous block's registration, which a "
+                                   "block repeating a registered hash does not have)",
+       "held_block_evicted": " (a hit block left waiting in the free queue)",
        "held_block_returned": " (free returns blocks that other sequences still hold)",
        "stale_on_append": " (when append_token takes it)",
        "lifo_eviction": " (the most recently freed block is taken first)",

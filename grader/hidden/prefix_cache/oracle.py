@@ -30,8 +30,9 @@ def _kit_block_hash():
 
 block_hash = _kit_block_hash()
 
-MISTAKES = ("unchained_hash", "partial_block_cached", "last_token_served", "held_block_evicted",
-            "held_block_returned", "stale_registration", "stale_on_append", "lifo_eviction", "head_first_free")
+MISTAKES = ("unchained_hash", "parent_from_registration", "partial_block_cached", "last_token_served",
+            "held_block_evicted", "held_block_returned", "stale_registration", "stale_on_append", "lifo_eviction",
+            "head_first_free")
 
 
 class Refused(Exception):
@@ -99,6 +100,9 @@ class Model:
         seq["tokens"].append(token)
         if len(seq["tokens"]) % self.block_size == 0:
             parent = seq["hashes"][-1] if seq["hashes"] else None
+            if "parent_from_registration" in self.mistakes:  # None for a block that repeats a registered hash
+                before = seq["blocks"][-2] if len(seq["blocks"]) > 1 else None
+                parent = next((h for h, b in self.registry.items() if b == before), None)
             seq["hashes"] += self._chain(parent, seq["tokens"][-self.block_size:], 1)
             self._register(seq["blocks"][-1], seq["hashes"][-1])
 
