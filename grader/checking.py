@@ -316,11 +316,14 @@ def input_eps(*inputs) -> float:
     return max((float(np.finfo(d).eps) for d in floats), default=float(np.finfo(np.float64).eps))
 
 
-def tolerance(inputs=(), magnitude: float = 1.0, scale: float = 1.0) -> float:
+def tolerance(inputs=(), magnitude=1.0, scale=1.0):
     """Section 1's absolute tolerance for values of size ``scale`` computed from ``inputs``
-    whose scores or lse reach ``magnitude``."""
-    m = float(magnitude) if np.isfinite(magnitude) else 1.0
-    return PRECISION * input_eps(*inputs) * max(1.0, abs(m)) * max(1.0, abs(float(scale)))
+    whose scores or lse reach ``magnitude``. Arrays of magnitudes and scales (one per row: the
+    values involved in that row) give an array of tolerances; scalars give a float."""
+    m = np.abs(np.asarray(magnitude, dtype=np.float64))
+    m = np.where(np.isfinite(m), m, 1.0)
+    tol = PRECISION * input_eps(*inputs) * np.maximum(1.0, m) * np.maximum(1.0, np.abs(np.asarray(scale, float)))
+    return float(tol) if tol.ndim == 0 else tol
 
 
 def off_by(got, want, inputs=(), magnitude: float = 1.0) -> np.ndarray:

@@ -7,6 +7,7 @@ this process and logs every load; outputs are compared with the row-by-row oracl
 |---|---|
 | scaled scores anywhere in [-1e4, 1e4]; unseen slots hold any finite value | far_scores_and_unseen_slots |
 | float32 or float64 inputs; precision follows them | returns_output_and_lse, far_scores_and_unseen_slots |
+| outputs float64, or q's dtype (the prompt allows float32 out) | returns_output_and_lse (any float dtype) |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
 | queries at their positions, keys at kv.positions (-1 empty), window W keys | plain_decode .. ring_buffer_window |
 | loads only the tiles some query may see | loads_exactly_visible_tiles |
@@ -515,12 +516,15 @@ def check_rejects_invalid_arguments(ex):
     bad = [("q is 1-D", dict(q=good.q[0])),
            ("q holds ints", dict(q=np.ones((3, 4), dtype=np.int64))),
            ("q_positions has 2 entries for 3 rows", dict(q_pos=good.q_pos[:2])),
+           ("q_positions has 1 entry for 3 rows (numpy would broadcast it)", dict(q_pos=good.q_pos[:1])),
            ("window = 0", dict(window=0)),
            ("window = -5", dict(window=-5)),
            ("block_q = 0", dict(block_q=0)),
            ("block_k = 0", dict(block_k=0)),
            ("block_k = 2.5", dict(block_k=2.5))]
-    for what, change in bad:
+    decode = [(f"{what}, for one query (T = 1)", dict(q=good.q[-1:], q_pos=good.q_pos[-1:]) | change)
+              for what, change in bad if set(change) <= {"window", "block_q", "block_k"}]  # every path validates
+    for what, change in bad + decode:
         args = dict(q=good.q, q_pos=good.q_pos, window=None, block_q=4, block_k=8) | change
         source = KVSource(good.k, good.v, good.k_pos)
         expect_rejected(ex, ex.candidate.flash_attention, args["q"], source, args["q_pos"],

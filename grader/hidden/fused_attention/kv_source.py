@@ -30,7 +30,7 @@ class KVSource(Lent):
         return len(self)
 
     def load(self, start, stop):
-        """(k [n, D], v [n, D]) for keys start..stop-1; 0 <= start < stop <= S, plain ints."""
+        """(k [n, D], v [n, D]) for keys start..stop-1; 0 <= start < stop <= S, ints (numpy integers too)."""
         S = len(self)
         for name, value in (("start", start), ("stop", stop)):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

@@ -66,38 +66,47 @@ class Reply:
 
 # ---- calls, each validated for type and shape --------------------------------------------
 
-def _softmax(ex, scores, mask, case) -> Reply:
+# Every returned array keeps the dtype of the float inputs (the prompt: float32 in, float32 out);
+# another dtype is a slip, judged on its values. The dtype checks pass ``as_given`` to see the
+# dtype itself and name the mistake behind it (upcasts_float32).
+
+def _kept(as_given, *inputs):
+    return None if as_given else np.result_type(*(np.asarray(a).dtype for a in inputs))
+
+
+def _softmax(ex, scores, mask, case, as_given=False) -> Reply:
     call = f"masked_softmax(scores {_text(scores)}, mask {_text(mask)})"
     value, warnings = _call(ex, "masked_softmax", scores, mask)
-    return Reply(received(value, call=call, shape=scores.shape, kind="f", slips=slips_of(ex), case=case), call,
-                 warnings)
+    return Reply(received(value, call=call, shape=scores.shape, kind="f", dtype=_kept(as_given, scores),
+                          slips=slips_of(ex), case=case), call, warnings)
 
 
-def _expect_state(value, call, T, D, case, slips):
+def _expect_state(value, call, T, D, case, slips, dtype):
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         fail(f"{call} returned {describe(value)}; expected a tuple (m [T], l [T], o [T, D]) with T = {T}, D = {D}",
              case)
-    m = received(value[0], call=f"{call} -> m", shape=(T,), kind="f", slips=slips, case=case)
-    l = received(value[1], call=f"{call} -> l", shape=(T,), kind="f", slips=slips, case=case)
-    o = received(value[2], call=f"{call} -> o", shape=(T, D), kind="f", slips=slips, case=case)
-    return m, l, o
+    return tuple(received(part, call=f"{call} -> {name}", shape=shape, kind="f", dtype=dtype, slips=slips, case=case)
+                 for part, name, shape in zip(value, "mlo", [(T,), (T,), (T, D)]))
 
 
-def _partial(ex, q, k, v, mask, case) -> Reply:
+def _partial(ex, q, k, v, mask, case, as_given=False) -> Reply:
     call = f"partial_attention(q {_text(q)}, k {_text(k)}, v {_text(v)}, mask {_text(mask)})"
     value, warnings = _call(ex, "partial_attention", q, k, v, mask)
-    return Reply(_expect_state(value, call, q.shape[0], v.shape[1], case, slips_of(ex)), call, warnings)
+    return Reply(_expect_state(value, call, q.shape[0], v.shape[1], case, slips_of(ex), _kept(as_given, q, k, v)),
+                 call, warnings)
 
 
-def _merge(ex, a, b, case, call="merge_partials(a, b)") -> Reply:
+def _merge(ex, a, b, case, call="merge_partials(a, b)", as_given=False) -> Reply:
     value, warnings = _call(ex, "merge_partials", tuple(a), tuple(b))
-    return Reply(_expect_state(value, call, a[0].shape[0], a[2].shape[1], case, slips_of(ex)), call, warnings)
+    return Reply(_expect_state(value, call, a[0].shape[0], a[2].shape[1], case, slips_of(ex),
+                               _kept(as_given, *a, *b)), call, warnings)
 
 
-def _finalize(ex, state, case, call="finalize(state)") -> Reply:
+def _finalize(ex, state, case, call="finalize(state)", as_given=False) -> Reply:
     T, D = state[2].shape
     value, warnings = _call(ex, "finalize", tuple(state))
-    return Reply(received(value, call=call, shape=(T, D), kind="f", slips=slips_of(ex), case=case), call, warnings)
+    return Reply(received(value, call=call, shape=(T, D), kind="f", dtype=_kept(as_given, *state),
+                          slips=slips_of(ex), case=case), call, warnings)
 
 
 # ---- comparisons --------------------------------------------------------------------------
@@ -201,7 +210,7 @@ def check_softmax_dtype_and_shape(ex):
             scores = ex.rng.standard_normal(shape).astype(dtype)
             mask = ex.rng.random(shape) < 0.6
             case = {"shape": list(shape), "dtype": str(dtype), "seed": ex.seed}
-            misses.append(_dtype_miss(_softmax(ex, scores, mask, case), dtype, case, scores.size))
+            misses.append(_dtype_miss(_softmax(ex, scores, mask, case, as_given=True), dtype, case, scores.size))
     settle(ex, misses)
 
 
@@ -326,9 +335,9 @@ def check_state_dtype_and_shape(ex):
         q, k, v = _qkv(ex.rng, T, n, D, dtype)
         mask = _mask(ex.rng, T, n)
         case = {"T": T, "n": n, "D": D, "dtype": str(dtype), "seed": ex.seed}
-        first = _partial(ex, q, k, v, mask, case)
-        both = _merge(ex, first.value, first.value, case, call="merge_partials(state, state)")
-        out = _finalize(ex, both.value, case)
+        first = _partial(ex, q, k, v, mask, case, as_given=True)
+        both = _merge(ex, first.value, first.value, case, call="merge_partials(state, state)", as_given=True)
+        out = _finalize(ex, both.value, case, as_given=True)
         misses += [_dtype_miss(reply, dtype, case, T * n * D) for reply in (first, both, out)]
     settle(ex, misses)
 

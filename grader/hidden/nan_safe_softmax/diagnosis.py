@@ -18,20 +18,25 @@ from grader.checking import Explanation, Variant, explain, tolerance
 
 from . import oracle
 
-def _magnitude(scores, allowed) -> float:
-    """m of section 1's rule: the largest allowed score's magnitude. Beyond section 1's 1e4 (the
-    prompt's "far beyond") the rule is the same: one rounding of a score 7e15 is 1, so an exact
-    answer cannot be asked of a log-domain state there, only a finite one."""
-    seen = np.abs(np.asarray(scores, dtype=np.float64)[np.asarray(allowed, bool)])
-    return float(np.max(seen[np.isfinite(seen)], initial=0.0))
+def _magnitudes(scores, allowed) -> np.ndarray:
+    """m of section 1's rule, per row (last axis): the largest allowed score's magnitude in that row,
+    the only scores its values involve. (One m for a whole case would let a row near 1e300 set the
+    tolerance of a row near 1.) Beyond section 1's 1e4 (the prompt's "far beyond") the rule is the
+    same: one rounding of a score 7e15 is 1, so an exact answer cannot be asked of a log-domain
+    state there, only a finite one."""
+    seen = np.abs(np.asarray(scores, dtype=np.float64))
+    seen = np.where(np.asarray(allowed, bool) & np.isfinite(seen), seen, 0.0)
+    return np.max(seen, axis=-1, initial=0.0)
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1])
 
 
-def row_is_off(got: np.ndarray, want: np.ndarray, atol: float) -> np.ndarray:
-    """Per row (last axis): some entry is non-finite where ``want`` is finite, or off by more than atol."""
+def row_is_off(got: np.ndarray, want: np.ndarray, atol) -> np.ndarray:
+    """Per row (last axis): some entry is non-finite where ``want`` is finite, or off by more than
+    atol (a float, or one per entry)."""
+    atol = _rows(np.broadcast_to(atol, np.shape(want)))
     got, want = _rows(np.asarray(got, dtype=np.float64)), _rows(np.asarray(want, dtype=np.float64))
     with np.errstate(invalid="ignore"):
         bad = ~(np.abs(got - want) <= atol) & ~(got == want)
@@ -53,7 +58,7 @@ def same_answer(got: np.ndarray, variant: np.ndarray, atol: float) -> bool:
         return False
     if not np.array_equal(got[~finite & ~np.isnan(got)], variant[~finite & ~np.isnan(variant)]):
         return False
-    return bool(np.all(np.abs(got[finite] - variant[finite]) <= atol))
+    return bool(np.all(np.abs(got[finite] - variant[finite]) <= np.broadcast_to(atol, got.shape)[finite]))
 
 
 def breaks_like(got, variant, want, atol: float) -> bool:
@@ -83,9 +88,9 @@ class SoftmaxCase:
     details: dict
 
     @cached_property
-    def atol(self) -> float:
-        """Section 1's rule: probabilities (at most 1) from these scores."""
-        return tolerance((self.scores,), _magnitude(self.scores, self.mask))
+    def atol(self) -> np.ndarray:
+        """Section 1's rule per entry: probabilities (at most 1) from the scores of their row."""
+        return tolerance((self.scores,), _magnitudes(self.scores, self.mask))[..., None]
 
     @property
     def size(self) -> int:
@@ -239,18 +244,19 @@ class AttentionCase:
     cuts: list | None = None
 
     @cached_property
-    def magnitude(self) -> float:
-        return _magnitude(oracle.scaled_scores(self.q, self.k), self.mask)
+    def magnitude(self) -> np.ndarray:
+        """m per query row: its visible scaled scores."""
+        return _magnitudes(oracle.scaled_scores(self.q, self.k), self.mask)
 
     @cached_property
-    def atol(self) -> float:
-        """Section 1's rule for the output, whose size is the values'."""
-        finite = np.abs(self.want[np.isfinite(self.want)])
-        return tolerance((self.q, self.k, self.v), self.magnitude, float(np.max(finite, initial=1.0)))
+    def atol(self) -> np.ndarray:
+        """Section 1's rule per output row [T, 1], whose size is the values'."""
+        size = np.max(np.where(np.isfinite(self.want), np.abs(self.want), 0.0), axis=-1, initial=1.0)
+        return tolerance((self.q, self.k, self.v), self.magnitude, size)[:, None]
 
     @cached_property
-    def lse_tol(self) -> float:
-        """Section 1's rule for m + log(l), itself of the scores' size."""
+    def lse_tol(self) -> np.ndarray:
+        """Section 1's rule for m + log(l) per row, itself of the scores' size."""
         return tolerance((self.q, self.k, self.v), self.magnitude)
 
     @property
@@ -385,7 +391,8 @@ def _uniform_rows(case):
     mean = case.v.astype(np.float64).mean(axis=0)
 
     def row_fits(out, lse, out_right, lse_right):
-        return (out_right or bool(np.all(np.abs(out - mean) <= case.atol))) and (lse_right or bool(np.isfinite(lse)))
+        near = bool(np.all(np.abs(out - mean) <= case.atol.min()))  # an empty row's is the smallest (m = 0)
+        return (out_right or near) and (lse_right or bool(np.isfinite(lse)))
     return _only_in_rows(case, ~case.mask.any(axis=1), row_fits)
 
 

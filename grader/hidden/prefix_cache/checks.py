@@ -356,7 +356,26 @@ def check_random_operation_sequences(ex):
     for sizes, sequences in runs:
         drawer = Drawer(ex.rng, sizes)
         sequences.append(drawer.chat(5, -1, turns=3) + drawer.sequence(16))
+    runs += [((24, bs), [_reborn(ex.rng, bs, short) for short in (True, False)]) for bs in (1, 2, 3)]
     expect_sequences(ex, runs)
+
+
+def _reborn(rng, bs, short) -> list:
+    """An id freed and added again, after a first life of at least one full block, with a prompt
+    shorter than a block (``short``, for bs > 1) or not: nothing of its first life (chain hashes,
+    tokens, blocks) may reach its second. It generates past a few blocks; then prompts continue its
+    second life, or start with its second life's first block at position 0."""
+    def tokens(n):
+        return [int(t) for t in rng.integers(0, 1000, n)]
+
+    first = tokens(int(rng.integers(bs, 3 * bs + 1)))
+    second = tokens(int(rng.integers(1, bs)) if short and bs > 1 else int(rng.integers(1, 2 * bs + 1)))
+    generated = tokens(2 * bs + int(rng.integers(0, bs + 1)))
+    whole, head = second + generated, len(second) // bs * bs
+    ops = [add(7, first), *(append(7, t) for t in tokens(int(rng.integers(0, bs + 1)))), free(7), add(7, second)]
+    ops += [append(7, t) for t in generated]
+    return ops + [add(8, whole + tokens(1)), free(7), add(9, whole[head:head + bs] + tokens(1)),
+                  add(7, first + tokens(1))]
 
 
 def check_whole_cached_prompts(ex):

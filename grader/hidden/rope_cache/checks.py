@@ -471,6 +471,8 @@ def check_rejects_invalid_arguments(ex):
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
                        ((x, [0, -1, 2]), "a negative position"),
                        ((x, [0, 1]), "2 positions for 3 rows"),
+                       ((x, [4]), "1 position for 3 rows (numpy would broadcast it)"),
+                       ((x, np.array([[0], [1], [2]])), "positions of shape [3, 1]"),
                        ((x, [0, 1, 2], 1.0), "base = 1"),
                        ((x, [0, 1, 2], 0.5), "base = 0.5")]:
         expect_rejected(ex, c.rope, *args, call=f"rope with {what}", diagnosis=INVALID)
@@ -492,7 +494,8 @@ def check_rejects_invalid_arguments(ex):
                  ((t(3), t(3), t(3)), {"parents": [-1, 1, 0]}, "parents [-1, 1, 0] (a draft its own parent)"),
                  ((t(3), t(3), t(3)), {"parents": [-1, 0, 2]}, "parents [-1, 0, 2]"),
                  ((t(3), t(3), t(3)), {"parents": [-1, -2, 0]}, "parents [-1, -2, 0]"),
-                 ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts")]
+                 ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts"),
+                 ((t(3), t(3), t(3)), {"parents": [-1]}, "1 parent for 3 drafts (numpy would broadcast it)")]
     for args, kwargs, what in bad_steps:
         expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}",
                         diagnosis=INVALID, **kwargs)
@@ -502,7 +505,8 @@ def check_rejects_invalid_arguments(ex):
 def _one_odd_out(t):
     """Steps where one of q, k, v alone has another length, head count or head dimension: each
     argument is checked before anything is appended, not only the first."""
-    odd = [((3,), {}, "3 rows"), ((2,), {"h": 2}, "2 heads"), ((2,), {"d": 6}, "head dimension 6")]
+    odd = [((3,), {}, "3 rows"), ((1,), {}, "1 row"), ((2,), {"h": 2}, "2 heads"), ((2,), {"h": 1}, "1 head"),
+           ((2,), {"d": 6}, "head dimension 6")]  # a length or head count of 1 is what numpy broadcasts
     return [(tuple(t(*a, **kw) if n == i else t(2) for n in range(3)), {},
              f"{'qkv'[i]} alone of {what} (the others [2, H, D])") for i in (1, 2) for a, kw, what in odd]
 

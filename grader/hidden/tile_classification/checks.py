@@ -301,22 +301,32 @@ def check_rejects_the_invalid_case_shown(ex):
     _expect_rejected(ex, (5, 4, 2, 2), {}, f"T > S: {SHOWN}")
 
 
+def _on_every_path(cases):
+    """Each case whose T and S are valid, also with T = 1 (decode) and T = S (prefill): a shortcut
+    for those shapes must validate the other arguments too."""
+    more = []
+    for (T, S, *blocks), kwargs, why in cases:
+        if type(T) is int and type(S) is int and 1 <= T <= S:
+            more += [((1, S, *blocks), kwargs, f"{why}, at T = 1"), ((S, S, *blocks), kwargs, f"{why}, at T = S")]
+    return cases + more
+
+
 def check_rejects_invalid_sizes(ex):
-    """T, S or a block size below 1, T > S, or a window below 1 raise ValueError."""
-    for args, kwargs, why in [((0, 5, 4, 4), {}, "T < 1"), ((6, 5, 4, 4), {}, "T > S"),
-                              ((-2, 4, 2, 2), {}, "T < 1"), ((1, 0, 4, 4), {}, "T > S and S < 1"),
-                              ((3, 8, 0, 4), {}, "block_q < 1"), ((3, 8, 4, 0), {}, "block_k < 1"),
-                              ((3, 8, -4, 4), {}, "block_q < 1"), ((3, 8, 4, 4), {"window": 0}, "window < 1"),
-                              ((3, 8, 4, 4), {"window": -3}, "window < 1")]:
+    """T, S or a block size below 1, T > S, or a window below 1 raise ValueError (at T = 1 and T = S too)."""
+    for args, kwargs, why in _on_every_path([
+            ((0, 5, 4, 4), {}, "T < 1"), ((6, 5, 4, 4), {}, "T > S"), ((-2, 4, 2, 2), {}, "T < 1"),
+            ((1, 0, 4, 4), {}, "T > S and S < 1"), ((3, 8, 0, 4), {}, "block_q < 1"), ((3, 8, 4, 0), {}, "block_k < 1"),
+            ((3, 8, -4, 4), {}, "block_q < 1"), ((3, 8, 4, 4), {"window": 0}, "window < 1"),
+            ((3, 8, 4, 4), {"window": -3}, "window < 1")]):
         _expect_rejected(ex, args, kwargs, why)
 
 
 def check_rejects_non_integers(ex):
-    """Floats and strings as sizes or window raise ValueError."""
-    for args, kwargs, why in [((3.0, 8, 4, 4), {}, "T is a float"), ((3, "8", 4, 4), {}, "S is a string"),
-                              ((3, 8, 2.5, 4), {}, "block_q is a float"),
-                              ((3, 8, 4, 4), {"window": 2.5}, "window is a float"),
-                              ((3, 8, 4, 4), {"window": np.float64(4.0)}, "window is a float, integral")]:
+    """Floats and strings as sizes or window raise ValueError (at T = 1 and T = S too)."""
+    for args, kwargs, why in _on_every_path([
+            ((3.0, 8, 4, 4), {}, "T is a float"), ((3, "8", 4, 4), {}, "S is a string"),
+            ((3, 8, 2.5, 4), {}, "block_q is a float"), ((3, 8, 4, 4), {"window": 2.5}, "window is a float"),
+            ((3, 8, 4, 4), {"window": np.float64(4.0)}, "window is a float, integral")]):
         _expect_rejected(ex, args, kwargs, why)
 
 
