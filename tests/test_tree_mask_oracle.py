@@ -130,3 +130,13 @@ def test_a_mistake_that_fits_one_case_of_two_is_only_a_hint():
     a, b = ([-1, -1, 0], 100), ([-1, 0, 1], 5)
     found = diagnosis.explain_answers("positions", [(a, 100 + np.arange(3)), (b, np.array([9, 9, 9]))])
     assert found.named == [] and "index positions" in found.hint
+
+
+def test_positions_past_any_mask_are_exact_and_cheap():
+    # check_long_cache asks tree_positions alone about caches no [T, P + T] mask could fit: the
+    # oracle (like any correct answer) answers them with T numbers, exactly, in int64
+    parents = [-1, 0, 1, -1, 3, 0]
+    for P in (2**31 + 7, 2**53 + 1, 2**62 + 3):
+        got = oracle.positions(parents, P)
+        assert got.dtype == np.int64
+        assert [int(x) for x in got] == [P, P + 1, P + 2, P, P + 1, P + 1]

@@ -139,3 +139,34 @@ def test_padding_mutants_are_explained_by_their_diagnosis_on_every_seed(name):
             wrong_cases += 1
             assert _explained(variants, inputs, rule, answer)[0] == [mutant.EXPECTED_DIAGNOSIS], seed
     assert wrong_cases > 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unseen_far_above_scores_stay_in_range_and_put_every_unseen_key_above(dtype):
+    # the draw that catches a finite stand-in for exclusion must itself stay inside section 1:
+    # scaled scores in [-1e4, 1e4], every key a query may see far below every key it may not see
+    rng = np.random.default_rng(3)
+    batch = checks.Packed(*checks.counts(rng, ["chunk", "idle", "decode", "prefill"]), "list")
+    q, k, v = checks._unseen_far_above(dtype)(rng, batch)
+    scores = q.astype(np.float64) @ k.astype(np.float64).T / np.sqrt(q.shape[1])
+    seen = oracle.varlen_mask(*batch.inputs)
+    assert np.abs(scores).max() <= 1e4
+    assert scores[seen].max() < -9_990 and scores[~seen].min() > 9_990
+    # an additive -1e4 bias on the unseen keys lets them take the row over: the oracle must not agree
+    biased = np.where(seen, scores, scores - 1e4)
+    weights = np.exp(biased - biased.max(axis=1, keepdims=True))
+    leaked = weights / weights.sum(axis=1, keepdims=True) @ v.astype(np.float64)
+    assert not np.allclose(leaked, oracle.varlen_attention(q, k, v, *batch.inputs), atol=1e-3)
+
+
+def test_a_batch_without_any_query_is_valid_and_empty():
+    # every sequence sits out (total_q = 0): the contract's conditions hold, so the answer is [0, D]
+    for cu_q, cu_k in checks.ALL_IDLE:
+        batch = checks.Packed(cu_q, cu_k)
+        total_k = int(batch.cu_k[-1])
+        assert oracle.varlen_mask(*batch.inputs).shape == (0, total_k)
+        out = oracle.varlen_attention(np.zeros((0, 5)), np.ones((total_k, 5)), np.ones((total_k, 5)), *batch.inputs)
+        assert out.shape == (0, 5)
+    module = _load(MUTANTS.parent.parent / "varlen_attention.py")  # the reference
+    assert module.varlen_attention(np.zeros((0, 3)), np.ones((9, 3)), np.ones((9, 3)), [0, 0, 0], [0, 6, 9]).shape \
+        == (0, 3)

@@ -8,12 +8,13 @@ failing case of that check equals it (``checking.explain``).
 | sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
 |---|---|
 | scaled scores anywhere in [-1e4, 1e4]; unseen keys hold any finite value | attention_far_scores |
+| unseen keys are left out, scoring anywhere in [-1e4, 1e4] (no finite bias) | attention_far_scores |
 | float inputs float32 or float64; precision follows the inputs | attention_float32_inputs, every attention check |
 | right values in another container or dtype (float64 asked): hire | every check (the plugin: slips are hygiene) |
 | padding's position is a convention (another: hire, named) | positions_* (``_padding_convention``) |
 | sequence b owns its rows; its queries are its last n_q positions | mask_*, attention_* |
 | nothing is seen across sequences | mask_mixed_batches, attention_mixed_batches |
-| a sequence may have n_q = 0 | mask_idle_sequences, attention_idle_sequences |
+| a sequence may have n_q = 0 (all at once: total_q = 0) | mask_idle_sequences, attention_idle_sequences |
 | cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
 | q, k, v rows as announced, else ValueError | rejects_mismatched_rows |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
@@ -201,6 +202,9 @@ def check_mask_mixed_batches(ex):
     expect_masks(ex, batches, "mixed batch")
 
 
+ALL_IDLE = [([0, 0, 0], [6, 0, 3]), ([0], [0])]  # batches where every sequence sits out: total_q = 0 is valid
+
+
 def check_mask_idle_sequences(ex):
     """Sequences with n_q = 0 first, last, in a row and between others (some with no keys either)."""
     rng = ex.rng
@@ -210,6 +214,7 @@ def check_mask_idle_sequences(ex):
         n_q, n_k = counts(rng, kinds)
         batches.append(Packed(n_q, n_k, FORMS[n % len(FORMS)]))
     batches.append(Packed([0, 3, 0, 2], [0, 5, 0, 2], "int32"))  # sequences with no tokens at all
+    batches += [Packed(*ALL_IDLE[0], "list"), Packed(*ALL_IDLE[1], "int64")]  # no queries in the whole batch
     expect_masks(ex, batches, "sequences without queries")
 
 
@@ -252,9 +257,11 @@ def _atol(inputs, want, lse) -> float:
                      float(np.max(np.abs(want), initial=1.0)))
 
 
-def expect_attention(ex, batches, what, draw=None):
+def expect_attention(ex, batches, what, draw=None, variants=diagnosis.MASK_VARIANTS, note=""):
     """Each batch's output must equal per-sequence causal attention; report the smallest failure.
-    ``draw(rng, batch)`` gives q, k, v (default: standard normal, D from 3 to 24)."""
+    ``draw(rng, batch)`` gives q, k, v (default: standard normal, D from 3 to 24). ``variants``: the
+    mistakes a failure may be named after (none where the draw cannot tell them apart); ``note`` is
+    added to a failure's message."""
     rng, failures = ex.rng, []
     for batch in batches:
         q, k, v = draw(rng, batch) if draw else _qkv(rng, batch, odd_size_closed(rng, 3, 24))
@@ -283,7 +290,7 @@ def expect_attention(ex, batches, what, draw=None):
         return lambda mask: oracle.masked_attention(*extra["qkv"], mask)
 
     message = _name_or_describe(ex, [(f[0].inputs, f[1], f[2], f[3]) for f in failures],
-                                diagnosis.MASK_VARIANTS, message, compute_for)
+                                variants, message + note, compute_for)
     fail(message, batch.case(ex.seed, D=q.shape[1], dtype=str(q.dtype)))
 
 
@@ -315,11 +322,13 @@ def check_attention_mixed_batches(ex):
 
 
 def check_attention_idle_sequences(ex):
-    """Sequences with n_q = 0 before, between and after others do not disturb their neighbours."""
+    """Sequences with n_q = 0 before, between and after others do not disturb their neighbours; a batch
+    where every sequence sits out (total_q = 0, a valid call) gives an empty [0, D] output."""
     rng = ex.rng
     batches = [Packed(*counts(rng, kinds), FORMS[n % len(FORMS)]) for n, kinds in enumerate(
         [["idle", "chunk", "decode"], ["chunk", "idle", "idle", "prefill"], ["decode", "idle", "chunk", "idle"]])]
     batches.append(Packed([0, 2, 0, 3], [0, 4, 0, 3], "int32"))  # sequences with no tokens at all
+    batches += [Packed(*ALL_IDLE[0], "int64"), Packed(*ALL_IDLE[1], "list")]  # no queries in the whole batch
     expect_attention(ex, batches, "sequences without queries")
 
 
@@ -356,6 +365,28 @@ def _far_apart(dtype):
     return draw
 
 
+UNSEEN_RISE = 19_996.0  # seen keys score in [-1e4 + 0.5, -1e4 + 3], unseen ones this much higher, below 1e4
+
+
+def _unseen_far_above(dtype):
+    """q, k, v of a small packed batch whose scaled scores follow the rule exactly: every key a query
+    may see scores in [-1e4 + 0.5, -1e4 + 3], every key it may not see (its own sequence's later keys,
+    any other sequence's keys) ~2e4 higher, in [9_996, 9_999]: all within section 1's [-1e4, 1e4].
+    A finite stand-in for exclusion (an additive bias or a fill value smaller than ~2e4 in size, such
+    as Hugging Face's -1e4) leaves the unseen keys competing with, or outweighing, the seen ones."""
+    def draw(rng, batch):
+        visible = oracle.varlen_mask(*batch.inputs)  # [total_q, total_k]: the batch is small
+        total_q, total_k = visible.shape
+        D = 1 + total_q  # column 0: the seen score; column 1 + r: query row r's unseen keys
+        q, k = np.zeros((total_q, D)), np.zeros((total_k, D))
+        q[:, 0], k[:, 0] = np.sqrt(D), -1e4 + rng.uniform(0.5, 3.0, total_k)
+        q[:, 1:] = np.eye(total_q) * UNSEEN_RISE * np.sqrt(D)
+        k[:, 1:] = ~visible.T
+        v = rng.standard_normal((total_k, D))
+        return q.astype(dtype), k.astype(dtype), v.astype(dtype)
+    return draw
+
+
 RISE = 1000.0  # how far the keys a first query may not see score above the ones it sees (> 745)
 
 
@@ -366,13 +397,22 @@ def _sequence_offsets(rng, B):
 
 
 def check_attention_far_scores(ex):
-    """Scaled scores from -1e4 to 1e4, far apart between sequences, float32 and float64; unseen keys hold any value."""
+    """Scaled scores from -1e4 to 1e4, far apart between sequences, float32 and float64; unseen keys hold any value,
+    and keys a query may not see scoring ~2e4 above those it sees still get no weight."""
     rng, batches = ex.rng, []
     for n, kinds in enumerate([["chunk", "decode", "idle", "prefill"], ["decode", "prefill", "chunk", "idle", "chunk"],
                                ["prefill", "chunk", "decode"]]):
         batches.append(Packed(*counts(rng, kinds, max_k=30), FORMS[n % len(FORMS)]))
     for dtype in (np.float32, np.float64):
         expect_attention(ex, batches, f"scores far from 0, {np.dtype(dtype).name}", draw=_far_apart(dtype))
+    # Here any weight on an unseen key takes the row over, so every mask that shows a query more keys
+    # gives the same outputs as a finite bias: no mask mistake can be told apart, none is named.
+    for dtype in (np.float64, np.float32):
+        expect_attention(ex, batches, "keys a query may not see score ~2e4 above those it sees, in [-1e4, 1e4]",
+                         draw=_unseen_far_above(dtype), variants=(),
+                         note=("; here any weight on a key a query may not see takes its row over: such keys must "
+                               "be left out, not pushed down by a finite bias or fill value (such as -1e4), "
+                               "since scores anywhere in [-1e4, 1e4] are allowed"))
 
 
 def check_attention_long_next_to_short(ex):
