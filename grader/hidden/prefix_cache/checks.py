@@ -211,12 +211,14 @@ def _sequence_difference(s, got, want):
 def expect_sequences(ex, runs, typed=False, overwrite=False):
     """runs: [(sizes, [ops, ...])]. Fail on the first failing sequence, shrunk, naming the mistakes
     that explain every failing sequence (at most ``MAX_FAILURES`` are played to the end)."""
-    failures, slips = [], []
-    for sizes, sequences in runs:
+    failures, slips, passes = [], [], []
+    for sizes, sequences in [*runs, ((4, 2), list(WITNESSES.values()))]:
         for ops in sequences:
             found = play(ex, sizes, ops, typed, overwrite, slips)
             if found:
                 failures.append(found)
+            else:
+                passes.append((sizes, tuple(ops)))
             if len(failures) >= MAX_FAILURES:
                 break
         if len(failures) >= MAX_FAILURES:
@@ -235,7 +237,7 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
     if shown.kind in ("wrong", "corrupt"):
         cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *(f for f in failures if f is not first)]
                  if f.kind in ("wrong", "corrupt")]
-        message += name_mistakes(ex, diagnosis.explain_sequences(cases))
+        message += name_mistakes(ex, diagnosis.explain_sequences(cases, passes))
     fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
 
 
@@ -260,6 +262,23 @@ def append(seq_id, token) -> Op:
 
 def free(seq_id) -> Op:
     return Op("free", (seq_id,))
+
+
+WITNESSES = {  # for each mistake switch, a short sequence on PrefixCache(4, 2) whose last step shows it
+    "unchained_hash": [add(1, [1, 2, 3, 4, 0]), free(1), add(2, [3, 4, 0])],
+    "parent_from_registration": [add(1, [1, 2, 3]), add(2, [1, 2]), append(2, 3), append(2, 4), free(1),
+                                 add(3, [3, 4, 0])],  # block 2 repeats (1, 2): unregistered
+    "last_token_served": [add(1, [1, 2, 3, 4]), free(1), add(2, [1, 2, 3, 4])],
+    "partial_block_cached": [add(1, [1, 2, 3])],
+    "stale_registration": [add(1, [1, 2]), free(1), add(2, [7] * 8)],  # block 0 taken, (1, 2) still counted
+    "stale_on_append": [add(1, [1, 2]), free(1), add(2, [5, 6, 7, 8, 9, 9]), append(2, 9)],  # append takes 0
+    "lifo_eviction": [add(1, [1, 2]), add(2, [3, 4]), free(1), free(2), add(3, [5])],
+    "head_first_free": [add(1, [1, 2, 3, 4]), free(1), add(2, [5] * 5)],
+    "held_block_evicted": [add(1, [1, 2, 3]), free(1), add(2, [1, 2, 3])],  # the hit stays counted free
+    "held_block_returned": [add(1, [1, 2, 3]), add(2, [1, 2, 4]), free(1)],
+}
+"""Played after every check's sequences: a candidate that passes one is not making that mistake,
+so a diagnosis stays off a mistake whose witness passed (``diagnosis.explain_sequences``)."""
 
 
 class Drawer:

@@ -86,12 +86,29 @@ def _same(got, wrong, case) -> bool:
     return got == wrong
 
 
-def explain_sequences(cases: list) -> Explanation:
-    """The mistakes that explain every failing case, a list of ((sizes, ops), candidate's trace)."""
+def explain_sequences(cases: list, passes=()) -> Explanation:
+    """The mistakes that explain every failing case, a list of ((sizes, ops), candidate's trace),
+    and that no passing sequence (sizes, ops) rules out: there the candidate did what the right
+    model does, so a mistake that would have done otherwise is not the one it makes."""
     single = explain(VARIANTS, cases, same=_same)
+    ruled = _ruled_out(single, passes)
+    if ruled:
+        single = explain([v for v in VARIANTS if v.id not in ruled], cases, same=_same)
     if single.named:
         return single
     both = explain(PAIRS, cases, same=_same)
-    if len(both.named) == 1:
+    if len(both.named) == 1 and not _ruled_out(both, passes):
         return Explanation([(d, SENTENCES[d]) for d in both.named[0][0].split("+")])
     return single
+
+
+def _ruled_out(explanation: Explanation, passes) -> set:
+    """The named ids (single, or "a+b") each of whose ways changes the trace of a passing sequence."""
+    def changes(switches):
+        return any(replay(sizes, ops, frozenset(switches)) != replay(sizes, ops) for sizes, ops in passes)
+
+    def ways(named):
+        parts = [WAYS[d] for d in named.split("+")]
+        return [(s,) for s in parts[0]] if len(parts) == 1 else [(s, t) for s in parts[0] for t in parts[1]]
+
+    return {named for named, _ in explanation.named if all(changes(w) for w in ways(named))}
