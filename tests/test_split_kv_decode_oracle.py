@@ -138,3 +138,40 @@ def test_merge_overflow_is_named_where_rows_break_as_raw_exponentials_break_them
     assert "merge_overflow" in [i for i, _ in diagnosis.explaining_merge(raw, o, lse, want, tol)]
     rounded = (want[0] * (1 + 1e-6), want[1])  # off everywhere, as a float32 merge is, but finite
     assert "merge_overflow" not in [i for i, _ in diagnosis.explaining_merge(rounded, o, lse, want, tol)]
+
+
+def test_queries_before_the_newest_keep_their_next_key_and_face_future_keys_in_front():
+    # 13 tokens in 5 slots, queries end 2 before the newest: tokens 8..12 in slots 3, 4, 0, 1, 2;
+    # queries 9, 10; their positions and the next one (11) are never holes.
+    for seed in range(20):
+        kv = checks._ring(np.random.default_rng(seed), T=2, capacity=5, written=13, D=3, holes=2, gap=2)
+        assert kv.q_pos.tolist() == [9, 10]
+        assert {9, 10, 11} <= set(kv.k_pos.tolist()) and (kv.k_pos == -1).sum() == 2
+    full = checks._ring(np.random.default_rng(0), T=2, capacity=5, written=13, D=3, holes=0, gap=2)
+    assert full.k_pos.tolist() == [10, 11, 12, 8, 9]  # slot 1 holds a key past every query, before slots 3, 4
+
+
+def test_positions_read_as_float64_make_a_future_key_visible_past_2_to_53():
+    # 8 consecutive queries past 2^53, each with its next position stored: float64 merges some pairs.
+    kv = checks._ring(np.random.default_rng(1), T=8, capacity=45, written=2**53 + 3 * 45 + 20, D=3, holes=4, gap=5)
+    exact = oracle.visible(kv.q_pos, kv.k_pos)
+    rounded = (kv.k_pos >= 0)[None, :] & (kv.k_pos.astype(np.float64)[None, :] <= kv.q_pos.astype(np.float64)[:, None])
+    assert (rounded & ~exact).any() and not (exact & ~rounded).any()
+
+
+def test_a_scan_that_stops_at_the_first_future_split_drops_visible_keys_of_a_ring():
+    # the queries among the oldest slots: slot 0 holds a key past every query, visible keys follow it.
+    kv = checks._ring(np.random.default_rng(2), T=5, capacity=50, written=3 * 50 + 7, D=3, holes=4, gap=12)
+    seen = oracle.visible(kv.q_pos, kv.k_pos)
+    assert kv.k_pos[0] > kv.q_pos.max() and seen.any()
+    cut = next(a for a, b in oracle.ranges(50, 7) if b > a and kv.k_pos[a] > kv.q_pos.max())
+    assert seen[:, cut:].any()  # a scan that stops there loses them
+
+
+def test_the_merge_oracle_of_the_in_place_check_equals_attention_over_all_keys():
+    rng = np.random.default_rng(3)
+    for N in (1, 3, 6):
+        parts = checks._parts(rng, N, 4, 40, 5, 0, garbage=True)
+        o, lse = checks._merged(parts.o, parts.lse)
+        assert np.allclose(o, parts.want[0], atol=1e-12) and np.array_equal(np.isinf(lse), np.isinf(parts.want[1]))
+        assert np.allclose(lse[np.isfinite(lse)], parts.want[1][np.isfinite(lse)], atol=1e-12)

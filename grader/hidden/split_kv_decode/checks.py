@@ -17,14 +17,16 @@ one, and names a classic mistake only when that mistake explains every failing c
 | stable for any finite lse (no overflow at 1e4) | merge_large_lse |
 | split_ranges: num_splits ranges covering 0 .. S, sizes within one, longer first, S = 0 | split_ranges_rule |
 | split_kv_attention = all keys at once | split_kv_contiguous, split_kv_ring_positions, split_kv_long_context |
-| (section 1) positions are any values an int64 holds: past 2^31 and 2^53 | split_kv_ring_positions |
+| (section 1) positions are any int64 values: past 2^31 and 2^53, compared exactly | split_kv_ring_positions |
+| (prompt) ring buffer: unsorted, holes; future keys in front of visible ones | split_kv_ring_positions |
 | shared_prefix_attention: whole prefix, own suffix causally, P = 0 | shared_prefix_values |
 | no NaN or numpy warning | quiet_numpy (NaN: every value check) |
 | invalid arguments raise ValueError | rejects_invalid_arguments |
 | (prompt) the splits are attended one at a time: peak memory | split_kv_memory_per_split |
+| (section 1) calls in any order: the same arrays rewritten in place, the new answer | buffers_rewritten_in_place |
 
-Held elsewhere: ownership, calls in any order, integer dtypes (the general checks). Held by no
-check as such: "the prefix is computed once" (an interviewer reads the code).
+Held elsewhere: ownership, calls in any order with new argument objects, integer dtypes (the general
+checks). Held by no check as such: "the prefix is computed once" (an interviewer reads the code).
 """
 from dataclasses import dataclass
 from functools import partial
@@ -35,6 +37,7 @@ from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_type
                              offset_scores, received, settle, slips_of, summarize)
 
 from . import diagnosis, oracle
+from .in_place import InPlace
 from .diagnosis import Tol
 
 # ---- calls, each validated for type and shape --------------------------------------------
@@ -311,19 +314,25 @@ def _decode(rng, T, S, D) -> KV:
               f"contiguous, queries are the last {T} of {S}")
 
 
-def _ring(rng, T, capacity, written, D, holes) -> KV:
+def _ring(rng, T, capacity, written, D, holes, gap=0) -> KV:
     """A ring buffer of ``capacity`` slots after ``written`` tokens: token p sits in slot p % capacity,
     unwritten slots and ``holes`` more are -1. Queries are the newest T tokens, plus, when T > 2,
-    one early position that sees no stored key."""
-    k_pos = np.full(capacity, -1)
-    newest = np.arange(max(0, written - capacity), written)
+    one early position that sees no stored key. With ``gap`` > 0 the queries are instead T
+    consecutive tokens ending ``gap`` before the newest, so the cache also holds keys in their
+    future (verifying earlier drafts, a query replayed): keys past every query sit in front of visible
+    ones in slot order, and the queries' positions and the one after them are never holes (read
+    through any rounding, a future key next to a query becomes visible)."""
+    k_pos = np.full(capacity, -1, dtype=np.int64)
+    newest = np.arange(max(0, written - capacity), written, dtype=np.int64)
     k_pos[newest % capacity] = newest
-    k_pos[rng.choice(capacity, size=holes, replace=False)] = -1
-    q_pos = np.arange(written - T, written)
-    if T > 2 and written > capacity:
+    q_pos = np.arange(written - gap - T, written - gap, dtype=np.int64)
+    kept = np.isin(k_pos, np.arange(q_pos[0], q_pos[-1] + 2)) if gap else np.zeros(capacity, bool)
+    k_pos[rng.choice(np.flatnonzero(~kept), size=holes, replace=False)] = -1
+    if T > 2 and written > capacity and not gap:
         q_pos[0] = int(rng.integers(0, written - capacity))  # before every stored key: sees nothing
+    where = f"queries end {gap} before the newest, " if gap else ""
     return KV(_normal(rng, T, D), _normal(rng, capacity, D), _normal(rng, capacity, D), q_pos, k_pos,
-              f"ring buffer of {capacity} slots after {written} tokens, {holes} holes")
+              f"ring buffer of {capacity} slots after {written} tokens, {where}{holes} holes")
 
 
 def _expect_split_kv(ex, kv: KV, n, as_lists=False) -> Miss | None:
@@ -363,7 +372,8 @@ def check_split_kv_contiguous(ex):
 
 def check_split_kv_ring_positions(ex):
     """Ring-buffer positions (unsorted, empty slots, splits that see nothing, S = 0, positions past 2^31
-    and 2^53) equal attention over all keys."""
+    and 2^53, keys in the future of every query stored in front of visible ones) equal attention over
+    all keys."""
     rng, misses = ex.rng, []
     far = [2**31 + odd_size(rng, 3, 200), 2**53 + odd_size(rng, 3, 200)]  # int32 wraps; float64 merges neighbours
     for T, capacity, written, holes in [(5, 61, 200, 7), (1, 97, 97, 11), (6, 45, 30, 4), (4, 50, 0, 0), (3, 0, 0, 0),
@@ -372,6 +382,26 @@ def check_split_kv_ring_positions(ex):
         if written == 0:
             kv.q_pos = np.array([0, 3, 5, 9][:T])  # nothing stored yet: every query sees nothing
         misses += _every_split_count(ex, kv) if capacity else [_expect_split_kv(ex, kv, n) for n in (1, 3)]
+    # keys in the future of every query stored in front of visible ones, in three layouts: the queries'
+    # next keys straddle the middle slot, the queries among the newest slots (8 consecutive ones past
+    # 2^53, each with its next position stored: float64 rounds half of those pairs together), the
+    # queries among the oldest slots. A scan that stops at the first future key, or bisects the slots,
+    # assumes sorted positions.
+    for T, capacity, base, layout in [(6, odd_size(rng, 40, 90), 0, "middle"), (8, odd_size(rng, 41, 60), 2**53, "new"),
+                                      (5, odd_size(rng, 40, 90), 0, "old")]:
+        if layout == "middle":
+            wrap = int(rng.integers(capacity // 2 + 3, capacity - 3))
+            gap = wrap - 1 - int(rng.integers(1, capacity // 2))  # the last query's slot is before the middle
+        elif layout == "new":
+            wrap = int(rng.integers(capacity // 4, 3 * capacity // 4))
+            gap = int(rng.integers(2, capacity // 4))
+        else:
+            wrap = int(rng.integers(3, capacity // 3))
+            gap = wrap + int(rng.integers(1, capacity // 3))
+        written = base + capacity * int(rng.integers(2, 5))
+        written += (wrap - written) % capacity  # the newest token sits in slot wrap - 1
+        kv = _ring(rng, T, capacity, written, odd_size(rng, 3, 20), 4, gap=gap)
+        misses += _every_split_count(ex, kv)
     settle(ex, misses)
 
 
@@ -460,6 +490,101 @@ def check_shared_prefix_values(ex):
               (4, 3, L, 0), (2, odd_size(rng, 2, L), L, L + odd_size(rng, 5, 30)), (1, L, L, 2 * L + 1),
               (2, 3, 6, odd_size(rng, 33_000, 40_000))]
     settle(ex, [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes])
+
+
+# ---- the same arrays, rewritten in place between calls ------------------------------------------
+
+def _rewritten_cases(rng):
+    """(function, its arguments, new values for their arrays (same shapes and dtypes), the oracle or
+    None for the merge's): every function that takes arrays."""
+    T, D, n, N = odd_size(rng, 3, 9), odd_size(rng, 3, 12), odd_size(rng, 20, 60), 5
+
+    def attention():
+        q, k, v = _normal(rng, T, D), _normal(rng, n, D), _normal(rng, n, D)
+        return q, k, v, _mask(rng, T, n, empty_rows=1)
+
+    def parts():
+        p = _parts(rng, N, T, n, D, 0)
+        return p.o, p.lse
+
+    capacity, B, L, P = odd_size(rng, 30, 70), 3, odd_size(rng, 4, 9), odd_size(rng, 5, 30)
+    written = [capacity + odd_size(rng, 10, 200) for _ in range(2)]
+
+    def ring(written):
+        kv = _ring(rng, T, capacity, written, D, 5, gap=2)
+        return kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos
+
+    def cascade():
+        return (_normal(rng, B, 2, D), _normal(rng, P, D), _normal(rng, P, D), _normal(rng, B, L, D),
+                _normal(rng, B, L, D))
+
+    splits = int(rng.integers(2, 7))
+    return [("attention_with_lse", attention(), attention(), oracle.masked_attention),
+            ("merge_states", parts(), parts(), None),
+            ("split_kv_attention", (*ring(written[0]), splits), ring(written[1]),
+             lambda q, k, v, q_pos, k_pos, _: oracle.positional_attention(q, k, v, q_pos, k_pos)),
+            ("shared_prefix_attention", cascade(), cascade(), oracle.shared_prefix)]
+
+
+def _merged(o, lse):
+    """The oracle's merge of parts over disjoint keys: the log-sum-exp and the weighted outputs."""
+    alive = lse > -np.inf
+    top = np.max(np.where(alive, lse, -np.inf), axis=0)
+    safe_top = np.where(np.isfinite(top), top, 0.0)
+    w = np.where(alive, np.exp(np.where(alive, lse, 0.0) - safe_top), 0.0)
+    total = w.sum(axis=0)
+    seen = total > 0
+    out = np.einsum("nt,ntd->td", w, np.where(alive[..., None], o, 0.0)) / np.where(seen, total, 1.0)[:, None]
+    return out, np.where(seen, safe_top + np.log(np.where(seen, total, 1.0)), -np.inf)
+
+
+def _flat(want):
+    """An oracle's answer as (o [rows, D], lse [rows] or None): the cascade's [B, T, D] has no lse."""
+    return want if isinstance(want, tuple) else (want.reshape(-1, want.shape[-1]), None)
+
+
+def _answer_of(name, value, args, case, call, slips):
+    """The candidate's answer as (o, lse or None), in the shapes asked."""
+    if name == "shared_prefix_attention":
+        got = received(value, call=call, shape=args[0].shape, kind="f", slips=slips, case=case)
+        return got.reshape(-1, got.shape[-1]), None
+    T, D = (args[0].shape[1:] if name == "merge_states" else args[0].shape)
+    return _expect_part(value, call, T, D, case, slips)
+
+
+def check_buffers_rewritten_in_place(ex):
+    """Each function answers its arguments as they are now: the same arrays, rewritten in place by the
+    caller between two calls, give the new values' answer (no memo keyed on identity or part of them)."""
+    rng, held, misses = ex.rng, InPlace(ex), []
+    for name, before, after, dense in _rewritten_cases(rng):
+        fn = getattr(ex.candidate, name)
+        arrays = tuple(i for i, a in enumerate(before) if isinstance(a, np.ndarray))
+        dense = dense or _merged
+        case = {"function": name, "shapes": [list(before[i].shape) for i in arrays], "seed": ex.seed}
+        box = held.hold(before)
+        answers = [held.call(fn, box)]
+        held.rewrite(box, arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in arrays])
+        answers.append(held.call(fn, box))
+        now = tuple(after) + tuple(before[len(after):])
+        for step, (args, value) in enumerate(zip((before, now), answers)):
+            call = f"{name}({', '.join(_text(a) if isinstance(a, np.ndarray) else repr(a) for a in args)})"
+            if step:
+                call += (" called again on the same arrays after the caller rewrote every one of them in place "
+                         "(new values, same shapes)")
+            got = _answer_of(name, value, args, case, call, slips_of(ex))
+            want = _flat(dense(*args))
+            tol = Tol.of(tuple(a for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"), want)
+            miss = _compare(got, want, tol, call, case | {"call": "second" if step else "first"},
+                            sum(a.size for a in args if isinstance(a, np.ndarray)))
+            if miss is not None and step:
+                stale = not diagnosis.off_rows(*got, *_flat(dense(*before)), tol).any()
+                miss.message += ((": it is the answer for the values they held before" if stale else "")
+                                 + "; a function that holds no state answers its arguments as they are now (a "
+                                 "memo keyed on an argument's identity, or on part of the arguments, does not)")
+            misses.append(miss)
+            if miss is not None:
+                break
+    settle(ex, misses)
 
 
 # ---- efficiency: one split at a time -------------------------------------------------------------
