@@ -166,3 +166,40 @@ def test_overwrite_by_a_sharer_and_shared_blocks_returned():
     sentence = diagnosis.returned_shared_blocks(0, {0: np.array([0, 1])}, layout, got=3, expected=1)
     assert sentence.startswith("free(0) returned 2 blocks")
     assert diagnosis.returned_shared_blocks(0, {0: np.array([0, 1])}, layout, got=2, expected=1) is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ids_come_back_after_free_in_every_drawing(seed):
+    # operation_sequences: the directed family frees an id that was attended, adds it again (and forks
+    # into another freed one), appends at least the old length and attends, within the pool.
+    from grader.hidden.paged_kv_cache.checks import SEQUENCE_SIZES, _reused_ids
+
+    rng = np.random.default_rng(seed)
+    for nb, bs, Hkv, D, _ in SEQUENCE_SIZES[:2]:
+        ops = _reused_ids(rng, (nb, bs, Hkv, D))
+        h, freed, attended_after, lens_before = oracle.Histories(bs, 1, 1), set(), set(), {}
+        for op in ops:
+            if op.name == "add":
+                h.add(op.args[0])
+            elif op.name == "fork":
+                h.fork(*op.args)
+            elif op.name == "free":
+                lens_before[op.args[0]] = h.length(op.args[0])
+                h.free(op.args[0])
+                freed.add(op.args[0])
+            elif op.name == "append":
+                assert h.blocks_needed(op.args[0], op.args[1]) <= nb - h.fewest_blocks()  # it fits
+                h.append(op.args[0], *_tokens(op.args[1]))
+            elif op.name == "attend" and op.args[0] in freed:
+                assert h.length(op.args[0]) >= lens_before[op.args[0]]
+                attended_after.add(op.args[0])
+        assert len(attended_after) == 2
+
+
+def test_large_block_sizes_pass_the_usual_constants():
+    from grader.hidden.paged_kv_cache.checks import _large_block_sizes
+
+    for seed in range(20):
+        sizes = _large_block_sizes(np.random.default_rng(seed))
+        assert all(n & (n - 1) for n in sizes)  # no power of two
+        assert 512 < sizes[0] < 1024 < sizes[1] < 2048 and 4096 < sizes[2]

@@ -182,3 +182,25 @@ def test_a_pair_that_explains_every_stream_names_both():
     found, example, quoted = diagnosis.diagnose_streams([decode, chunked])
     assert sorted(i for i, _ in found) == ["append_before_attend", "window_off_by_one"]
     assert quoted == 1 and example.chunk_len > 1  # quoted where appending first shows: a chunk
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_reuse_plan_lands_chunks_in_slot_order(seed):
+    # keeps_its_own_copy: a prefill of exactly the capacity first, then chunks ending exactly at a ring
+    # boundary with T < C, C <= T < 2C and T >= 2C, through both a step and an append: where an answer
+    # may take a chunk whole as its keys, and so keep the caller's array.
+    from grader.hidden.ring_buffer_window.checks import _reuse_plan
+
+    rng = np.random.default_rng(seed)
+    for C in (1, 3, 7, 16):
+        plan = _reuse_plan(rng, C)
+        assert plan[0] == ("step", C)
+        aligned, length = set(), 0
+        for call, T in plan:
+            length += T
+            if length % C == 0:
+                aligned.add((call, T >= C, T >= 2 * C))
+        wanted = {("step", True, True), ("append", True, True), ("step", True, False), ("append", True, False)}
+        if C > 1:
+            wanted |= {("step", False, False), ("append", False, False)}
+        assert wanted <= aligned, (C, plan)

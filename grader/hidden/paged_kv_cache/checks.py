@@ -26,7 +26,9 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | free returns a block when no other holder is left | operation_sequences |
 | stale slots past seq_len hold any finite value, never attended | attention_garbage_and_extremes |
 | block_table returns a copy | (the toolkit's ownership probes) |
-| ids are ints; after free an id may be added again | operation_sequences |
+| ids are ints; after free an id may be added again (a new sequence: nothing kept per id | operation_sequences |
+| outlives free, in paged_attention too) | (every drawing: ids freed, added again or forked into, attended) |
+| all four sizes >= 1, as large as memory allows (block sizes past 512, 1024, 4096) | attention_edges, single_sequence |
 | all four sizes >= 1; T = 0 changes nothing (no table, no free count) | rejects_invalid_arguments, |
 | | out_of_blocks (every last-block state, the pool empty too), operation_sequences |
 | paged_attention: last T positions, bottom-right, h // (Hq // Hkv), 1/sqrt(D) | attention_gqa_groups, attention_edges |
@@ -38,6 +40,8 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | float32 inputs; precision follows the inputs | single_sequence, operation_sequences, attention_garbage_and_extremes |
 | the right values in another container or dtype: hygiene | returns_arrays |
 | a function leaves its arguments unchanged; results belong to the caller | (the toolkit's ownership probes) |
+| the cache keeps its own copy: a caller reusing its k, v, q after a call changes nothing; | keeps_its_own_copy |
+| no later call changes an argument | |
 
 Sentences no check here holds as such: "a sequence's blocks are in general not consecutive" (a
 freedom, not a duty); "storage can be inspected" (every check reads the pools).
@@ -64,6 +68,7 @@ from grader.checking import (
 )
 from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
+from grader.held import Held  # calls whose arguments the caller then reuses
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -91,8 +96,11 @@ def _is_int(value):
 class Run:
     """A candidate cache and the oracle's histories, driven by the same operations."""
 
-    def __init__(self, ex, num_blocks, block_size, num_kv_heads, head_dim, group=1, diagnose=None):
+    def __init__(self, ex, num_blocks, block_size, num_kv_heads, head_dim, group=1, diagnose=None, held=None):
         self.ex, self.rng = ex, ex.rng
+        # held (keeps_its_own_copy): each append's k, v and each attention's q stay in the candidate's
+        # process and the caller writes other values into them as soon as the call returns
+        self.held, self.reused = held, []  # reused: (box, argument indexes, what the caller wrote, call)
         self.diagnose = diagnose or ex.diagnose  # a replayed sequence names mistakes only once it is shrunk
         self.sizes = (num_blocks, block_size, num_kv_heads, head_dim)
         self.num_q_heads = num_kv_heads * group
@@ -122,9 +130,15 @@ class Run:
     def append(self, seq_id, T, dtype=np.float64, rng=None):
         k, v = ((rng or self.rng).standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
         before = self.layout
-        self.cache.call("append", seq_id, k, v)
+        op = f"append({seq_id}, {_tokens(T)}{', float32' if dtype == np.float32 else ''})"
+        if self.held is None:
+            self.cache.call("append", seq_id, k, v)
+        else:
+            _, box = self.held.call(self.cache.append, seq_id, k, v)
+            self._reuse(box, (1, 2), [k, v], op)
+            op += " (then the caller wrote other values into its k and v)"
         self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
-        self._did(f"append({seq_id}, {_tokens(T)}{', float32' if dtype == np.float32 else ''})")
+        self._did(op)
         if T == 0:
             self.expect_nothing_changed(before)
 
@@ -230,13 +244,31 @@ class Run:
         if T is None:
             T = 1 if rng.random() < 0.4 else int(rng.integers(1, min(L, 9) + 1))
         q = rng.standard_normal((T, self.num_q_heads, self.sizes[3])).astype(dtype)
-        got = _float_array(self.ex.candidate.call("paged_attention", self.cache, seq_id, q),
-                           call=f"paged_attention(cache, {seq_id}, q [{T}, {self.num_q_heads}, {self.sizes[3]}])",
-                           shape=q.shape, case=self.case())
+        call = f"paged_attention(cache, {seq_id}, q [{T}, {self.num_q_heads}, {self.sizes[3]}])"
+        if self.held is None:
+            got = self.ex.candidate.call("paged_attention", self.cache, seq_id, q)
+        else:
+            got, box = self.held.call(self.ex.candidate.paged_attention, self.cache, seq_id, q)
+            self._reuse(box, (2,), [q], call)
+        got = _float_array(got, call=call, shape=q.shape, case=self.case())
         want = oracle.attention(self.model.keys[seq_id], self.model.values[seq_id], q.astype(np.float64))
         failure = Failure(self.layout, seq_id, q, got, want, self.ops[-1] if self.ops else "")
         if not failure.right():
             self.failures.append(failure)
+
+    def _reuse(self, box, indexes, arrays, call):
+        """The caller writes other values into the arrays it passed (its next chunk, in the same buffers)."""
+        new = [self.rng.standard_normal(a.shape).astype(a.dtype) for a in arrays]
+        self.held.overwrite(box, indexes, new)
+        self.reused.append((box, indexes, new, call))
+
+    def expect_arguments_kept(self):
+        """Every array the caller passed still holds what the caller last wrote there."""
+        for box, indexes, new, call in self.reused:
+            if any(not np.array_equal(a, b) for a, b in zip(self.held.read(box, indexes), new)):
+                fail(f"an array the caller passed to {call} (and then filled with other values) was changed by a "
+                     "later call: a function leaves its arguments unchanged, later too (the cache kept a reference "
+                     "to it, not a copy)", self.case(), kind="hygiene")
 
     def attend_all(self):
         for s in self.model.live():
@@ -403,7 +435,8 @@ def check_fresh_cache(ex):
 
 
 def check_single_sequence(ex):
-    """One sequence appended in chunks (T = 1, T > 1, T = 0, float32, across block boundaries), read back after each."""
+    """One sequence appended in chunks (T = 1, T > 1, T = 0, float32, across block boundaries), read back after each;
+    a block size past 1024 too."""
     rng = ex.rng
     for bs in (7, 13, 1):
         run = Run(ex, odd_size_closed(rng, 40, 60), bs, odd_size_closed(rng, 1, 3), odd_size_closed(rng, 3, 9), group=3)
@@ -416,6 +449,12 @@ def check_single_sequence(ex):
         run.attend(3, 2, dtype=np.float32)
         run.attend(3, run.model.length(3))  # every token at once, as in prefill
         run.finish()
+    run = Run(ex, 3, _large_block_sizes(rng)[1], 1, 2, group=2)  # past 1024: a small pool of large blocks
+    run.add(3)
+    for T in (1, run.block_size - 2, 3):  # the first block nearly filled, then across its end
+        run.append(3, T)
+    run.attend(3, 1), run.attend(3, 4)
+    run.finish()
 
 
 def _expect_out_of_blocks(run, seq_id, T, why):
@@ -590,6 +629,31 @@ def _draw_sequence(rng, sizes) -> list[Op]:
     return ops
 
 
+def _appended(s, T, rng, dtype="float64") -> Op:
+    return Op("append", (s, T, int(rng.integers(2**31)), dtype), f"{s}, {_tokens(T)}")
+
+
+def _attended(s, T, rng) -> Op:
+    return Op("attend", (s, T, int(rng.integers(2**31))), f"cache, {s}, q of {_tokens(T)}")
+
+
+def _reused_ids(rng, sizes) -> list[Op]:
+    """Ids that come back: ``a`` is attended, freed, added again and appended to at least its old length,
+    then attended; ``b``, attended in its first life, is freed and comes back as a fork of the new ``a``.
+    Whatever a cache or paged_attention keeps per id must end with ``free``: the sequence that
+    comes back under the id is a new one, with its own tokens."""
+    nb, bs = sizes[:2]
+    room = nb * bs
+    a, b = (int(x) for x in rng.choice(IDS, 2, replace=False))
+    n = int(rng.integers(2, max(3, room // 3) + 1))  # a's first life
+    m = int(rng.integers(1, min(n, max(2, room // 4)) + 1))  # b's first life: no longer than a's
+    again = n + int(rng.integers(0, 2))  # a's second life: at least as long as its first
+    return [Op("add", (a,)), _appended(a, n, rng), _attended(a, n, rng), Op("add", (b,)), _appended(b, m, rng),
+            _attended(b, m, rng), Op("free", (a,)), Op("add", (a,)), _appended(a, again, rng),
+            _attended(a, again, rng), Op("free", (b,)), Op("fork", (a, b)), _appended(b, 1, rng),
+            _attended(b, again + 1, rng)]
+
+
 def _apply(run, op) -> str | None:
     """Apply ``op`` to both sides and compare; an op the model calls invalid is skipped (a
     shrunk sequence may drop the add an op needed). Returns a waste note, or None."""
@@ -716,10 +780,16 @@ def _only(play, kinds):
 
 
 def check_operation_sequences(ex):
-    """Random sequences of add, append (T = 0, 1, many), fork, free and attention, the pool running out.
+    """Random sequences of add, append (T = 0, 1, many), fork, free and attention, the pool running out; in
+    every pool size, ids freed and then added again (or forked into), appended to and attended.
 
     Every observable is compared after every call."""
-    drawn = [(sizes, [_draw_sequence(ex.rng, sizes) for _ in range(SEQUENCES)], {}) for sizes in SEQUENCE_SIZES]
+    drawn = []
+    for n, sizes in enumerate(SEQUENCE_SIZES):
+        sequences = [_draw_sequence(ex.rng, sizes) for _ in range(SEQUENCES)]
+        if n < 2:  # block sizes 3 and 1: the last sequence starts with ids that come back after free
+            sequences[-1] = (reused := _reused_ids(ex.rng, sizes)) + sequences[-1][:STEPS - len(reused)]
+        drawn.append((sizes, sequences, {}))
     hard = tuple(kind for kind in FAILURE_KINDS if kind != "efficiency")
     for kinds in (hard, ("efficiency",)):  # a wrong answer first; waste only when nothing is wrong
         for sizes, sequences, memo in drawn:
@@ -759,13 +829,24 @@ def check_attention_extreme_scores(ex):
 
 
 def check_attention_edges(ex):
-    """T = seq_len, a single token, lengths that fill whole blocks, block size 1, one block per sequence."""
+    """T = seq_len, a single token, lengths that fill whole blocks, block size 1, one block per sequence, and
+    block sizes past 512, 1024 and 4096 (no power of two)."""
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((7, 1, 3), (13, 3, 1), (1, 2, 3)):
         lens = [1, bs, 2 * bs, 2 * bs + 1, int(rng.integers(2, bs + 2))]
         calls = [(n, L) for n, L in enumerate(lens)] + [(n, 1) for n in range(len(lens))]
         cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 9), calls))
+    for bs in _large_block_sizes(rng):  # section 1: sizes as large as memory allows
+        lens = [bs + int(rng.integers(1, 40))]  # a full block and a second one begun
+        cases.append((lens, bs, 1, 2, 2, [(0, 1), (0, 41)]))  # T = 41: query tiles of 32 and 64 too
     expect_lent_cases(ex, cases)
+
+
+def _large_block_sizes(rng) -> list[int]:
+    """Block sizes just past the powers of two a kernel's partitions and tiles are made of (512 tokens as in
+    vLLM's paged_attention_v2, 1024, 4096), none of them a power of two: a size an answer derives from such
+    a constant (a partition of 512 // block_size blocks) must still work."""
+    return [odd_size_closed(rng, 513, 1023), odd_size_closed(rng, 1025, 2047), odd_size_closed(rng, 4097, 5000)]
 
 
 # -- checks: efficiency and hygiene -------------------------------------------------------------
@@ -810,6 +891,31 @@ def check_fork_copies_nothing(ex):
         fail(f"{exc}: a fork with no free block must succeed (it shares the parent's blocks), and once "
              "the parent is freed the child's last block takes tokens in its free slots", {"seed": ex.seed},
              kind="efficiency")
+
+
+def check_keeps_its_own_copy(ex):
+    """The caller reuses its k, v and q arrays as soon as a call returns (appends that fill fresh blocks exactly,
+    one token, a fork, a freed sequence): the cache's contents and answers do not change, and no later call
+    writes into an array the caller passed."""
+    held = Held(ex)
+    for sizes in ((14, 2, 2, 3),):  # block size 2: T = 1 appends, and appends that fill whole blocks
+        bs = sizes[1]
+        run = Run(ex, *sizes, group=2, held=held)
+        run.add(1)
+        for T in (bs, 2 * bs, 1, bs - 1 or 1):  # a fresh block exactly, two more, one token, the rest of a block
+            run.append(1, T)
+        run.attend(1)
+        run.fork(1, 2)
+        run.append(2, bs)
+        run.append(1, 1)
+        run.add(3)
+        run.append(3, 1)
+        run.free(1)
+        run.append(2, 1)
+        for s in (2, 3):
+            run.attend(s)
+        run.finish()
+        run.expect_arguments_kept()
 
 
 def check_returns_arrays(ex):

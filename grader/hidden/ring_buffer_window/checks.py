@@ -31,6 +31,8 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | right values in another container or dtype: hygiene | returns_arrays |
 | precision follows the inputs | every stream (checking.off_by) |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+| the cache keeps its own copy: a caller reusing its q, k, v after a call changes nothing; | keeps_its_own_copy |
+| no later call changes an argument (a view of a chunk kept as the cache's keys included) | |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
 
 Sentences no check here holds as such: the empty slots of the candidate's own fresh ring
@@ -62,6 +64,7 @@ from grader.checking import (
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
+from grader.held import Held
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
 
@@ -560,6 +563,82 @@ def check_step_leaves_tokens_appended(ex):
     W = int(rng.integers(1, C + 1))
     chunks = chunk_sizes(rng, odd_size_closed(rng, 3 * C, 4 * C), 2, max(2, C // 3))[:40]
     run_stream(ex, make_stream(rng, C, W, chunks), watch_state=True)
+
+
+def _reuse_plan(rng, C) -> list[tuple[str, int]]:
+    """(call, T) for a stream whose caller reuses its arrays: first a prefill of exactly the capacity
+    (it lands in slot order), then chunks that end exactly at the end of a lap (T < C, C <= T < 2C,
+    T >= 2C), ragged ones and T = 1, each once through a step and once through append."""
+    plan, length = [("step", C)], C
+    for n in rng.permutation(5):
+        for call in rng.permutation(["step", "append"]):
+            if n == 1 and length % C == 0 and C > 1:  # the rest of a lap needs one begun
+                plan.append((str(call), 1))
+                length += 1
+            edge = -length % C  # tokens to the end of the lap
+            T = [1, edge or C, edge + C, edge + 2 * C, int(rng.integers(2, 2 * C + 2))][n]
+            plan.append((str(call), T))
+            length += T
+    return plan
+
+
+def _reuse_miss(ex, held, C, W, plan) -> Miss | None:
+    """Feed ``plan``'s chunks, each call's q, k, v held in the candidate's process and overwritten
+    with the next values as soon as it returns; outputs and the cache must follow the tokens as they
+    were passed. Then every array the caller holds must still be what it last wrote there."""
+    rng, D = ex.rng, odd_size_closed(ex.rng, 2, 7)
+    N = sum(T for _, T in plan)
+    q, k, v = (rng.standard_normal((N, D)) for _ in range(3))
+    want = oracle.sliding_window_attention(q, k, v, W)
+    cache, ring = ex.candidate.call("RingKVCache", C, D), oracle.Ring(C, D)
+    step, append = ex.candidate.windowed_attention_step, cache.append
+    case = {"capacity": C, "head_dim": D, "window": W, "chunks": _short([T for _, T in plan]), "seed": ex.seed}
+    boxes, start = [], 0
+    for n, (call, T) in enumerate(plan):
+        part = slice(start, start + T)
+        said = (f"windowed_attention_step(cache, q, k, v, window={W}) for positions {start}..{start + T - 1}"
+                if call == "step" else f"cache.append(k, v) of positions {start}..{start + T - 1}")
+        if call == "step":
+            out, box = held.call(step, cache, q[part], k[part], v[part], W)
+            at = (1, 2, 3)
+        else:
+            out, box = held.call(append, k[part], v[part])
+            at = (0, 1)
+        reused = [rng.standard_normal((T, D)) for _ in at]  # the caller's next chunk, in the same arrays
+        held.overwrite(box, at, reused)
+        boxes.append((box, at, reused, said))
+        ring.append(k[part], v[part])
+        earlier = (f"after {said}, once the caller had written other values into the arrays it passed (as a "
+                   "caller that reuses its buffers may)")
+        if call == "step":
+            got = as_array(out, call=said, shape=(T, D), kind="f", case=case)
+            if off_by(got, want[part], (q, k, v), diagnosis.magnitude(q, k)).any() or not np.isfinite(got).all():
+                return Miss(start, f"{said} differs from sliding-window attention over the tokens as they were "
+                                   "passed, after the caller wrote other values into the arrays of earlier calls "
+                                   "(as a caller that reuses its buffers may): the cache must keep its own copy "
+                                   "of what it stores, never the caller's array", case)
+        miss = _state_miss(cache, ring, case, earlier)
+        if miss:
+            miss.message += ": the cache must keep its own copy of what it stores, never the caller's array"
+            return miss
+        start += T
+    for box, at, reused, said in boxes:  # size past any wrong answer's: a wrong answer is the graver
+        now = held.read(box, at)
+        if any(not np.array_equal(a, b) for a, b in zip(now, reused)):
+            return Miss(10**9 + N, f"an array the caller passed to {said} (and then filled with other values) was "
+                           "changed by a later call: a function leaves its arguments unchanged, later too (the "
+                           "cache kept a reference to it, not a copy)", case, kind="hygiene")
+    return None
+
+
+def check_keeps_its_own_copy(ex):
+    """The caller reuses its q, k, v arrays as soon as a step or an append returns (a prefill of exactly the
+    capacity, chunks ending at a ring boundary, T = 1): the cache's later answers and contents do not change, and
+    no later call writes into an array the caller passed."""
+    rng, held, misses = ex.rng, Held(ex), []
+    for C in (odd_size_closed(rng, 3, 17), 1):  # capacity 1: every chunk lands in slot order
+        misses.append(_reuse_miss(ex, held, C, int(rng.integers(min(2, C), C + 1)), _reuse_plan(rng, C)))
+    settle(ex, misses)
 
 
 def check_long_positions(ex):

@@ -36,8 +36,9 @@ import numpy as np
 from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, odd_size,
                              offset_scores, received, settle, slips_of, summarize)
 
+from grader.held import Held
+
 from . import diagnosis, oracle
-from .in_place import InPlace
 from .diagnosis import Tol
 
 # ---- calls, each validated for type and shape --------------------------------------------
@@ -555,16 +556,15 @@ def _answer_of(name, value, args, case, call, slips):
 def check_buffers_rewritten_in_place(ex):
     """Each function answers its arguments as they are now: the same arrays, rewritten in place by the
     caller between two calls, give the new values' answer (no memo keyed on identity or part of them)."""
-    rng, held, misses = ex.rng, InPlace(ex), []
+    rng, held, misses = ex.rng, Held(ex), []
     for name, before, after, dense in _rewritten_cases(rng):
         fn = getattr(ex.candidate, name)
         arrays = tuple(i for i, a in enumerate(before) if isinstance(a, np.ndarray))
         dense = dense or _merged
         case = {"function": name, "shapes": [list(before[i].shape) for i in arrays], "seed": ex.seed}
-        box = held.hold(before)
-        answers = [held.call(fn, box)]
-        held.rewrite(box, arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in arrays])
-        answers.append(held.call(fn, box))
+        first, box = held.call(fn, *before)
+        held.overwrite(box, arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in arrays])
+        answers = [first, held.again(fn, box)]
         now = tuple(after) + tuple(before[len(after):])
         for step, (args, value) in enumerate(zip((before, now), answers)):
             call = f"{name}({', '.join(_text(a) if isinstance(a, np.ndarray) else repr(a) for a in args)})"
