@@ -137,12 +137,17 @@ def _failed(result, check_id):
 
 
 @pytest.mark.slow
-def test_a_full_shared_block_copied_on_append_fails_the_operation_sequences_as_waste(tmp_path):
+def test_a_full_shared_block_copied_on_append_fails_the_operation_sequences(tmp_path):
+    """Copying a full shared block wastes a block (efficiency); where the pool is tight, the wasted
+    block also makes an append that fits raise RuntimeError (a wrong answer, which outranks the
+    waste). Either is the mistake seen, said as such."""
     graded = _graded(tmp_path, "paged_kv_cache", SOLUTIONS / "mutants" / "paged_kv_cache" / "full_block_copied.py",
                      ["operation_sequences"])
     check = _failed(graded, "operation_sequences")
-    assert not check.passed and check.kind == "efficiency" and "never a full one" in check.message
-    assert check.case["operations"].count(";") < 12  # the shrunk sequence, not the whole draw
+    wasted = check.kind == "efficiency" and "never a full one" in check.message
+    refused = check.kind == "corrupt" and "raised RuntimeError" in check.message
+    assert not check.passed and (wasted or refused), (check.kind, check.message)
+    assert check.case["operations"].count(";") + 1 < paged_checks.STEPS // 2  # shrunk, not the whole draw
 
 
 @pytest.mark.slow
