@@ -1,51 +1,57 @@
-"""Calls whose array arguments stay in the candidate's process, where the grader can change them
-afterwards, as a caller that reuses its buffers does, and read them back later.
+"""Calls whose array arguments are the caller's own buffers, which the caller rewrites afterwards, as
+a caller that reuses its buffers does, and reads back later.
 
 Every other call's arguments are fresh copies made for that call, which the grader can neither
-reach again nor change: a cache that kept a reference to one (a view of a prompt or a chunk,
-handed back as its own ``keys``) would never be seen to. The toolkit's own probe of kept
-arguments counts references to the argument object itself, so it misses a view of an argument
-built by the wire (its base is the message buffer, not the argument). Here the arguments are held
-by a ``collections.deque`` in the child and the call is made there by ``itertools.starmap``; the
-grader then overwrites them with ``numpy.copyto`` and reads them back through the same deque,
-all with the standard library and numpy (no kit file of the exercise's own is needed).
+reach again nor change: a cache that kept a reference to one (a view of a prompt or a chunk, handed
+back as its own ``keys``) would never be seen to. Here each array argument lives in memory the child
+shares with the grader (``sandbox/shared.py``): the grader rewrites it and reads it back in its own
+mapping, so no function the candidate's process could replace takes part in either step. The
+arguments are held by a ``collections.deque`` in the child, so a call made again
+(``itertools.starmap``) meets the very same objects (a memo keyed on their identity is seen).
 
 Used by ring_buffer_window and paged_kv_cache (a cache that keeps a view of a chunk) and by
 split_kv_decode (a memo keyed on an argument's identity, met again with new values).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass
+class Box:
+    """The arguments of a held call: the child's deque of them, and the arrays lent among them."""
+    remote: object
+    lent: dict  # argument index -> SharedArray
 
 
 class Held:
     """The child-side tools, imported once per check."""
 
     def __init__(self, ex):
-        names = ("builtins", "itertools", "operator", "collections", "numpy")
-        self.builtins, self.itertools, self.operator, self.collections, self.numpy = (ex.helper(n) for n in names)
-        self.chain, self._getters = self.itertools.chain, {}
+        self.sandbox = ex.sandbox
+        names = ("builtins", "itertools", "collections")
+        self.builtins, self.itertools, self.collections = (ex.helper(n) for n in names)
 
-    def call(self, fn, *args) -> tuple[object, object]:
-        """``fn(*args)`` made in the child with arguments it keeps: (the value, the arguments' box)."""
-        box = self.collections.call("deque", [tuple(args)])
-        return self.builtins.call("next", self.itertools.call("starmap", fn, box)), box
+    def call(self, fn, *args) -> tuple[object, Box]:
+        """``fn(*args)`` made in the child with arguments it keeps, each array lent: (the value, the box)."""
+        lent = {i: self.sandbox.lend(a) for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+        sent = tuple(lent.get(i, a) for i, a in enumerate(args))
+        box = Box(self.collections.call("deque", [sent]), lent)
+        return self.again(fn, box), box
 
-    def again(self, fn, box):
+    def again(self, fn, box: Box):
         """``fn`` called again in the child on the very arguments ``box`` holds, as they are now."""
-        return self.builtins.call("next", self.itertools.call("starmap", fn, box))
+        return self.builtins.call("next", self.itertools.call("starmap", fn, box.remote))
 
-    def _items(self, box, indexes):
-        getter = self._getters.get(indexes)
-        if getter is None:
-            getter = self._getters[indexes] = self.operator.call("itemgetter", *indexes)
-        rows = self.builtins.call("map", getter, box)
-        return self.chain.call("from_iterable", rows) if len(indexes) > 1 else rows
+    @staticmethod
+    def read(box: Box, indexes: tuple[int, ...]) -> list[np.ndarray]:
+        """The arrays at ``indexes`` as they are now, read by the grader in its own mapping."""
+        return [box.lent[i].read() for i in indexes]
 
-    def read(self, box, indexes: tuple[int, ...]) -> list:
-        """The arguments at ``indexes`` as they are now in the child."""
-        return self.builtins.call("list", self._items(box, indexes))
-
-    def overwrite(self, box, indexes: tuple[int, ...], new: list[np.ndarray]):
-        """Write ``new`` into the arguments at ``indexes``, in place (each of the same shape)."""
-        self.builtins.call("list", self.builtins.call("map", self.numpy.copyto, self._items(box, indexes), new))
+    @staticmethod
+    def overwrite(box: Box, indexes: tuple[int, ...], new: list[np.ndarray]):
+        """Write ``new`` into the arrays at ``indexes``, in place (each of the same shape), from the grader's side."""
+        for i, values in zip(indexes, new):
+            box.lent[i].view[...] = values

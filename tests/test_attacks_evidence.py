@@ -254,3 +254,24 @@ def test_the_own_tests_relay_carries_160_mib_each_way_within_the_grader_bound(tm
     passed, message = check["passed"], check["message"]
     assert passed, message  # both tests passed on the reference: the values crossed both ways
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
+
+
+# Makes every overwrite the child would do itself a no-op, and every read-back report what was meant.
+NO_OP_COPYTO = "\nimport numpy as _np\n_np.copyto = lambda dst, src, *a, **k: None\n"
+
+
+@pytest.mark.parametrize("exercise, mutant", [
+    ("ring_buffer_window", "defers_writes_by_reference"),
+    ("paged_kv_cache", "defers_pool_writes"),
+])
+def test_a_caller_rewriting_its_buffers_is_not_the_childs_to_forge(tmp_path, exercise, mutant):
+    """A cache keeping views of the caller's chunks that turns the child's numpy.copyto into a no-op.
+    When the child rewrote the caller's buffers itself, this passed keeps_its_own_copy (its wrong
+    answer unseen, only a "changed argument" hygiene slip left); the grader now rewrites them in
+    memory it maps itself, so the cache's answers go wrong and the check fails as a wrong answer."""
+    source = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text() + NO_OP_COPYTO
+    for sibling in SOLUTIONS.glob("*.py"):  # the references it is built from (paged imports fused_attention)
+        if not sibling.name.startswith("test_"):
+            (tmp_path / sibling.name).write_text(sibling.read_text())
+    result, found = _check(_write(tmp_path, exercise, source), exercise, "keeps_its_own_copy")
+    assert not found.passed and found.kind != "hygiene", (found.kind, found.message)

@@ -380,3 +380,62 @@ def test_an_exercise_has_a_time_budget(tmp_path):
             assert timeout is None
     finally:
         box.close()
+
+
+LENDER = '''
+import os
+import numpy as np
+
+kept = []
+
+def keep(a):
+    kept.append(a)
+    return float(a.sum())
+
+def kept_sum():
+    return float(kept[-1].sum())
+
+def scribble(a):
+    a[...] = -1.0
+
+def shrink_the_memory():
+    for fd in range(3, 64):
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+    return "tried"
+'''
+
+
+def test_a_lent_buffer_is_the_callers_own_memory_and_the_child_cannot_shrink_it(tmp_path):
+    """A lent array is one memory seen by both sides: the grader's rewrite reaches a view the child
+    kept, the child's write reaches the grader's read, and the child cannot shrink it under the
+    grader (the memory is sealed, so reading it never faults)."""
+    path = tmp_path / "lender.py"
+    path.write_text(LENDER)
+    box = Sandbox(ModuleToLoad("lender", [path], []), Limits(call_seconds=5))
+    try:
+        lent = box.lend(np.arange(6.0).reshape(2, 3))
+        assert box.module.keep(lent) == 15.0
+        lent.view[...] = 2.0  # the caller reuses its buffer
+        assert box.module.kept_sum() == 12.0
+        box.module.scribble(lent)
+        assert (lent.read() == -1.0).all()
+        assert box.module.shrink_the_memory() == "tried"
+        assert lent.read().shape == (2, 3) and (lent.read() == -1.0).all()
+        assert box.module.kept_sum() == -6.0
+    finally:
+        box.close()
+
+
+def test_the_lent_memory_is_sealed_at_its_size():
+    """Whoever holds the descriptor (the child has one until it maps it) cannot shrink or grow it."""
+    from grader.sandbox.shared import Arena
+    arena = Arena(1 << 20)
+    try:
+        for size in (0, 2 << 20):
+            with pytest.raises(PermissionError):
+                os.ftruncate(arena.fd, size)
+    finally:
+        arena.close_descriptor()

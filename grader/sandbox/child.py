@@ -11,6 +11,7 @@ stand-ins whose methods ask the grader over the same pipes.
 import collections
 import gc
 import importlib.util
+import mmap
 import os
 import signal
 import sys
@@ -43,6 +44,14 @@ class Host:
         self.request_id = None  # the request being served: every frame we send carries it
         self.probes = Probes(())
         self.probe = None  # the probe report of the call being served
+        self.lent = None  # the memory the grader lends as a caller's own buffers (grader/sandbox/shared.py)
+
+    def map_lent(self, shared):
+        """Map the grader's shared memory ([descriptor, size] from the load request), then close the descriptor."""
+        if shared:
+            fd, size = shared
+            self.lent = mmap.mmap(fd, size)
+            os.close(fd)
 
     def send(self, header, arrays=()):
         wire.write_frame(self.out_fd, dict(header, id=self.request_id), list(arrays))
@@ -63,6 +72,9 @@ class Host:
             return self.objects[tagged["$obj"]]
         if "$host" in tagged:
             return make_host_proxy(self, tagged, arrays)
+        if "$shared" in tagged:  # a caller's own buffer: the grader may rewrite it after the call
+            offset, dtype, shape = tagged["$shared"]
+            return np.ndarray(tuple(shape), np.dtype(dtype), buffer=self.lent, offset=offset)
         raise wire.WireError(f"unknown reference {sorted(tagged)}")
 
     def encode_reply(self, value, **extra):
@@ -348,6 +360,7 @@ def main():
     host = Host(in_fd, out_fd)
     header, _ = host.receive()  # {"op": "load", "id": ..., "path": ..., "name": ..., "sys_path": [...]}
     host.request_id = header.get("id")
+    host.map_lent(header.get("shared"))
     sys.path[:0] = header["sys_path"]
     kit = header["sys_path"][0]
     host.probes = Probes(name[:-3] for name in os.listdir(kit) if name.endswith(".py"))

@@ -33,6 +33,7 @@ from .errors import (
 from .launch import isolation_level
 from .policy import Limits
 from .remote import CallStats, Lent, RemoteObject
+from .shared import SharedArray
 from .worker import ModuleToLoad, State, Worker
 
 _FLOORS: dict = {}  # (kit helpers, limits) -> a kit-only child's footprint, once per process
@@ -66,7 +67,7 @@ class Ownership:
 def _left(value, budget: int) -> int:
     """``budget`` less the bytes of ``value`` (8 a number or item), or -1 as soon as it is spent or
     ``value`` holds an object living in the child or lent by the grader: one walk, stopped early."""
-    if isinstance(value, (RemoteObject, Lent)) or budget < 0:
+    if isinstance(value, (RemoteObject, Lent, SharedArray)) or budget < 0:
         return -1
     if isinstance(value, np.ndarray):
         return budget - value.nbytes
@@ -354,6 +355,13 @@ class Sandbox:
     def release(self, obj: RemoteObject):
         if obj.handle is not None and obj.generation == self.generation and self.worker is not None:
             self._released.append(obj.handle)
+
+    def lend(self, arr: np.ndarray) -> SharedArray:
+        """A copy of ``arr`` in memory the child shares with the grader: passed to a call, the child
+        sees the caller's own buffer, which the grader can rewrite and read back afterwards without
+        asking the child (``shared.py``)."""
+        self.start()
+        return self.worker.arena.place(arr)
 
     def helper(self, name: str) -> RemoteObject:
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""

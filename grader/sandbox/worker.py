@@ -19,6 +19,7 @@ from . import wire
 from .errors import BadValue, CandidateCrashed, CandidateLoadError, CandidateRaised, CandidateTimeout, error_of
 from .launch import Child, Limits, Scratch, describe_exit, exit_status, kill, spawn
 from .remote import CallStats, Lent, RemoteObject
+from .shared import Arena, SharedArray
 
 
 @dataclass
@@ -47,24 +48,28 @@ class Worker:
         self.state = State.NEW
         self.hosts: dict[int, Lent] = {}
         self._last_id = 0
+        self.arena: Arena | None = None  # memory lent to the child as a caller's own buffers (shared.py)
 
     def launch(self):
         """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
         runtime = self.scratch.add_runtime()
         kit = self.scratch.add_files("kit", self.module.helper_files)
         cand = self.scratch.add_files("candidate", self.module.candidate_files)
+        self.arena = Arena()
+        shared = [self.arena.fd, self.arena.size]  # the child's descriptor has the same number
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         try:
             self.child = spawn([str(runtime), str(to_child_r), str(from_child_w)], self.scratch, self.limits,
-                               pass_fds=(to_child_r, from_child_w), seed=self.module.seed)
+                               pass_fds=(to_child_r, from_child_w, self.arena.fd), seed=self.module.seed)
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+            self.arena.close_descriptor()
         self.state = State.LOADING
         os.set_blocking(self.to_child, False)  # writes wait with a deadline, see _write
         load = {"op": "load", "id": self._new_id(), "name": self.module.name,
-                "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)]}
+                "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)], "shared": shared}
         try:  # the child imports while other children start; finish_load reads its answer
             self._write(wire.pack(load, []), time.monotonic() + self.limits.load_seconds)
         except (Deadline, OSError):
@@ -122,6 +127,10 @@ class Worker:
                     "attrs": attrs, "len": value.wire_len(), "_arrays": arrays}
         if isinstance(value, RemoteObject):
             return {"$obj": value.handle}
+        if isinstance(value, SharedArray):
+            if value.arena is not self.arena:
+                raise wire.WireError("a buffer lent to an earlier candidate process cannot reach this one")
+            return value.tag()
         return None
 
     def encode_args(self, tree_value):
