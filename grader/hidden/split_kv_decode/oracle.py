@@ -53,3 +53,17 @@ def shared_prefix(q, prefix_k, prefix_v, suffix_k, suffix_v):
     out = [positional_attention(q[b], np.concatenate([prefix_k, suffix_k[b]]),
                                 np.concatenate([prefix_v, suffix_v[b]]), q_pos, k_pos)[0] for b in range(B)]
     return np.stack(out)
+
+
+def merged(o, lse):
+    """Parts over disjoint keys merged: each row's log-sum-exp of the parts' and their outputs weighted
+    by exp(lse - that), from the largest live lse (a part with lse = -inf weighs nothing; no part live:
+    a zero row and -inf)."""
+    alive = lse > -np.inf
+    top = np.max(np.where(alive, lse, -np.inf), axis=0)
+    safe_top = np.where(np.isfinite(top), top, 0.0)
+    w = np.where(alive, np.exp(np.where(alive, lse, 0.0) - safe_top), 0.0)
+    total = w.sum(axis=0)
+    seen = total > 0
+    out = np.einsum("nt,ntd->td", w, np.where(alive[..., None], o, 0.0)) / np.where(seen, total, 1.0)[:, None]
+    return out, np.where(seen, safe_top + np.log(np.where(seen, total, 1.0)), -np.inf)
