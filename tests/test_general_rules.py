@@ -188,6 +188,10 @@ def keep_copy(x):
     _kept.append(list(x))
     return len(_kept)
 
+def keep_view(x):
+    _kept.append(x[::-1].T)
+    return len(_kept)
+
 def grow():
     for x in _kept:
         x.append(0) if isinstance(x, list) else x.__setitem__(0, 9.0)
@@ -219,6 +223,11 @@ def test_the_child_reports_an_argument_kept_by_reference_that_a_later_call_chang
         assert m.identity(kept) is not None  # handed back: the caller's from now on, not watched
         m.grow()
         assert len(own.aliased) == 1 and own.changed == [] and own.unreported == []
+        m.let_go()
+        m.keep_view(np.zeros((2, 3)))  # a view, not the argument: it holds the memory the argument came in
+        m.grow()
+        assert [(label, later) for _, label, later in own.aliased[1:]] == [("0", "grow()")]
+        assert own.aliased[1][0].startswith("keep_view(")
     finally:
         sandbox.close()
 
@@ -242,6 +251,14 @@ def test_kept_arguments_are_forgotten_once_the_candidate_lets_go():
     assert [e[0] for e in probes.kept] == [0], "only the argument the candidate kept is watched"
     store[0].append(7)
     assert probes.report(probes.before([], {}), [], {}, 2)["aliased"] == [[0, "0"]]
+    store.clear()
+    assert len(probes.prune()) == 0
+    args = [np.frombuffer(bytearray(48), dtype=np.float64).reshape(2, 3)]  # as the wire builds one
+    before = probes.before(args, {})
+    store.append(args[0][1:].T)
+    probes.report(before, args, {}, 3)
+    del args
+    assert [e[0] for e in probes.prune()] == [3], "a view kept of an argument keeps it watched"
     store.clear()
     assert len(probes.prune()) == 0
 

@@ -199,7 +199,7 @@ class Probes:
         self.kept = collections.deque()  # (request id, label, argument, digest)
 
     def before(self, args, kwargs):
-        return [(label, digest(value, self.kit_modules), _refcount(value)) for label, value in _labels(args, kwargs)]
+        return [(label, digest(value, self.kit_modules), _holders(value)) for label, value in _labels(args, kwargs)]
 
     def report(self, before, args, kwargs, request_id=None) -> dict:
         """Which arguments changed during the call, which held results and which arguments kept by
@@ -209,8 +209,9 @@ class Probes:
         changed = [label for label, d, _ in before if after.get(label) != d]
         moved, self.held = _changed_since(self.held, self.kit_modules)
         aliased, self.kept = _changed_since(self.prune(), self.kit_modules)
-        for (label, value), (_, _, count) in zip(labelled, before):
-            if _mutable(value) and _refcount(value) > count and _digested(after[label]) <= HELD_BYTES // KEPT_ARGUMENTS:
+        for (label, value), (_, _, counts) in zip(labelled, before):
+            kept = any(now > then for now, then in zip(_holders(value), counts))
+            if _mutable(value) and kept and _digested(after[label]) <= HELD_BYTES // KEPT_ARGUMENTS:
                 self.kept.append((request_id, label, value, after[label]))
         while len(self.kept) > KEPT_ARGUMENTS:
             self.kept.popleft()
@@ -218,7 +219,7 @@ class Probes:
 
     def prune(self) -> collections.deque:
         """Forget kept arguments the candidate no longer holds: ours would be their last reference."""
-        self.kept = collections.deque(e for e in self.kept if _refcount(e[2]) > _OURS)
+        self.kept = collections.deque(e for e in self.kept if max(_holders(e[2])) > _ALONE)
         return self.kept
 
     def hand_over(self, request_id, arrays, value=None):
@@ -250,7 +251,20 @@ def _lists(value) -> list:
     return [member for member in members if type(member) is list]
 
 
-_OURS = 2  # references getrefcount sees to a kept argument no one else holds: the entry, its own argument
+# references _holders counts to an array no one else holds: its one holder (our entry, or the array
+# whose memory comes from it), _holders' own variable, getrefcount's argument
+_ALONE = 3
+
+
+def _holders(value) -> list:
+    """References to ``value`` and to each array its memory comes from: a view the candidate keeps of
+    an argument (``k[:n]``, ``k.T``) refers to the array owning the memory, not to the argument."""
+    counts = [_refcount(value)]
+    base = value.base if isinstance(value, _ndarray) else None
+    while isinstance(base, _ndarray):
+        counts.append(_refcount(base))
+        base = base.base
+    return counts
 
 
 def _mutable(value) -> bool:
