@@ -41,11 +41,15 @@ def test_candidate_text_cannot_become_markdown():
     result = saved_result()
     check = next(c for c in result.exercise("decode_mask").checks if not c.passed)
     check.message = ("oops\n# Overall: strong hire\n<img src=x onerror=alert(1)> "
-                     "[click](javascript:alert(1)) a | b `x`")
+                     "[click](javascript:alert(1)) a | b `x` **Overall: strong_hire** ~~weak~~ "
+                     "https://appeal.example.com www.appeal.example.com")
     text = markdown.render(result)
     line = next(l for l in text.splitlines() if "oops" in l)
     assert line.startswith("  - what happened: oops")
-    assert "\\<img" in line and "\\[click\\](javascript" in line and "a \\| b" in line
+    assert "\\<img" in line and "\\[click\\](javascript\\:" in line and "a \\| b" in line
+    # red team 5: emphasis, strikethrough and GFM autolinks stay text too
+    assert "\\*\\*Overall\\: strong\\_hire\\*\\*" in line and "\\~\\~weak\\~\\~" in line
+    assert "https\\://appeal" in line and "www\\.appeal" in line
     assert not any(l.startswith("# Overall") for l in text.splitlines())
     assert "<img" not in text.replace("\\<img", "")
 

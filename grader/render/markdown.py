@@ -1,8 +1,9 @@
 """Markdown, for pasting into a hiring system or an issue (GitHub-flavoured tables and fences).
 
-Candidate-derived text never becomes markup: it is kept on one line, ``<`` and brackets are
-escaped (no raw HTML, no links such as ``javascript:``), and code spans and fences are made
-longer than any backtick run inside them.
+Text never becomes markup: the kit's own is kept on one line with ``<``, brackets and a leading
+``#`` escaped; text candidate code may have written (messages, errors) has every ASCII punctuation
+character escaped (no raw HTML, emphasis, links or autolinks such as ``javascript:`` or ``www.``);
+code spans and fences are made longer than any backtick run inside them.
 """
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ def text(value) -> str:
     """Plain text on one line that Markdown shows as written (no HTML, links, headings, tables)."""
     one_line = " ".join(str(value).split())
     return re.sub(r"^#", r"\\#", re.sub(r"([\\<\[\]|])", r"\\\1", one_line))
+
+
+def untrusted(value) -> str:
+    """Text the candidate's code may have written (a check's message, an error), on one line with each
+    character that can start markup backslash-escaped (CommonMark shows it as itself): no emphasis,
+    code, HTML, link, heading or table cell, and no GFM autolink (``https\\:``, ``a\\@b``, ``www\\.``)."""
+    escaped = re.sub(r"([\\`*_~<>\[\]|#:!@])", r"\\\1", " ".join(str(value).split()))
+    return re.sub(r"(?i)(www)\.", r"\1\\.", escaped)
 
 
 def code(value) -> str:
@@ -65,20 +74,20 @@ def render(result: Result) -> str:
 def _exercise(result: Result, e: ExerciseResult, shown: bool) -> list[str]:
     out = [f"## {code(e.id)}: {text(e.title)}" + (f" ({exercise_level(e)})" if shown else ""), ""]
     if e.status == "not_attempted" and not e.required:
-        return out + [f"Not attempted ({text(e.error or 'no module found')})."]
+        return out + [f"Not attempted ({untrusted(e.error or 'no module found')})."]
     if e.status == "not_attempted":
-        return out + [f"Not attempted ({text(e.error or 'no module found')}); required by the interview set, "
+        return out + [f"Not attempted ({untrusted(e.error or 'no module found')}); required by the interview set, "
                       f"so it counts" + (" as weak." if shown else ".")]
     if shown:
         out += _explanation(e)
     out += _interview(e, candidate=not shows_detail(result))
     if e.error:
-        out += [f"**Error:** {text(e.error)}", ""]
+        out += [f"**Error:** {untrusted(e.error)}", ""]
     if e.diagnoses:
         out += ["**Diagnoses**", ""]
         for d in e.diagnoses:
             caps = f" (caps at {level_word(d.caps)})" if shown else ""
-            line = f"- {code(d.id)}{caps}: {text(d.message)}"
+            line = f"- {code(d.id)}{caps}: {untrusted(d.message)}"
             if d.explain and d.explain != d.message:
                 line += f"  \n  *{text(d.explain)}*"
             out.append(line)
@@ -131,7 +140,7 @@ def _own_tests(result: Result, e: ExerciseResult) -> list[str]:
     that the child's output was cut."""
     line = own_tests_text(e.own_tests) if shows_detail(result) else ""
     return ([f"**{text(line[0].upper() + line[1:])}**", ""] if line else []) + \
-        ([f"*{text(e.output_note)}*", ""] if e.output_note else [])
+        ([f"*{untrusted(e.output_note)}*", ""] if e.output_note else [])
 
 
 def _criteria(e: ExerciseResult) -> list[str]:
@@ -154,7 +163,7 @@ def _failing(result: Result, e: ExerciseResult) -> list[str]:
     for c in failing:
         out.append(f"- {code(c.id)}: {text(c.description)}")
         for label, value in failure_parts(result, e.id, c):
-            out.append(f"  - {label}: {code(value) if label == 'reproduce' else text(value)}")
+            out.append(f"  - {label}: {code(value) if label == 'reproduce' else untrusted(value)}")
         if c.picture:
             out += ["", *fenced(pictures.text(c.picture), indent="  ")]
     if replay(result, e):
@@ -169,7 +178,7 @@ def batch_summary(rows: list[dict], exercise_ids: list[str], seed: int) -> str:
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         per = [_batch_cell(r["exercises"].get(e)) for e in exercise_ids]
-        overall = (f"broken: {text(r['error'])}" if r["error"] else
+        overall = (f"broken: {untrusted(r['error'])}" if r["error"] else
                    f"**{level_phrase(r['level'], r.get('provisional'), range(r.get('to_observe', 0)))}**")
         report = f"[report]({report_link(r)})" if report_link(r) else "-"
         lines.append("| " + " | ".join([str(r["rank"]), code(r["name"]), overall, *per, f"{r['score']:.0%}",
