@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import hashlib
 import os
 import resource
 import shutil
@@ -34,6 +35,13 @@ _KIT_ROOT = _GRADER_PACKAGE.parent
 # how Python finds the venv).
 PYTHON = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
 
+
+
+def child_seed(seed: int) -> int:
+    """The seed a child's generators start from: a one-way function of the grading seed, so the child
+    replays exactly, yet cannot learn the grading seed and rebuild every check's inputs from it."""
+    digest = hashlib.sha256(f"kvgrade child generators {int(seed)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 class IsolationError(ValueError):
     """An isolation level that does not exist or does not work was asked for; a usage error."""
@@ -144,7 +152,7 @@ class Policy:
     def environment_for(self, home: Path, marker: str = "", seed: int = 0, site: Path | None = None,
                         marker_name: str = "KVGRADE_SANDBOX") -> dict:
         """The child's whole environment: built from nothing, so no variable of the grader's leaks."""
-        env = dict(self.environment) | {"HOME": str(home), "TMPDIR": str(home), "KVGRADE_SEED": str(int(seed))}
+        env = dict(self.environment) | {"HOME": str(home), "TMPDIR": str(home), "KVGRADE_SEED": str(child_seed(seed))}
         if site is not None:  # where sitecustomize.py seeds the generators
             env["PYTHONPATH"] = str(site)
         env |= {key: os.environ[key] for key in self.passed_through if key in os.environ}

@@ -1,5 +1,6 @@
 """Copied into every child's runtime folder as ``sitecustomize.py`` (Python imports it at start):
-seeds Python's ``random`` and numpy's global generator from the grading seed, and makes
+seeds Python's ``random`` and numpy's global generator from the seed the grader gives it (a one-way
+function of the grading seed: ``policy.child_seed``), and makes
 ``numpy.random.default_rng()`` without a seed draw its n-th generator from (grading seed, n),
 so a run that draws from any of them replays exactly, whatever the candidate's code or tests do."""
 import itertools
