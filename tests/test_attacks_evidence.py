@@ -275,3 +275,13 @@ def test_a_caller_rewriting_its_buffers_is_not_the_childs_to_forge(tmp_path, exe
             (tmp_path / sibling.name).write_text(sibling.read_text())
     result, found = _check(_write(tmp_path, exercise, source), exercise, "keeps_its_own_copy")
     assert not found.passed and found.kind != "hygiene", (found.kind, found.message)
+
+
+def test_the_child_cannot_learn_the_grading_seed(tmp_path):
+    """Red team 5: KVGRADE_SEED in the child's environment was the grading seed, from which every
+    check's inputs can be rebuilt (ex.rng is seeded from it and the check id). The child now gets a
+    one-way function of it."""
+    from grader.sandbox.policy import child_seed
+    source = "import os\n\ndef decode_causal_mask(T, S):\n    raise ValueError('seed=' + os.environ.get('KVGRADE_SEED', ''))\n"
+    _, check = _check(_write(tmp_path, "decode_mask", source), "decode_mask", "plain_decode")
+    assert f"seed={child_seed(11)}" in check.message and "seed=11 " not in check.message + " ", check.message

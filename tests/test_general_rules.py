@@ -17,7 +17,7 @@ from grader.sandbox import ModuleToLoad, Sandbox
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 GENERAL = ["leaves_arguments_unchanged", "results_belong_to_the_caller", "same_answer_in_any_order",
-           "any_signed_integer_type"]
+           "refuses_in_any_order", "read_only_arguments", "any_signed_integer_type"]
 
 
 def _submission(tmp_path: Path, exercise: str, old: str = "", new: str = "", extra: str = "") -> Path:
@@ -44,7 +44,7 @@ def test_every_exercise_lists_the_general_checks_after_its_own_and_rubrics_need_
 @pytest.mark.slow
 def test_the_reference_passes_every_general_check(tmp_path):
     result, checks = _graded(_submission(tmp_path, "tree_mask"), "tree_mask")
-    assert [checks[c].passed for c in GENERAL] == [True] * 4, [checks[c].message for c in GENERAL]
+    assert [checks[c].passed for c in GENERAL] == [True] * len(GENERAL), [checks[c].message for c in GENERAL]
     assert result.level == "strong_hire"
 
 
@@ -58,6 +58,61 @@ def test_an_argument_changed_in_place_caps_at_hire(tmp_path):
     assert not failed.passed and failed.kind == "hygiene"
     assert failed.message.startswith("tree_attention_mask(int64[") and "changed its argument 1" in failed.message
     assert result.level == "hire"
+
+
+@pytest.mark.slow
+def test_writing_into_an_argument_and_putting_it_back_fails_on_a_read_only_one_and_caps_at_hire(tmp_path):
+    """Blind set 5: roots' -1 swapped for a sentinel in the caller's array to save a copy, then restored:
+    no digest sees it, a read-only parents array does."""
+    path = _submission(tmp_path, "tree_mask", "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n",
+                       "    if isinstance(parents, np.ndarray) and parents.size:\n"
+                       "        roots = parents == -1\n        parents[roots] = 0\n        parents[roots] = -1\n"
+                       "    on_path = _ancestry(_validated(parents, P))  # [T, T]\n")
+    result, checks = _graded(path, "tree_mask")
+    failed = checks["read_only_arguments"]
+    assert not failed.passed and failed.kind == "hygiene" and "writes into its arguments" in failed.message
+    assert result.level == "hire", [(c.id, c.message) for c in result.checks if not c.passed]
+
+
+@pytest.mark.slow
+def test_an_answer_that_assumes_c_order_fails_on_the_layouts_any_check_sends(tmp_path):
+    """Blind set 5: masked_softmax writing through ``out.reshape(-1, S)`` of ``zeros_like(scores)``, a copy
+    when scores come in Fortran order or reversed, so the caller gets zeros."""
+    source = (SOLUTIONS / "variants" / "nan_safe_softmax" / "row_loops.py").read_text()
+    assert 'order="C"' in source
+    (tmp_path / "nan_safe_softmax.py").write_text(source.replace('np.zeros_like(scores, order="C")',
+                                                                 "np.zeros_like(scores)"))
+    result, _ = _graded(tmp_path, "nan_safe_softmax")
+    assert result.level == "weak" and any(c.kind == "wrong" for c in result.checks if not c.passed)
+
+
+@pytest.mark.slow
+def test_a_memo_consulted_before_validation_answers_a_refused_call_after_its_twin_and_caps_at_hire(tmp_path):
+    """Blind set 5: the memo lookup sits in front of the validation, and P = 4.0 hashes as 4 does."""
+    memo = ("\n_seen = {}\n_plain = tree_positions\n\n"
+            "def tree_positions(parents, P):\n"
+            "    key = (tuple(int(p) for p in parents), P)\n"
+            "    if key not in _seen:\n        _seen[key] = _plain(parents, P)\n"
+            "    return _seen[key].copy()\n")
+    result, checks = _graded(_submission(tmp_path, "tree_mask", extra=memo), "tree_mask")
+    failed = checks["refuses_in_any_order"]
+    assert not failed.passed and failed.kind == "hygiene" and "4.0" in failed.message, failed.message
+    assert result.level == "hire", [(c.id, c.message) for c in result.checks if not c.passed]
+
+
+@pytest.mark.slow
+def test_a_buffer_kept_in_the_dtype_of_the_first_call_is_caught(tmp_path):
+    """Blind set 5: work done in the dtype of the module's very first call; varlen's checks start in
+    float64, so only a fresh process whose first calls are float32 shows it."""
+    first = ("\n_first = []\n_plain = varlen_attention\n\n"
+             "def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):\n"
+             "    _first.append(_first[0] if _first else np.asarray(q).dtype)\n"
+             "    q, k, v = (np.asarray(x).astype(_first[0]) for x in (q, k, v))\n"
+             "    return _plain(q, k, v, cu_seqlens_q, cu_seqlens_k).astype(np.float64)\n")
+    result, checks = _graded(_submission(tmp_path, "varlen_attention", extra=first), "varlen_attention")
+    failed = checks["same_answer_in_any_order"]
+    assert not failed.passed and "first calls were in float32" in failed.message, failed.message
+    assert result.level == "weak"
 
 
 @pytest.mark.slow
@@ -334,3 +389,16 @@ def test_a_list_refused_inside_a_value_check_is_a_slip_and_the_values_are_still_
     assert {"split_kv_contiguous", "split_kv_long_context"} <= set(failed), [c.message for c in failed.values()]
     assert all(c.kind == "hygiene" and "TypeError" in c.message for c in failed.values())
     assert result.level == "hire"
+
+
+@pytest.mark.slow
+def test_a_ring_step_kept_in_the_first_steps_dtype_fails_the_float32_first_check(tmp_path):
+    """Blind set 5: one score workspace shared by every cache, in the dtype of the module's first step;
+    ring's first check runs a float32 cache before float64 ones."""
+    first = ("\n_first = []\n_plain = windowed_attention_step\n\n"
+             "def windowed_attention_step(cache, q, k, v, window):\n"
+             "    _first.append(_first[0] if _first else np.asarray(q).dtype)\n"
+             "    q = np.asarray(q).astype(_first[0])\n"
+             "    return _plain(cache, q, k, v, window)\n")
+    result, checks = _graded(_submission(tmp_path, "ring_buffer_window", extra=first), "ring_buffer_window")
+    assert not checks["float32_cache_first"].passed and result.level == "weak"

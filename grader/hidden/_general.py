@@ -11,8 +11,15 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   it); a returned list is emptied once sent, for the same reason. The storage attributes an
   exercise names (``keys``, ``positions``, ...) are attribute reads, never probed; the cache or
   state object a function is given is digested by its type only, so its state may change.
-- Calls in any order: the recorded calls are replayed, shuffled, and a few with their float and
+- Calls in any order: the recorded calls are replayed, shuffled, each after the same call with its
+  float64 arrays in float32 (a buffer kept in an earlier call's dtype), and a few with their float and
   bool rows shuffled are answered by a fresh process of the module and then by the running one.
+- Refused in any order: the calls that raised ValueError (the sandbox keeps the first few of each
+  function) are asked again, each after its valid twin (2.0 made 2): a memo consulted before the
+  arguments are checked answers them.
+- Layouts: every array a check passes comes in C order, Fortran order or reversed (the sandbox's
+  ``laid_out``), so each check meets an answer that assumes C order; read-only arrays are tried here,
+  on recorded calls (a crash from writing into one is the hygiene slip of changing an argument).
 - Integer types, retyped two ways: every int of the call in the one narrowest signed dtype that
   holds them all (ints become numpy scalars, int arrays and lists of ints arrays), and each int
   in its own narrowest dtype beside the widest left as Python ints (``np.int8(2)`` with
@@ -34,6 +41,7 @@ import numpy as np
 
 from grader.checking import close, fail, plural, rejects_argument_type
 from grader.sandbox import CandidateRaised, call_text
+from grader.sandbox.wire import Laid
 
 REPLAYED = 10  # recorded calls each replay check makes at most
 FRESH = 6  # calls the order check also makes with new arguments, in a fresh process and in the running one
@@ -75,25 +83,38 @@ def check_same_answer_in_any_order(ex):
     sample = _sample(ex, lambda r: True)
     for i in ex.rng.permutation(len(sample)):
         recorded = sample[i]
+        narrow = _float32((recorded.args, recorded.kwargs))
+        if narrow is not None:  # the same call in float32 first: a buffer or constant kept in its dtype shows
+            _outcome(getattr(ex.candidate, recorded.name), *narrow)
         got = _replay(ex, recorded, recorded.args, recorded.kwargs, "the same arguments again")
         if not _same(got, recorded.value, recorded.args):
             emptied = (" It answered an empty list: the list an earlier call returned is the caller's, and the "
                        "grader emptied it, as a caller may; a memo that hands out its own list loses its answer"
                        if isinstance(got, list) and not got and recorded.value else "")
-            fail(f"{recorded.what} answered differently when called again after other calls: a function "
+            after = (" and after the same call with float32 arrays (a buffer or constant kept in the dtype of an "
+                     "earlier call breaks this)" if narrow is not None else "")
+            fail(f"{recorded.what} answered differently when called again after other calls{after}: a function "
                  "that holds no state gives the same answer to the same arguments (a cache keyed on part of "
                  f"them breaks this).{emptied}", case={"call": recorded.what})
-    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: -_size(r))[:FRESH])  # rows to shuffle
+    # the largest calls (rows to shuffle), those with float64 arrays first (their float32 twins go first)
+    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: (_float32((r.args, r.kwargs)) is None,
+                                                                   -_size(r)))[:FRESH])
 
 
 def _fresh_against_warm(ex, sample):
     """New arguments of the recorded shapes (rows of float and bool arrays shuffled, the same
     shuffle for arrays of the same length), answered first by a fresh process of the candidate's
     module, then by the one that made every earlier call: both must give the same answer. A cache
-    keyed on part of the arguments (a shape, a length) answers the second from the first call."""
+    keyed on part of the arguments (a shape, a length) answers the second from the first call. The fresh
+    process first answers each call with its float64 arrays in float32: a buffer or constant kept in the
+    dtype of a module's first call gives it the wrong precision later."""
     calls = [(r, *_shuffled(ex.rng, (r.args, r.kwargs))) for r in sample]
     fresh = ex.sandbox.twin()  # launched as the exercise's checks began
     try:
+        for r, args, kwargs in calls:  # its very first calls in float32: nothing may keep their dtype
+            narrow = _float32((args, kwargs))
+            if narrow is not None:
+                _outcome(getattr(fresh.module, r.name), *narrow)
         first = [_outcome(getattr(fresh.module, r.name), args, kwargs) for r, args, kwargs in calls]
     finally:
         fresh.close()
@@ -101,10 +122,11 @@ def _fresh_against_warm(ex, sample):
         again, raised_again = _outcome(getattr(ex.candidate, recorded.name), args, kwargs)
         what = call_text(recorded.name, args, kwargs)
         if raised != raised_again or (raised is None and not _same(again, value, args)):
-            fail(f"{what} answered differently after the earlier calls than in a fresh process ("
-                 f"{raised_again or 'a value'} against {raised or 'a value'}): a function that holds no state "
-                 "gives the same answer whatever was called before (a cache keyed on part of the arguments, "
-                 "such as a shape, breaks this)", case={"call": what})
+            fail(f"{what} answered differently after the earlier calls than in a fresh process whose first calls "
+                 f"were in float32 ({raised_again or 'a value'} against {raised or 'a value'}): a function that "
+                 "holds no state gives the same answer whatever was called before (a cache keyed on part of the "
+                 "arguments, such as a shape, or a buffer kept in the first call's dtype, breaks this)",
+                 case={"call": what})
 
 
 def _outcome(fn, args, kwargs):
@@ -131,6 +153,72 @@ def _shuffled(rng, value):
         return v
 
     return walk(value)
+
+
+def check_refuses_in_any_order(ex):
+    """Invalid arguments are refused whatever was called before: asked again after a valid call of the
+    same values (a float 2.0 beside the int 2 it equals), a call refused once is refused again."""
+    ex.sandbox.recording = False
+    refused = [(r, _valid_twin((r.args, r.kwargs))) for _, calls in sorted(ex.sandbox.refused.items())
+               for r in calls if not _has_bool((r.args, r.kwargs))]  # a bool as a size: either answer is fine
+    refused.sort(key=lambda pair: pair[1] is None)  # those with a valid twin first (stable: per function)
+    for recorded, twin in refused[:REPLAYED]:
+        fn = getattr(ex.candidate, recorded.name)
+        if twin is not None:
+            _outcome(fn, *twin)
+        value, raised = _outcome(fn, recorded.args, recorded.kwargs)
+        if raised is None:
+            after = f" after {call_text(recorded.name, *twin)} was answered" if twin is not None else " later"
+            fail(f"{recorded.what} raised ValueError at first, and was answered{after}: invalid arguments are "
+                 "refused whatever was called before (a memo consulted before the arguments are checked "
+                 "answers them)", kind="hygiene", case={"call": recorded.what})
+
+
+def _has_bool(value) -> bool:
+    if type(value) is bool or isinstance(value, np.bool_):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_bool(v) for v in value)
+    return isinstance(value, dict) and any(_has_bool(v) for v in value.values())
+
+
+def _valid_twin(value):
+    """(args, kwargs) with each float scalar that equals an int replaced by that int, or None when
+    there is none: the valid call a memo keyed on equal values would confuse with this one."""
+    found = []
+
+    def walk(v):
+        if type(v) is float or isinstance(v, np.floating):
+            if np.isfinite(v) and float(v) == int(v):
+                found.append(v)
+                return int(v)
+            return v
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    twin = walk(value)
+    return twin if found else None
+
+
+def check_read_only_arguments(ex):
+    """Arrays given read-only (a caller's may be: a memory-mapped file, a broadcast, a frozen buffer)
+    get the same answer as writable ones."""
+    for recorded in _sample(ex, lambda r: any(a.size for a in _arrays((r.args, r.kwargs)))):
+        args, kwargs = _read_only((recorded.args, recorded.kwargs))
+        try:
+            got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
+        except CandidateRaised as exc:
+            writes = "read-only" in exc.message
+            fail(f"{recorded.what} raised {exc.type_name} ({exc.message[:120]}) when its arrays were read-only, "
+                 "after answering them writable" + (": it writes into its arguments (even if it puts them back), "
+                 "and a function leaves its arguments unchanged" if writes else ""),
+                 kind="hygiene" if writes else "crash", case={"call": recorded.what})
+        if not _same(got, recorded.value, recorded.args):
+            fail(f"{recorded.what} gave another answer when its arrays were read-only: the same values are the same "
+                 "input, whatever the array's flags", case={"call": recorded.what})
 
 
 def check_any_signed_integer_type(ex, request):
@@ -333,6 +421,35 @@ def _retyped_each(value, common=None):
     return value
 
 
+def _float32(value):
+    """``value`` with each float64 array cast to float32, or None when it has none."""
+    found = []
+
+    def walk(v):
+        if isinstance(v, np.ndarray) and v.dtype == np.float64:
+            found.append(v)
+            return v.astype(np.float32)
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    narrow = walk(value)
+    return narrow if found else None
+
+
+def _read_only(value):
+    """``value`` with each array sent to the child read-only."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        return Laid(value, read_only=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_read_only(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _read_only(v) for k, v in value.items()}
+    return value
+
+
 def _retyped(value, dtype):
     """``value`` with each int a numpy scalar of ``dtype`` and each signed int array cast to it."""
     if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
@@ -349,4 +466,5 @@ def _retyped(value, dtype):
 
 
 GENERAL_CHECKS = (check_leaves_arguments_unchanged, check_results_belong_to_the_caller,
-                  check_same_answer_in_any_order, check_any_signed_integer_type)
+                  check_same_answer_in_any_order, check_refuses_in_any_order, check_read_only_arguments,
+                  check_any_signed_integer_type)

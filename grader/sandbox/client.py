@@ -14,6 +14,7 @@ import contextlib
 import copy
 import random
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,29 @@ def _left(value, budget: int) -> int:
     return budget - 8
 
 
+LAID_OUT_BYTES = 16 << 20  # arrays up to this size come in any layout; larger ones (rare) in C order
+
+
+def laid_out(value, seed: int):
+    """``value`` with each array (nested in lists, tuples and dicts too) in C order, Fortran order, or
+    reversed along every axis (negative strides), as a caller's arrays may be: an answer that reads
+    an argument's memory as C order, or writes through a reshape it assumes is a view, is seen by
+    whichever check meets it. The layout is a function of the grading seed and the array itself,
+    so a rerun of one check sends its arrays as the full run did, and costs no memory in the child."""
+    if isinstance(value, np.ndarray) and 1 < value.size and value.nbytes <= LAID_OUT_BYTES and value.ndim:
+        head = np.ascontiguousarray(value.flat[:512])
+        pick = zlib.crc32(head.view(np.uint8), zlib.crc32(f"{seed}{value.dtype.str}{value.shape}".encode())) % 4
+        if pick == 1 and value.ndim > 1:
+            return np.asfortranarray(value)
+        return wire.Laid(value, reversed=True) if pick == 2 else value
+    if isinstance(value, (list, tuple)):
+        items = [laid_out(v, seed) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: laid_out(v, seed) for k, v in value.items()}
+    return value
+
+
 class Sandbox:
     """The candidate's module as seen by hidden checks, restarted after a fatal fault.
 
@@ -103,6 +127,7 @@ class Sandbox:
         self.module = RemoteObject(self, None, module.name, False, 0)
         self.ownership = Ownership()
         self.recorded: dict[str, list[Recorded]] = {}  # function name -> calls, for replays
+        self.refused: dict[str, list[Recorded]] = {}  # function name -> calls that raised ValueError
         self.recording = True
         self._recordable: dict[str, int] = {}  # calls seen that could be kept, per function
         self._sampler = random.Random(module.seed)
@@ -231,7 +256,10 @@ class Sandbox:
         worker = self.worker
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit
-        tree, arrays = worker.encode_args({"args": list(args), "kwargs": dict(kwargs or {})})
+        sent = (args, kwargs or {})
+        if probed:  # the candidate's own call: its arrays come in any layout (CONTRACT section 1)
+            sent = laid_out(sent, self.spec.seed)
+        tree, arrays = worker.encode_args({"args": list(sent[0]), "kwargs": dict(sent[1])})
         header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed,
                       release=self._released[:])
         self._released.clear()
@@ -249,7 +277,10 @@ class Sandbox:
             value = self._value_of(reply, reply_arrays, what, kit)
         except (BadValue, wire.WireError) as exc:
             raise self._fault(BadValue(f"{what} sent back data the grader cannot read ({exc})")) from None
-        except CandidateRaised:
+        except CandidateRaised as exc:
+            name = header.get("name") if obj.handle is None else obj.module_attr
+            if probed and name and self.recording and exc.is_a("ValueError"):
+                self._record_refused(name, args, kwargs or {}, what)
             raise
         except Exception as exc:  # noqa: BLE001  anything else the child's data triggers is its fault
             raise self._fault(BadValue(f"{what} sent back a reply the grader cannot use "
@@ -299,6 +330,13 @@ class Sandbox:
         if slot < RECORDED_PER_FUNCTION:
             call = Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)), copy.deepcopy(value), what)
             kept[slot:slot + 1] = [call]
+
+    def _record_refused(self, name, args, kwargs, what):
+        """Keep a copy of a small module-level call on data only that raised ValueError (the first
+        ``RECORDED_PER_FUNCTION`` of each function), for the general rules to ask again."""
+        kept = self.refused.setdefault(name, [])
+        if len(kept) < RECORDED_PER_FUNCTION and _left((args, kwargs), RECORDED_BYTES) >= 0:
+            kept.append(Recorded(name, copy.deepcopy(tuple(args)), copy.deepcopy(dict(kwargs)), None, what))
 
     def _value_of(self, reply: dict, arrays, what: str, kit: bool):
         ok = reply.get("ok")

@@ -31,9 +31,22 @@ class WireError(Exception):
     """A frame that is malformed, too large, or holds something the wire does not carry."""
 
 
+class Laid:
+    """An array the reader receives in a layout of the writer's choosing: ``reversed`` sends it
+    reversed along every axis and reads it back as a view that reverses it again (the same values
+    with negative strides, in no more memory); ``read_only`` makes the reader's array read-only."""
+
+    __slots__ = ("array", "reversed", "read_only")
+
+    def __init__(self, array: np.ndarray, reversed: bool = False, read_only: bool = False):
+        self.array = np.ascontiguousarray(np.flip(array)) if reversed else array
+        self.reversed, self.read_only = reversed, read_only
+
+
 # -- values <-> JSON-able trees -------------------------------------------------------------
 # JSON carries None, bool, int, float (inf and nan included), str, list and dict with str keys.
-# Tagged dicts carry the rest: {"$nd": i} the i-th array of the frame, {"$tuple": [...]},
+# Tagged dicts carry the rest: {"$nd": i} the i-th array of the frame (with "reversed" and
+# "read_only", see Laid), {"$tuple": [...]},
 # {"$obj": id} an object living in the child, {"$host": id, ...} an object living in the grader.
 
 
@@ -54,6 +67,9 @@ def encode(value, arrays: list, export=None, depth: int = 0):
             raise WireError(f"an array of Python objects ({arr.dtype}) cannot cross the wire")
         arrays.append(arr)
         return {"$nd": len(arrays) - 1, "scalar": isinstance(value, np.generic)}
+    if isinstance(value, Laid):
+        arrays.append(value.array)
+        return {"$nd": len(arrays) - 1, "scalar": False, "reversed": value.reversed, "read_only": value.read_only}
     if isinstance(value, tuple):
         return {"$tuple": [encode(v, arrays, export, depth + 1) for v in value]}
     if isinstance(value, list):
@@ -88,6 +104,11 @@ def decode(tree, arrays: list, resolve=None, depth: int = 0):
             if arr.ndim != 0:
                 raise WireError("a scalar in a frame is not 0-dimensional")
             return arr[()]
+        if tree.get("reversed") is True:
+            arr = np.flip(arr)
+        if tree.get("read_only") is True:
+            arr = arr.view()
+            arr.flags.writeable = False
         return arr
     if "$tuple" in tree:
         if not isinstance(tree["$tuple"], list):

@@ -34,6 +34,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | the cache keeps its own copy: a caller reusing its q, k, v after a call changes nothing; | keeps_its_own_copy |
 | no later call changes an argument (a view of a chunk kept as the cache's keys included) | |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
+| calls in any order: float64 caches after a float32 one's steps (no dtype kept) | float32_cache_first |
 
 Sentences no check here holds as such: the empty slots of the candidate's own fresh ring
 cannot be filled with garbage by the grader, so only slots it wrote are tried with extreme values.
@@ -125,6 +126,20 @@ def _append_stream(ex, C, D, sizes) -> Miss | None:
         if miss:
             return miss
     return None
+
+
+def check_float32_cache_first(ex):
+    """The module's first steps are on a float32 cache, the next on float64 ones: nothing kept from an
+    earlier call (a score buffer, a mask) carries its dtype into another cache's steps. It runs first,
+    so no earlier check has fixed any such dtype."""
+    rng, streams = ex.rng, []
+    for dtype in (np.float32, np.float64, np.float64):
+        C = odd_size_closed(rng, 9, 40)
+        W = int(rng.integers(2, C - 1))
+        s = make_stream(rng, C, W, chunk_sizes(rng, odd_size_closed(rng, 40, 90), 1, C - W + 1))
+        streams.append((Stream(C, W, s.chunks, *(x.astype(dtype) for x in (s.q, s.k, s.v))),
+                        f"{np.dtype(dtype)} inputs, after a float32 cache's steps"))
+    expect_streams(ex, streams)
 
 
 def check_fresh_cache(ex):

@@ -31,7 +31,7 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     mask = _boolean("mask", mask)
     if scores.ndim < 1 or mask.shape != scores.shape:
         raise ValueError(f"scores and mask need the same shape [..., S], got {scores.shape} and {mask.shape}")
-    out = np.zeros_like(scores)
+    out = np.zeros_like(scores, order="C")  # C order, so reshape below is a view (any input layout)
     width = scores.shape[-1]
     rows, allowed, flat = scores.reshape(-1, width), mask.reshape(-1, width), out.reshape(-1, width)
     for r in range(rows.shape[0]):
