@@ -282,6 +282,7 @@ def test_the_child_cannot_learn_the_grading_seed(tmp_path):
     check's inputs can be rebuilt (ex.rng is seeded from it and the check id). The child now gets a
     one-way function of it."""
     from grader.sandbox.policy import child_seed
-    source = "import os\n\ndef decode_causal_mask(T, S):\n    raise ValueError('seed=' + os.environ.get('KVGRADE_SEED', ''))\n"
+    source = ("import os\n\ndef decode_causal_mask(T, S):\n"
+              "    raise ValueError('seed=' + os.environ.get('KVGRADE_SEED', ''))\n")
     _, check = _check(_write(tmp_path, "decode_mask", source), "decode_mask", "plain_decode")
     assert f"seed={child_seed(11)}" in check.message and "seed=11 " not in check.message + " ", check.message
