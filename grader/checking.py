@@ -368,11 +368,6 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     the child reports: they may count against a candidate, never for one. A call that runs out of
     memory is a broken must-not (the allocation was too large), not a crash.
     """
-    if memory and ex is not None and not ex.collected:
-        # once per check: the proxies earlier checks left in reference cycles (a failure's
-        # traceback) die now, so the child frees their objects before this check measures
-        gc.collect()
-        ex.collected = True
     try:
         if memory:
             value, stats = target.measured(name, *args, **kwargs)
@@ -539,9 +534,9 @@ class ExerciseRun:
         self.diagnoses: dict[str, Diagnosis] = {}
         self.named: list[tuple[str, str, str]] = []  # (check id, diagnosis id, sentence), every one named
         self.check_id = ""
-        self.collected = False  # the running check's first measurement collected the grader's garbage
         self.slips: list[str] = []  # hygiene slips of the running check (see note_slip)
         self.rng = np.random.default_rng(seed)
+        self.failed_before = False  # a check failed since the last tidy: its traceback may hold proxies
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
         # and each declared known-wrong version; filled by the engine as grading begins
         self.own_tests: Mapping = {}
@@ -558,8 +553,20 @@ class ExerciseRun:
     def begin_check(self, check_id: str):
         """Called before each check: a generator of its own, so results do not depend on order."""
         global _running
-        self.check_id, self.slips, self.collected, _running = check_id, [], False, self
+        self.check_id, self.slips, _running = check_id, [], self
         self.rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode())])
+
+    def tidy(self):
+        """Before every check of an exercise that measures memory: after a failure, the proxies its
+        traceback holds in reference cycles die; then the child drops what the grader released and
+        frees what nothing holds (``Sandbox.collect``), so a measured call begins without an earlier
+        check's garbage. Done at check boundaries, measured or not, never beside a measured call:
+        red team 5 read a collection made just before each measured call as the sign to take its
+        lean path."""
+        if self.failed_before:
+            gc.collect()
+            self.failed_before = False
+        self.sandbox.collect()
 
     def slip_failure(self) -> CheckFailure | None:
         """The running check's hygiene slips as one failure, or None: used when nothing worse failed."""

@@ -45,6 +45,7 @@ class CollectChecks:
             run.sandbox.launch_twin()  # its import overlaps the exercise's own checks
         if hasattr(request.module, "measure"):  # checks that measure memory need the kit-only floor
             run.sandbox.launch_floor()
+            run.tidy()
         return run
 
     def pytest_configure(self, config):
@@ -82,6 +83,7 @@ class CollectChecks:
         if slip is not None:  # right values in the wrong container: the check fails as hygiene (cap hire)
             result.passed, result.message, result.kind = False, slip.message, slip.kind
         elif not report.passed:
+            self.runs[eid].failed_before = True
             self._explain(result, call.excinfo, eid)
             result.named = [[d, s] for c, d, s in self.runs[eid].named if c == result.id]
         self.results[eid].append(result)

@@ -207,8 +207,9 @@ def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running(monk
 
 def test_a_measured_call_begins_after_what_no_check_holds_is_freed():
     """An object an earlier check dropped (held in a cycle, so only the garbage collector frees
-    it) is gone before a measured call begins: it is neither charged to the candidate as memory
-    held nor a pool a copy made during the call could hide in."""
+    it) is gone once the next check begins (``collect``, made before each check of an exercise that
+    measures): it is neither charged to the candidate as memory held nor a pool a copy made during a
+    measured call could hide in."""
     from grader.sandbox import ModuleToLoad, Sandbox
 
     source = (b"import numpy as np\n\nclass Bank:\n    def __init__(self, n):\n"
@@ -219,11 +220,31 @@ def test_a_measured_call_begins_after_what_no_check_holds_is_freed():
         _, empty = box.module.measured("copy", 1)
         bank = box.module.call("Bank", 8 << 20)  # 64 MiB
         del bank  # released with the next request, and freed only by the child's collector
+        box.collect()  # a new check begins
         _, stats = box.module.measured("copy", 4 << 20)  # a 32 MiB array
     finally:
         box.close()
     assert stats.before_bytes - empty.before_bytes < 16 << 20, "the dropped bank was still held"
     assert stats.peak_bytes - stats.before_bytes >= 30 << 20, "the copy was not seen"
+
+
+def test_no_collection_announces_a_measured_call():
+    """Red team 5: a gc callback saw the collection the grader asked for just before each measured call
+    and took its lean path there only. The child now collects at the start of checks, never next to a
+    measured call."""
+    from grader.sandbox import ModuleToLoad, Sandbox
+
+    source = (b"import gc\n\nseen = [0]\n\ndef _count(phase, info):\n"
+              b"    if phase == 'start' and info['generation'] == 2:\n        seen[0] += 1\n\n"
+              b"gc.callbacks.append(_count)\n\ndef collections():\n    return seen[0]\n")
+    box = Sandbox(ModuleToLoad("spy", [("spy.py", source)], []))
+    try:
+        before = box.module.call("collections")
+        during, _ = box.module.measured("collections")
+        after = box.module.call("collections")
+    finally:
+        box.close()
+    assert before == during == after, (before, during, after)
 
 
 OWN_TESTS_OF_160_MIB = '''

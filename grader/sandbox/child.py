@@ -319,7 +319,7 @@ def run_call(host, header, arrays, module):
     op = header["op"]
     if op == "import":  # a kit helper such as gpt2, so checks can build its objects here
         return importlib.import_module(header["name"])
-    if op == "collect":  # before a measured call: what nothing holds is freed now, not during it
+    if op == "collect":  # before each check that may measure: what nothing holds is freed now
         gc.collect()
         host.probes.prune()
         return None

@@ -133,6 +133,7 @@ class Sandbox:
         self._sampler = random.Random(module.seed)
         self._calls_by_id: collections.OrderedDict[tuple, str] = collections.OrderedDict()
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
+        self._released_since_collect = False  # some handle was let go since the child last collected
         self._twin: Sandbox | None = None  # a second child of the same module (see twin)
 
     def launch(self) -> Sandbox:
@@ -251,8 +252,6 @@ class Sandbox:
         if obj.generation not in (0, self.generation):
             raise CandidateUnavailable(f"{what}: this {obj.type_name} was lost when the "
                                        "candidate process restarted after an earlier fault")
-        if measure:
-            self._collect()
         worker = self.worker
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit
@@ -351,11 +350,19 @@ class Sandbox:
             raise BadValue(f"a reply without a valid 'ok' field ({str(ok)[:40]})")
         return wire.decode(reply.get("value"), arrays, lambda tagged, arrays: self._resolve(tagged, kit))
 
-    def _collect(self):
-        """Before a measured call: the objects no check holds any more are dropped in the child
-        and its garbage collected, in a request of their own. The footprint measured is then what
-        the candidate holds now, not what earlier checks left behind to be freed during the call."""
-        self.request(self.module, {"op": "collect"}, "collect garbage before a measured call")
+    def collect(self):
+        """When the grader has let go of some object since the last time: the objects no check holds
+        any more are dropped in the child and its garbage collected, in a request of its own (a live
+        child only). Made at the start of checks of an exercise that measures, so the footprint a
+        measured call sees is what the candidate holds now, not what earlier checks left behind."""
+        if not self._released_since_collect:
+            return  # nothing the grader held was let go: the child holds only what it chose to
+        self._released_since_collect = False
+        if self.worker is not None and self.worker.state is State.READY and self.worker.alive():
+            try:
+                self.request(self.module, {"op": "collect"}, "collect garbage before a check")
+            except CandidateFault:
+                pass  # the check's own calls say what went wrong
 
     def launch_floor(self):
         """Start the kit-only child of :meth:`floor_bytes` now, without waiting, so its import
@@ -393,6 +400,7 @@ class Sandbox:
     def release(self, obj: RemoteObject):
         if obj.handle is not None and obj.generation == self.generation and self.worker is not None:
             self._released.append(obj.handle)
+            self._released_since_collect = True
 
     def lend(self, arr: np.ndarray) -> SharedArray:
         """A copy of ``arr`` in memory the child shares with the grader: passed to a call, the child
