@@ -17,6 +17,7 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | sentence | check |
 |---|---|
 | token p lives at key_pool[table[p // bs], p % bs] | operation_sequences, single_sequence, long_sequence |
+| each cache is its own: three of one size, operations interleaved, one made midway | caches_side_by_side |
 | append writes seq_len .. seq_len + T - 1, blocks in any order | operation_sequences, single_sequence |
 | too few free blocks: RuntimeError, nothing changed | out_of_blocks (every last-block state: own or |
 | | shared, full or partly filled; exactly enough is taken), operation_sequences |
@@ -432,6 +433,32 @@ def check_fresh_cache(ex):
         run = Run(ex, *sizes)
         run.add(int(ex.rng.integers(0, 10**6)))
         run.add(0)
+
+
+def check_caches_side_by_side(ex):
+    """Three caches of the same sizes, the third made midway, their operations interleaved: each holds and
+    attends to its own tokens only (nothing is shared between instances)."""
+    rng = ex.rng
+    sizes = (odd_size_closed(rng, 40, 60), odd_size_closed(rng, 3, 9), odd_size_closed(rng, 1, 3),
+             odd_size_closed(rng, 3, 9))
+
+    def another():
+        run = Run(ex, *sizes, group=2)
+        run.ops.append("(other caches of these sizes take operations between these)")
+        run.add(1), run.add(4)
+        return run
+
+    runs = [another(), another()]
+    for step in range(12):
+        if step == 6:
+            runs.append(another())
+        for run in runs:
+            seq = 4 if step % 2 else 1
+            run.append(seq, int(rng.integers(1, sizes[1] + 3)))
+            run.attend(seq)
+    for run in runs:
+        run.attend_all()
+        run.finish()
 
 
 def check_single_sequence(ex):

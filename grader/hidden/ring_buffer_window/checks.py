@@ -35,6 +35,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | no later call changes an argument (a view of a chunk kept as the cache's keys included) | |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
 | calls in any order: float64 caches after a float32 one's steps (no dtype kept) | float32_cache_first |
+| each cache is its own: three of one size, steps interleaved, one made midway | caches_side_by_side |
 
 Sentences no check here holds as such: the empty slots of the candidate's own fresh ring
 cannot be filled with garbage by the grader, so only slots it wrote are tried with extreme values.
@@ -140,6 +141,42 @@ def check_float32_cache_first(ex):
         streams.append((Stream(C, W, s.chunks, *(x.astype(dtype) for x in (s.q, s.k, s.v))),
                         f"{np.dtype(dtype)} inputs, after a float32 cache's steps"))
     expect_streams(ex, streams)
+
+
+def check_caches_side_by_side(ex):
+    """Three caches of the same capacity and head_dim, the third made midway, their steps interleaved:
+    each answers for its own tokens only and holds them (nothing is shared between instances)."""
+    rng = ex.rng
+    C = odd_size_closed(rng, 9, 40)
+    W = int(rng.integers(2, C - 1))
+    D = odd_size_closed(rng, 3, 40)
+    streams = []
+    for _ in range(3):
+        chunks = chunk_sizes(rng, odd_size_closed(rng, 40, 90), 1, C - W + 1)
+        streams.append(Stream(C, W, chunks, *(rng.standard_normal((sum(chunks), D)) for _ in range(3))))
+    wants = [oracle.sliding_window_attention(s.q, s.k, s.v, W) for s in streams]
+    caches, starts, rings = [None] * 3, [0] * 3, [oracle.Ring(C, D) for _ in range(3)]
+    for n in range(max(len(s.chunks) for s in streams)):
+        for i, s in enumerate(streams):
+            if n >= len(s.chunks) or (i == 2 and n < len(streams[0].chunks) // 2):
+                continue  # the third cache is made once the others are midway
+            if caches[i] is None:
+                caches[i] = ex.candidate.call("RingKVCache", C, D)
+            T, start = s.chunks[n], starts[i]
+            part = slice(start, start + T)
+            said = (f"windowed_attention_step on cache {i + 1} of 3 (each RingKVCache({C}, {D}), steps interleaved) "
+                    f"for its positions {start}..{start + T - 1}, window {W}")
+            out = ex.candidate.call("windowed_attention_step", caches[i], s.q[part], s.k[part], s.v[part], W)
+            got = as_array(out, call=said, shape=(T, D), kind="f", case=s.case(ex.seed))
+            rings[i].append(s.k[part], s.v[part])
+            if s.wrong_rows(got, wants[i][part]).any():
+                fail(f"{said} differs from sliding-window attention over that cache's own tokens: each cache "
+                     "holds its own tokens (storage shared between instances, or kept at class or module "
+                     "level, mixes them)", s.case(ex.seed))
+            starts[i] += T
+    settle(ex, [_state_miss(cache, ring, {"capacity": C, "head_dim": D, "window": W, "seed": ex.seed},
+                            f"for cache {i + 1} of 3 after interleaved steps")
+                for i, (cache, ring) in enumerate(zip(caches, rings)) if cache is not None])
 
 
 def check_fresh_cache(ex):
