@@ -17,6 +17,9 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
 - Refused in any order: the calls that raised ValueError (the sandbox keeps the first few of each
   function) are asked again, each after its valid twin (2.0 made 2): a memo consulted before the
   arguments are checked answers them.
+- Arrays as they are now: two recorded calls alike but for their arrays' values; the first call's
+  arrays, lent as the caller's own (``grader/held.py``), are rewritten with the second's values and
+  the function is called again on them: it must give the second call's answer.
 - Layouts: every array a check passes comes in C order, Fortran order or reversed (the sandbox's
   ``laid_out``), so each check meets an answer that assumes C order; read-only arrays are tried here,
   on recorded calls (a crash from writing into one is the hygiene slip of changing an argument).
@@ -40,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.checking import close, fail, plural, rejects_argument_type
+from grader.held import Held
 from grader.sandbox import CandidateRaised, call_text
 from grader.sandbox.wire import Laid
 
@@ -201,6 +205,46 @@ def _valid_twin(value):
 
     twin = walk(value)
     return twin if found else None
+
+
+def check_answers_arrays_as_they_are_now(ex):
+    """The same arrays, rewritten in place by the caller with another call's values, get that call's
+    answer: nothing is keyed on an array's identity."""
+    held = None
+    for name, first, second in _rewritable_pairs(ex):
+        held = held or Held(ex)
+        fn = getattr(ex.candidate, name)
+        _, box = held.call(fn, *first.args)
+        arrays = tuple(i for i, a in enumerate(first.args) if isinstance(a, np.ndarray))
+        held.overwrite(box, arrays, [second.args[i] for i in arrays])
+        try:
+            got = held.again(fn, box)
+        except CandidateRaised as exc:
+            fail(f"{name} called again on the arrays of {first.what}, rewritten in place with those of {second.what}, "
+                 f"raised {exc.type_name} ({exc.message[:120]}), where {second.what} was answered",
+                 kind="crash", case={"call": second.what})
+        if not _same(got, second.value, second.args):
+            fail(f"{name} called again on the arrays of {first.what}, once the caller had rewritten them in place with "
+                 f"the values of {second.what}, gave another answer than {second.what} did: a function answers its "
+                 "arguments as they are now (a memo keyed on an array's identity does not)", case={"call": second.what})
+
+
+def _rewritable_pairs(ex) -> list:
+    """(function, first call, second call) of recorded calls alike in everything but their arrays' values
+    (the same shapes and dtypes, the same other arguments, positional only): at most one pair a function."""
+    pairs = []
+    for name, calls in sorted(ex.sandbox.recorded.items()):
+        by_form = {}
+        for r in calls:
+            if r.kwargs or not any(isinstance(a, np.ndarray) for a in r.args):
+                continue
+            form = tuple((a.shape, a.dtype.str) if isinstance(a, np.ndarray) else ("=", repr(a)) for a in r.args)
+            earlier = by_form.setdefault(form, r)
+            if earlier is not r and any(isinstance(a, np.ndarray) and not np.array_equal(a, b, equal_nan=True)
+                                        for a, b in zip(earlier.args, r.args)):
+                pairs.append((name, earlier, r))
+                break
+    return pairs[:REPLAYED]
 
 
 def check_read_only_arguments(ex):
@@ -466,5 +510,5 @@ def _retyped(value, dtype):
 
 
 GENERAL_CHECKS = (check_leaves_arguments_unchanged, check_results_belong_to_the_caller,
-                  check_same_answer_in_any_order, check_refuses_in_any_order, check_read_only_arguments,
-                  check_any_signed_integer_type)
+                  check_same_answer_in_any_order, check_refuses_in_any_order, check_answers_arrays_as_they_are_now,
+                  check_read_only_arguments, check_any_signed_integer_type)
