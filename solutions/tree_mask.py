@@ -33,9 +33,14 @@ def _ancestry(parents: np.ndarray) -> np.ndarray:
 
 
 def tree_positions(parents: Sequence[int], P: int) -> np.ndarray:
-    """int64 [T]: draft i sits at position P + depth(i); roots (parent -1) have depth 0."""
-    depth = _ancestry(_validated(parents, P)).sum(axis=1) - 1  # ancestors on the path   [T]
-    return (P + depth).astype(np.int64)
+    """int64 [T]: draft i sits at position P + depth(i); roots (parent -1) have depth 0. Parents come
+    before their children, so one pass finds every depth: memory O(T), a chain of any length."""
+    parents = _validated(parents, P)
+    depth = np.zeros(parents.size, dtype=np.int64)  # [T]
+    for i, parent in enumerate(parents.tolist()):
+        if parent >= 0:
+            depth[i] = depth[parent] + 1
+    return P + depth
 
 
 def tree_attention_mask(parents: Sequence[int], P: int) -> np.ndarray:
