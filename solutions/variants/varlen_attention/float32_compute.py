@@ -99,6 +99,7 @@ def left_padded_decode_mask(attention_mask, T) -> np.ndarray:
     B, S = mask.shape
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 1 <= T <= S:
         raise ValueError(f"T must be an int with 1 <= T <= S = {S}, got {T!r}")
+    T = int(T)  # a narrow numpy integer would overflow in S - T
     if not mask[:, S - T:].all():
         raise ValueError(f"the last {T} columns must all be real tokens in every row")
     positions = _positions(mask)  # [B, S]

@@ -100,6 +100,7 @@ def left_padded_decode_mask(attention_mask, T):
     pads, (B, S) = _rows(attention_mask)
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 1 <= T <= S:
         raise ValueError(f"T must be in 1..{S}")
+    T = int(T)  # a narrow numpy integer would overflow in S - T
     if any(pad > S - T for pad in pads):
         raise ValueError("the last T columns must be real tokens")
     out = np.zeros((B, T, S), dtype=bool)

@@ -73,6 +73,7 @@ def left_padded_decode_mask(attention_mask, T):
     B, S = mask.shape
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 < T <= S:
         raise ValueError(f"T must be an int in 1..{S}")
+    T = int(T)  # a narrow numpy integer would overflow in S - T
     if (pad > S - T).any():
         raise ValueError("the last T columns must be real tokens in every row")
     columns = np.arange(S)
