@@ -981,6 +981,8 @@ def check_rejects_invalid_arguments(ex):
     z = np.zeros
     bad = [("add_sequence", (1,), "an id already in use"),
            ("append", (9, z((2, 2, 3)), z((2, 2, 3))), "an unknown sequence"),
+           ("append", (9, z((0, 2, 3)), z((0, 2, 3))), "an unknown sequence, with no tokens (T = 0)"),
+           ("append", (1, z((0, 3, 3)), z((0, 3, 3))), "k, v with 3 kv heads, not 2, with no tokens (T = 0)"),
            ("append", (1, z((2, 3, 3)), z((2, 3, 3))), "k, v with 3 kv heads, not 2"),
            ("append", (1, z((2, 2, 4)), z((2, 2, 4))), "k, v with head_dim 4, not 3"),
            ("append", (1, z((2, 2, 3)), z((3, 2, 3))), "k and v of different lengths"),

@@ -500,6 +500,24 @@ def check_rejects_invalid_arguments(ex):
         expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}",
                         diagnosis=INVALID, **kwargs)
         _unchanged(cache, before, f"rope_attention_step with {what}")
+    # and the cache goes on as if nothing had been asked: no counter moved before the arguments were checked
+    script = Script(H, D, 10000.0, [Step(first, first, first), Step(t(2), t(2), t(2))], "two steps")
+    miss = _after_rejections(ex, cache, script)
+    if miss is not None:
+        fail(miss, script.case(ex.seed))
+
+
+def _after_rejections(ex, cache, script) -> str | None:
+    """The second step of ``script`` on a cache that made its first, then rejected every bad step."""
+    step, want = script.steps[1], expected(script)[1]
+    call = "rope_attention_step(cache, q, k, v) after the rejected calls"
+    out = as_array(_step(ex, cache, step, call), call=call, shape=step.q.shape, kind="f", case=script.case(ex.seed))
+    keys = as_array(cache.keys, call="cache.keys", shape=(len(cache), script.H, script.D), kind="f")
+    if (_err(out, want.out) > script.tol).any() or keys.shape != want.keys.shape or (
+            _err(keys, want.keys) > script.tol).any():
+        return (f"{call} differs from rope attention over the 6 tokens at positions 0..5: the rejected calls left "
+                "something changed (a position counter moved before the arguments were checked?)")
+    return None
 
 
 def _one_odd_out(t):
