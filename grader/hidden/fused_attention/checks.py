@@ -113,6 +113,17 @@ def ring(rng, capacity, written, T, D, label, window=None, block_q=64, block_k=1
                 window, block_q, block_k)
 
 
+def holed(rng, T, S, D, label, holes, block_q=64, block_k=128) -> Case:
+    """A plain cache (key j at position j, queries the last T) whose first and last slots are in place
+    but ``holes`` slots between were freed (-1) and hold 1e30: the ends alone do not make it contiguous."""
+    case = contiguous(rng, T, S, D, label, block_q=block_q, block_k=block_k)
+    freed = rng.choice(np.arange(1, S - T), size=holes, replace=False)
+    case.k_pos[freed] = -1
+    case.k[freed], case.v[freed] = 1e30, 1e30
+    case.garbage = True
+    return case
+
+
 def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True):
     """Call the kernel on ``case``; (o, lse, source, peak bytes or None, warnings) once the outputs
     have the right form. ``kinds``: the types sizes and q_positions are sent as (numpy ints, a list).
@@ -271,14 +282,17 @@ def check_sliding_window(ex):
 
 
 def check_ring_buffer_positions(ex):
-    """Ring-buffer positions (unsorted, empty slots), no window: the rule uses stored positions."""
+    """Ring-buffer positions (unsorted, empty slots, freed slots between ends in place), no window: the rule
+    uses stored positions."""
     rng = ex.rng
     capacity = odd_size(rng, 100, 300)
     expect_cases(ex, [ring(rng, capacity, int(rng.integers(capacity + 20, 3 * capacity)), 5, 16,
                            "ring buffer, wrapped", block_q=2, block_k=16),
                       ring(rng, capacity, int(rng.integers(40, capacity - 20)), 7, 8,
                            "ring buffer, not yet full", block_q=3, block_k=13),
-                      ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", block_q=4, block_k=6, holes=7)])
+                      ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", block_q=4, block_k=6, holes=7),
+                      holed(rng, 6, odd_size(rng, 60, 120), 8, "slots 0 and S - 1 in place, freed slots between",
+                            holes=5, block_q=4, block_k=16)])
 
 
 def check_ring_buffer_window(ex):

@@ -462,13 +462,22 @@ def _chunked_case(ex, rng, dtype, scale=1.0, qkv=None, gaps=True):
 
 
 def check_chunks_merged_in_any_order(ex):
-    """Keys in random chunks (some empty, some fully masked) merged in any order and tree shape equal one pass."""
+    """Keys in random chunks (some empty, some fully masked) merged in any order and tree shape equal one pass;
+    chunks whose scores sit 0 to 40 apart too (every chunk counts, however far below the best)."""
     rng, judged = ex.rng, []
-    for trial, shape in enumerate(["left", "right", "random", "random"]):
-        dtype = (F32, F64)[trial % 2]
+    for trial, shape in enumerate(["left", "right", "random", "random", "random"]):
+        dtype = F64 if trial == 4 else (F32, F64)[trial % 2]  # float64: a far chunk's weight is above its eps
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, scale=float(rng.choice([1.0, 3.0])))
         case = {"T": q.shape[0], "n": k.shape[0], "D": q.shape[1], "dtype": str(dtype), "cuts": cuts,
                 "tree": shape, "seed": ex.seed}
+        if trial == 4:  # chunks whose scores sit 24 apart (exp(-24) = 4e-11, far above float64's eps), all seen:
+            q[:, 1:] *= 0.05  # the scores of a chunk close to its offset, q[:, 0] k[:, 0] / sqrt(D)
+            q[:, 0] = np.sqrt(q.shape[1])
+            offsets = rng.permutation([24.0 * (i % 2) for i in range(len(cuts) - 1)])
+            for (a, b), offset in zip(zip(cuts, cuts[1:]), offsets):
+                k[a:b, 0] = offset
+            mask[:] = True
+            case["chunk_offsets"] = "0 and 24, every key seen"
         chunks = _chunk_states(ex, q, k, v, mask, cuts, case)
         states = list(chunks)
         if shape == "random":
