@@ -36,6 +36,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
 | calls in any order: float64 caches after a float32 one's steps (no dtype kept) | float32_cache_first |
 | each cache is its own: three of one size, steps interleaved, one made midway | caches_side_by_side |
+| window is each step's own: a new window every step on one cache | window_changes_between_steps |
 
 Sentences no check here holds as such: the empty slots of the candidate's own fresh ring
 cannot be filled with garbage by the grader, so only slots it wrote are tried with extreme values.
@@ -177,6 +178,34 @@ def check_caches_side_by_side(ex):
     settle(ex, [_state_miss(cache, ring, {"capacity": C, "head_dim": D, "window": W, "seed": ex.seed},
                             f"for cache {i + 1} of 3 after interleaved steps")
                 for i, (cache, ring) in enumerate(zip(caches, rings)) if cache is not None])
+
+
+def check_window_changes_between_steps(ex):
+    """window is each step's own argument: steps on one cache with a new window each (1 to the capacity)
+    answer over their own window's last positions (nothing kept from an earlier step's window)."""
+    rng = ex.rng
+    C, D = odd_size_closed(rng, 9, 40), odd_size_closed(rng, 3, 30)
+    cache, wants, start = ex.candidate.call("RingKVCache", C, D), {}, 0
+    N = C * int(rng.integers(5, 8))  # the ring wraps often: a step's slots and length recur with new windows
+    q, k, v = (rng.standard_normal((N, D)) for _ in range(3))
+    case = {"capacity": C, "head_dim": D, "seed": ex.seed}
+    windows = []
+    while start < N:
+        W = int(rng.integers(1, C + 1))
+        T = min(N - start, 1 if rng.random() < 0.6 else int(rng.integers(1, C - W + 2)))
+        windows.append(W)
+        part = slice(start, start + T)
+        if W not in wants:
+            wants[W] = oracle.sliding_window_attention(q, k, v, W)
+        said = (f"windowed_attention_step(cache, q, k, v, window={W}) for positions {start}..{start + T - 1}, "
+                f"after steps with windows {_short(windows[:-1])}")
+        out = ex.candidate.call("windowed_attention_step", cache, q[part], k[part], v[part], W)
+        got = as_array(out, call=said, shape=(T, D), kind="f", case=case | {"windows": _short(windows)})
+        if off_by(got, wants[W][part], (q, k, v), diagnosis.magnitude(q, k)).any() or not np.isfinite(got).all():
+            fail(f"{said} differs from sliding-window attention with window {W}: the window is each step's own "
+                 "argument (a mask or plan kept from an earlier step's window answers with the wrong one)",
+                 case | {"windows": _short(windows)})
+        start += T
 
 
 def check_fresh_cache(ex):
