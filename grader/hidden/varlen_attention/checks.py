@@ -13,6 +13,7 @@ failing case of that check equals it (``checking.explain``).
 | right values in another container or dtype (float64 asked): hire | every check (the plugin: slips are hygiene) |
 | padding's position is a convention (another: hire, named) | positions_* (``_padding_convention``) |
 | sequence b owns its rows; its queries are its last n_q positions | mask_*, attention_* |
+| calls in any order: the same buffers rewritten in place with another batch | buffers_rewritten_in_place |
 | nothing is seen across sequences | mask_mixed_batches, attention_mixed_batches |
 | a sequence may have n_q = 0 (all at once: total_q = 0) | mask_idle_sequences, attention_idle_sequences |
 | cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
@@ -36,6 +37,7 @@ import numpy as np
 
 from grader.checking import (SHOWN, expect_rejected, fail, garbage, grid_picture, in_usual_types, measure,
                              name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
+from grader.held import Held
 from grader.sandbox import CandidateTimeout
 
 from . import diagnosis, oracle
@@ -292,6 +294,31 @@ def expect_attention(ex, batches, what, draw=None, variants=diagnosis.MASK_VARIA
     message = _name_or_describe(ex, [(f[0].inputs, f[1], f[2], f[3]) for f in failures],
                                 variants, message + note, compute_for)
     fail(message, batch.case(ex.seed, D=q.shape[1], dtype=str(q.dtype)))
+
+
+def check_buffers_rewritten_in_place(ex):
+    """A serving loop's persistent buffers: the same q, k, v and cu_seqlens arrays, rewritten in place with
+    the next step's batch (the same totals, sequences of other lengths), get the next batch's answer."""
+    rng, held = ex.rng, Held(ex)
+    for kinds in (["prefill", "decode", "chunk"], ["decode", "chunk", "prefill", "decode", "idle"]):
+        first = Packed(*counts(rng, kinds))
+        order = rng.permutation(len(kinds))
+        while len(kinds) > 1 and (np.diff(first.cu_q)[order] == np.diff(first.cu_q)).all():
+            order = rng.permutation(len(kinds))
+        second = Packed(np.diff(first.cu_q)[order], np.diff(first.cu_k)[order])
+        D = odd_size_closed(rng, 3, 24)
+        before, after = _qkv(rng, first, D), _qkv(rng, second, D)
+        _, box = held.call(ex.candidate.varlen_attention, *before, *first.inputs)
+        held.overwrite(box, (0, 1, 2, 3, 4), [*after, *second.inputs])
+        call = (f"varlen_attention called again on the arrays of {first.call('varlen_attention')}, rewritten in place "
+                f"with the batch {_short(second.cu_q)}, {_short(second.cu_k)}")
+        got = received(held.again(ex.candidate.varlen_attention, box), call=call, shape=(len(after[0]), D), kind="f",
+                       slips=slips_of(ex), case=second.case(ex.seed, D=D))
+        want, lse = oracle.varlen_attention_lse(*after, *second.inputs)
+        if (_row_errors(got, want) > _atol(after, want, lse)).any():
+            fail(f"{call} differs from causal attention over the new batch: a function answers its arguments as they "
+                 "are now (a layout cached on the cu_seqlens objects' identity answers with the old batch)",
+                 second.case(ex.seed, D=D))
 
 
 def check_attention_single_sequence(ex):
