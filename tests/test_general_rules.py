@@ -402,3 +402,19 @@ def test_a_ring_step_kept_in_the_first_steps_dtype_fails_the_float32_first_check
              "    return _plain(cache, q, k, v, window)\n")
     result, checks = _graded(_submission(tmp_path, "ring_buffer_window", extra=first), "ring_buffer_window")
     assert not checks["float32_cache_first"].passed and result.level == "weak"
+
+
+@pytest.mark.slow
+def test_a_kernel_writing_into_the_lent_kv_positions_changes_an_argument_and_caps_at_hire(tmp_path):
+    """Blind set 5: INT64_MAX written into the caller's kv.positions as a sentinel (the values stay right).
+    A KV source the grader lends is an argument: its public attributes are digested like a kit object's."""
+    path = _submission(tmp_path, "fused_attention", "    k_positions = np.asarray(kv.positions)\n",
+                       "    k_positions = np.asarray(kv.positions)\n"
+                       "    if isinstance(kv.positions, np.ndarray) and kv.positions.flags.writeable:\n"
+                       "        kv.positions[k_positions < 0] = np.iinfo(np.int64).max\n"
+                       "        k_positions = np.where(k_positions == np.iinfo(np.int64).max, -1, k_positions)\n")
+    for sibling in ("nan_safe_softmax.py", "tile_classification.py"):
+        (tmp_path / sibling).write_text((SOLUTIONS / sibling).read_text())
+    result, checks = _graded(path, "fused_attention")
+    assert not checks["leaves_arguments_unchanged"].passed and checks["leaves_arguments_unchanged"].kind == "hygiene"
+    assert result.level == "hire", [(c.id, c.message) for c in result.checks if not c.passed]

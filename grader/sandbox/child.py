@@ -32,6 +32,7 @@ _crc32, _ndarray, _generic, _refcount = zlib.crc32, np.ndarray, np.generic, sys.
 HELD_RESULTS = 8  # arrays returned by earlier calls that later replies report on
 HELD_BYTES = wire.HELD_BYTES  # their total size: in the child's footprint, so small and allowed for
 KEPT_ARGUMENTS = 8  # arguments a call kept a reference to, that later replies report on
+LENT = "kvgrade.lent"  # the module of the stand-ins for objects the grader lends (make_host_proxy)
 DIGEST_DEPTH = 8  # nesting a digest follows (a kit object's attributes, a list of arrays)
 
 
@@ -97,7 +98,7 @@ class Host:
 def make_host_proxy(host, tagged, arrays):
     """A local stand-in for an object the grader lends, e.g. the KV source of a kernel."""
     attrs = wire.decode(tagged.get("attrs", {}), arrays, host.resolve)
-    namespace = {}
+    namespace = {"__module__": LENT}
     for name in tagged.get("methods", []):
         namespace[name] = (lambda n: lambda self, *a: host.callback(tagged["$host"], n, a))(name)
     if "len" in tagged:
@@ -144,8 +145,9 @@ def _bytes_of(arr):
 
 def _feed(h, value, kit_modules, depth):
     """Hash ``value``'s contents: arrays by dtype, shape and bytes; containers item by item; an
-    object of a kit helper (the model) by its public attributes; any other object (the cache
-    the exercise names, an object the grader lends) by its type only: its state may change."""
+    object of a kit helper (the model) or one the grader lends (a KV source: its positions are the
+    caller's) by its public attributes; any other object (the cache the exercise names) by its type
+    only: its state may change."""
     if depth > DIGEST_DEPTH:
         h.update(b"<deep>")
     elif isinstance(value, (_ndarray, _generic)):
@@ -165,7 +167,7 @@ def _feed(h, value, kit_modules, depth):
             _feed(h, value[key], kit_modules, depth + 1)
     elif value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         h.update(f"{type(value).__name__}:{value!r}".encode())
-    elif type(value).__module__ in kit_modules and hasattr(value, "__dict__"):
+    elif (type(value).__module__ in kit_modules or type(value).__module__ == LENT) and hasattr(value, "__dict__"):
         public = {k: v for k, v in vars(value).items() if not k.startswith("_")}  # _ names: the kit's tallies
         _feed(h, public, kit_modules, depth + 1)
     else:
