@@ -5,12 +5,13 @@ Every other call's arguments are fresh copies made for that call, which the grad
 reach again nor change: a cache that kept a reference to one (a view of a prompt or a chunk, handed
 back as its own ``keys``) would never be seen to. Here each array argument lives in memory the child
 shares with the grader (``sandbox/shared.py``): the grader rewrites it and reads it back in its own
-mapping, so no function the candidate's process could replace takes part in either step. The
-arguments are held by a ``collections.deque`` in the child, so a call made again
-(``itertools.starmap``) meets the very same objects (a memo keyed on their identity is seen).
+mapping, so no function the candidate's process could replace takes part in either step. The call
+itself is an ordinary call of the candidate's function, made again on the very same array objects
+(the child hands out one array per lent buffer), so a memo keyed on their identity is seen.
 
-Used by ring_buffer_window and paged_kv_cache (a cache that keeps a view of a chunk) and by
-split_kv_decode (a memo keyed on an argument's identity, met again with new values).
+Used by ring_buffer_window and paged_kv_cache (a cache that keeps a view of a chunk), by
+split_kv_decode and varlen_attention (a memo keyed on an argument's identity, met again with new
+values) and by the general rules' ``answers_arrays_as_they_are_now``.
 """
 from __future__ import annotations
 
@@ -21,29 +22,27 @@ import numpy as np
 
 @dataclass
 class Box:
-    """The arguments of a held call: the child's deque of them, and the arrays lent among them."""
-    remote: object
+    """The arguments of a held call, as sent (lent arrays in place of arrays), and the lent ones by index."""
+    sent: tuple
     lent: dict  # argument index -> SharedArray
 
 
 class Held:
-    """The child-side tools, imported once per check."""
+    """Held calls on one exercise's candidate process."""
 
     def __init__(self, ex):
         self.sandbox = ex.sandbox
-        names = ("builtins", "itertools", "collections")
-        self.builtins, self.itertools, self.collections = (ex.helper(n) for n in names)
 
     def call(self, fn, *args) -> tuple[object, Box]:
-        """``fn(*args)`` made in the child with arguments it keeps, each array lent: (the value, the box)."""
+        """``fn(*args)`` in the child with each array argument lent: (the value, the box)."""
         lent = {i: self.sandbox.lend(a) for i, a in enumerate(args) if isinstance(a, np.ndarray)}
-        sent = tuple(lent.get(i, a) for i, a in enumerate(args))
-        box = Box(self.collections.call("deque", [sent]), lent)
+        box = Box(tuple(lent.get(i, a) for i, a in enumerate(args)), lent)
         return self.again(fn, box), box
 
-    def again(self, fn, box: Box):
-        """``fn`` called again in the child on the very arguments ``box`` holds, as they are now."""
-        return self.builtins.call("next", self.itertools.call("starmap", fn, box.remote))
+    @staticmethod
+    def again(fn, box: Box):
+        """``fn`` called again on the very arguments ``box`` holds, as they are now."""
+        return fn(*box.sent)
 
     @staticmethod
     def read(box: Box, indexes: tuple[int, ...]) -> list[np.ndarray]:

@@ -46,6 +46,7 @@ class Host:
         self.probes = Probes(())
         self.probe = None  # the probe report of the call being served
         self.lent = None  # the memory the grader lends as a caller's own buffers (grader/sandbox/shared.py)
+        self.lent_arrays = {}  # (offset, dtype, shape) -> the one array over that memory: the same object each call
 
     def map_lent(self, shared):
         """Map the grader's shared memory ([descriptor, size] from the load request), then close the descriptor."""
@@ -75,7 +76,10 @@ class Host:
             return make_host_proxy(self, tagged, arrays)
         if "$shared" in tagged:  # a caller's own buffer: the grader may rewrite it after the call
             offset, dtype, shape = tagged["$shared"]
-            return np.ndarray(tuple(shape), np.dtype(dtype), buffer=self.lent, offset=offset)
+            key = (offset, dtype, tuple(shape))
+            if key not in self.lent_arrays:  # passed again, it is the same array (a memo keyed on identity shows)
+                self.lent_arrays[key] = np.ndarray(key[2], np.dtype(dtype), buffer=self.lent, offset=offset)
+            return self.lent_arrays[key]
         raise wire.WireError(f"unknown reference {sorted(tagged)}")
 
     def encode_reply(self, value, **extra):

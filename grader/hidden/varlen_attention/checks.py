@@ -786,14 +786,11 @@ def check_rejects_bad_decode_step(ex):
 
 
 def integer_edges():
-    """varlen_mask calls whose cu_seqlens reach the top of int8 and int16, and left_padded_decode_mask
-    calls with a small T (an int8 once retyped) beside a mask wider than int8 or int16 holds
-    (``S - T`` in T's own dtype overflows), for the general integer-type check."""
+    """varlen_mask calls whose cu_seqlens reach the top of int8 and int16, and a left_padded_decode_mask
+    call whose T nears the top of int8 beside a mask of 200 columns, which int8 does not hold (``S - T``
+    in T's own dtype overflows), for the general integer-type check."""
     batches = [([0, 2, 5], [0, 100, 127]), ([0, 1, 3], [0, 30000, 32767])]
-    masks = []
-    for B, S, T in ((2, 200, 2), (1, 40_000, 3)):
-        mask = np.ones((B, S), dtype=bool)
-        mask[0, :S // 5] = False  # the first row left-padded
-        masks.append((mask, T))
+    mask = np.ones((2, 200), dtype=bool)
+    mask[0, :4] = False  # the first row left-padded
     return ([("varlen_mask", (cu_q, cu_k), {}) for cu_q, cu_k in batches]
-            + [("left_padded_decode_mask", (mask, T), {}) for mask, T in masks])
+            + [("left_padded_decode_mask", (mask, 125), {})])
