@@ -281,16 +281,28 @@ def test_the_own_tests_relay_carries_160_mib_each_way_within_the_grader_bound(tm
 NO_OP_COPYTO = "\nimport numpy as _np\n_np.copyto = lambda dst, src, *a, **k: None\n"
 
 
+# Red team 5's second way: the child's itertools.starmap, which made the held calls, passes copies.
+STARMAP_COPIES = """
+import itertools as _it
+import numpy as _np
+_starmap = _it.starmap
+_it.starmap = lambda fn, rows: _starmap(fn, [tuple(_np.array(a) if isinstance(a, _np.ndarray) else a
+                                                   for a in row) for row in rows])
+"""
+
+
+@pytest.mark.parametrize("patch", [NO_OP_COPYTO, STARMAP_COPIES], ids=["copyto", "starmap"])
 @pytest.mark.parametrize("exercise, mutant", [
     ("ring_buffer_window", "defers_writes_by_reference"),
     ("paged_kv_cache", "defers_pool_writes"),
 ])
-def test_a_caller_rewriting_its_buffers_is_not_the_childs_to_forge(tmp_path, exercise, mutant):
-    """A cache keeping views of the caller's chunks that turns the child's numpy.copyto into a no-op.
-    When the child rewrote the caller's buffers itself, this passed keeps_its_own_copy (its wrong
-    answer unseen, only a "changed argument" hygiene slip left); the grader now rewrites them in
-    memory it maps itself, so the cache's answers go wrong and the check fails as a wrong answer."""
-    source = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text() + NO_OP_COPYTO
+def test_a_caller_rewriting_its_buffers_is_not_the_childs_to_forge(tmp_path, exercise, mutant, patch):
+    """A cache keeping views of the caller's chunks that turns the child's numpy.copyto into a no-op,
+    or its itertools.starmap into one that passes copies. When the child rewrote the caller's buffers
+    itself and made the held calls through starmap, these passed keeps_its_own_copy; the grader now
+    rewrites them in memory it maps itself, and a held call is an ordinary call, so the cache's
+    answers go wrong and the check fails as a wrong answer."""
+    source = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text() + patch
     for sibling in SOLUTIONS.glob("*.py"):  # the references it is built from (paged imports fused_attention)
         if not sibling.name.startswith("test_"):
             (tmp_path / sibling.name).write_text(sibling.read_text())
