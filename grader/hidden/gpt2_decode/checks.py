@@ -16,7 +16,7 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
 | | uses_the_weights_it_is_handed (every weight changed between steps; the cache stays as computed) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
-| (section 1) any finite weights: scaled scores up to 1e4 (60 tokens), tolerance times the largest | large_attention_scores |
+| (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
