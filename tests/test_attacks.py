@@ -311,10 +311,13 @@ def test_hashes_are_the_same_in_two_runs(bounds):
     assert bounds().module.hashes() == bounds().module.hashes()
 
 
-def test_global_generators_are_seeded_from_the_grading_seed(bounds):
+def test_global_generators_are_seeded_from_a_one_way_function_of_the_grading_seed(bounds):
+    from grader.sandbox.policy import child_seed
     first, again, other = bounds(seed=7).module.draws(), bounds(seed=7).module.draws(), bounds(seed=8).module.draws()
     assert first == again != other
-    assert first == (random.Random(7).random(), float(np.random.RandomState(7).rand()))
+    seed = child_seed(7)
+    assert first == (random.Random(seed).random(), float(np.random.RandomState(seed % 2**32).rand()))
+    assert first != (random.Random(7).random(), float(np.random.RandomState(7).rand()))
 
 
 @pytest.mark.slow
