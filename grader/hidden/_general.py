@@ -141,22 +141,41 @@ def _outcome(fn, args, kwargs):
         return None, exc.type_name
 
 
+def _mapped(value, leaf):
+    """``value`` (arguments: lists, tuples and dicts of values) with ``leaf`` applied to every value that
+    is not such a container."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_mapped(v, leaf) for v in value)
+    if isinstance(value, dict):
+        return {k: _mapped(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
+def _changed(value, leaf):
+    """``_mapped(value, leaf)``, or None when ``leaf`` changed nothing (it returns its argument itself)."""
+    changed = []
+
+    def watched(v):
+        out = leaf(v)
+        if out is not v:
+            changed.append(v)
+        return out
+
+    out = _mapped(value, watched)
+    return out if changed else None
+
+
 def _shuffled(rng, value):
     """(args, kwargs) with the rows of every float and bool array permuted: one permutation per
     row count, so arrays that go together (scores and their mask) stay together."""
     perms = {}
 
-    def walk(v):
+    def leaf(v):
         if isinstance(v, np.ndarray) and v.dtype.kind in "fb" and v.ndim >= 1 and len(v) > 1:
-            perm = perms.setdefault(len(v), rng.permutation(len(v)))
-            return v[perm]
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(x) for x in v)
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
+            return v[perms.setdefault(len(v), rng.permutation(len(v)))]
         return v
 
-    return walk(value)
+    return _mapped(value, leaf)
 
 
 def check_refuses_in_any_order(ex):
@@ -189,22 +208,11 @@ def _has_bool(value) -> bool:
 def _valid_twin(value):
     """(args, kwargs) with each float scalar that equals an int replaced by that int, or None when
     there is none: the valid call a memo keyed on equal values would confuse with this one."""
-    found = []
+    def leaf(v):
+        integral = (type(v) is float or isinstance(v, np.floating)) and np.isfinite(v) and float(v) == int(v)
+        return int(v) if integral else v
 
-    def walk(v):
-        if type(v) is float or isinstance(v, np.floating):
-            if np.isfinite(v) and float(v) == int(v):
-                found.append(v)
-                return int(v)
-            return v
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(x) for x in v)
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-
-    twin = walk(value)
-    return twin if found else None
+    return _changed(value, leaf)
 
 
 def check_answers_arrays_as_they_are_now(ex):
@@ -467,31 +475,13 @@ def _retyped_each(value, common=None):
 
 def _float32(value):
     """``value`` with each float64 array cast to float32, or None when it has none."""
-    found = []
-
-    def walk(v):
-        if isinstance(v, np.ndarray) and v.dtype == np.float64:
-            found.append(v)
-            return v.astype(np.float32)
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(x) for x in v)
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        return v
-
-    narrow = walk(value)
-    return narrow if found else None
+    return _changed(value, lambda v: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype == np.float64
+                    else v)
 
 
 def _read_only(value):
     """``value`` with each array sent to the child read-only."""
-    if isinstance(value, np.ndarray) and value.ndim:
-        return Laid(value, read_only=True)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_read_only(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _read_only(v) for k, v in value.items()}
-    return value
+    return _mapped(value, lambda v: Laid(v, read_only=True) if isinstance(v, np.ndarray) and v.ndim else v)
 
 
 def _retyped(value, dtype):
