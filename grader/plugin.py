@@ -14,6 +14,7 @@ import time
 import pytest
 
 from .checking import CheckFailure, ExerciseRun
+from .checklist import summary
 from .hidden._general import GENERAL_CHECKS
 from .result import CheckResult
 from .sandbox import CandidateFault
@@ -23,6 +24,7 @@ GENERAL_IDS = {fn.__name__.removeprefix("check_") for fn in GENERAL_CHECKS}
 
 def check_id(item) -> str:
     return item.name.removeprefix("check_")
+
 
 
 class CollectChecks:
@@ -76,8 +78,7 @@ class CollectChecks:
         eid = self._exercise_of(item.module.__name__)
         if item.nodeid in self._unreported or any(r.id == check_id(item) for r in self.results[eid]):
             return  # a teardown failure after a recorded result changes nothing
-        doc = (item.function.__doc__ or "").strip().splitlines()
-        result = CheckResult(check_id(item), report.passed, description=doc[0] if doc else "",
+        result = CheckResult(check_id(item), report.passed, description=summary(item.function.__doc__),
                              seconds=round(time.perf_counter() - self._started.get(item.nodeid, 0), 3))
         slip = self.runs[eid].slip_failure() if report.passed and report.when == "call" else None
         if slip is not None:  # right values in the wrong container: the check fails as hygiene (cap hire)

@@ -530,7 +530,7 @@ def check_chunk_overwrites_needed_slots(ex):
 
 def check_chunk_longer_than_capacity(ex):
     """A prompt longer than the whole cache in one chunk, then decode, another chunk longer than the
-    cache (its first queries still need keys from before it), and short chunks."""
+    cache (its first queries attend to keys from before it), and short chunks."""
     rng, streams = ex.rng, []
     for _ in range(2):
         C = odd_size_closed(rng, 5, 30)
