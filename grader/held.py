@@ -20,11 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 
 
+# what a check says when a held argument changed after its call (a cache that kept a view of it wrote there)
+ARGUMENT_CHANGED = ("(and then filled with other values) was changed by a later call: a function leaves its "
+                    "arguments unchanged, later too (the cache kept a reference to it, not a copy)")
+
+
 @dataclass
 class Box:
     """The arguments of a held call, as sent (lent arrays in place of arrays), and the lent ones by index."""
     sent: tuple
     lent: dict  # argument index -> SharedArray
+
+    @property
+    def arrays(self) -> tuple[int, ...]:
+        """The indexes of the array arguments."""
+        return tuple(self.lent)
 
 
 class Held:
@@ -45,9 +55,10 @@ class Held:
         return fn(*box.sent)
 
     @staticmethod
-    def read(box: Box, indexes: tuple[int, ...]) -> list[np.ndarray]:
-        """The arrays at ``indexes`` as they are now, read by the grader in its own mapping."""
-        return [box.lent[i].read() for i in indexes]
+    def still_holds(box: Box, indexes: tuple[int, ...], written: list[np.ndarray]) -> bool:
+        """Whether the arrays at ``indexes`` still hold what the caller last wrote there (``written``),
+        read by the grader in its own mapping."""
+        return all(np.array_equal(box.lent[i].read(), w) for i, w in zip(indexes, written))
 
     @staticmethod
     def overwrite(box: Box, indexes: tuple[int, ...], new: list[np.ndarray]):

@@ -26,7 +26,6 @@ def check_id(item) -> str:
     return item.name.removeprefix("check_")
 
 
-
 class CollectChecks:
     def __init__(self, runs: dict[str, ExerciseRun], only: set[str] | None = None, progress=None):
         self.runs, self.only, self.progress = runs, only, progress

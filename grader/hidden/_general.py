@@ -87,21 +87,19 @@ def check_same_answer_in_any_order(ex):
     sample = _sample(ex, lambda r: True)
     for i in ex.rng.permutation(len(sample)):
         recorded = sample[i]
-        narrow = _float32((recorded.args, recorded.kwargs))
-        if narrow is not None:  # the same call in float32 first: a buffer or constant kept in its dtype shows
-            _outcome(getattr(ex.candidate, recorded.name), *narrow)
+        narrow = _in_float32_first(getattr(ex.candidate, recorded.name), recorded.args, recorded.kwargs)
         got = _replay(ex, recorded, recorded.args, recorded.kwargs, "the same arguments again")
         if not _same(got, recorded.value, recorded.args):
             emptied = (" It answered an empty list: the list an earlier call returned is the caller's, and the "
                        "grader emptied it, as a caller may; a memo that hands out its own list loses its answer"
                        if isinstance(got, list) and not got and recorded.value else "")
             after = (" and after the same call with float32 arrays (a buffer or constant kept in the dtype of an "
-                     "earlier call breaks this)" if narrow is not None else "")
+                     "earlier call breaks this)" if narrow else "")
             fail(f"{recorded.what} answered differently when called again after other calls{after}: a function "
                  "that holds no state gives the same answer to the same arguments (a cache keyed on part of "
                  f"them breaks this).{emptied}", case={"call": recorded.what})
     # the largest calls (rows to shuffle), those with float64 arrays first (their float32 twins go first)
-    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: (_float32((r.args, r.kwargs)) is None,
+    _fresh_against_warm(ex, _sample(ex, lambda r: True, lambda r: (not _has_float64((r.args, r.kwargs)),
                                                                    -_size(r)))[:FRESH])
 
 
@@ -116,9 +114,7 @@ def _fresh_against_warm(ex, sample):
     fresh = ex.sandbox.twin()  # launched as the exercise's checks began
     try:
         for r, args, kwargs in calls:  # its very first calls in float32: nothing may keep their dtype
-            narrow = _float32((args, kwargs))
-            if narrow is not None:
-                _outcome(getattr(fresh.module, r.name), *narrow)
+            _in_float32_first(getattr(fresh.module, r.name), args, kwargs)
         first = [_outcome(getattr(fresh.module, r.name), args, kwargs) for r, args, kwargs in calls]
     finally:
         fresh.close()
@@ -131,6 +127,18 @@ def _fresh_against_warm(ex, sample):
                  "holds no state gives the same answer whatever was called before (a cache keyed on part of the "
                  "arguments, such as a shape, or a buffer kept in the first call's dtype, breaks this)",
                  case={"call": what})
+
+
+def _in_float32_first(fn, args, kwargs) -> bool:
+    """Call ``fn`` with the call's float64 arrays in float32, whatever it answers; whether there were any."""
+    narrow = _float32((args, kwargs))
+    if narrow is not None:
+        _outcome(fn, *narrow)
+    return narrow is not None
+
+
+def _has_float64(value) -> bool:
+    return any(a.dtype == np.float64 for a in _arrays(value))
 
 
 def _outcome(fn, args, kwargs):
@@ -198,11 +206,7 @@ def check_refuses_in_any_order(ex):
 
 
 def _has_bool(value) -> bool:
-    if type(value) is bool or isinstance(value, np.bool_):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_bool(v) for v in value)
-    return isinstance(value, dict) and any(_has_bool(v) for v in value.values())
+    return any(type(v) is bool or isinstance(v, np.bool_) for v in _leaves(value))
 
 
 def _valid_twin(value):
@@ -223,8 +227,7 @@ def check_answers_arrays_as_they_are_now(ex):
         held = held or Held(ex)
         fn = getattr(ex.candidate, name)
         _, box = held.call(fn, *first.args)
-        arrays = tuple(i for i, a in enumerate(first.args) if isinstance(a, np.ndarray))
-        held.overwrite(box, arrays, [second.args[i] for i in arrays])
+        held.overwrite(box, box.arrays, [second.args[i] for i in box.arrays])
         try:
             got = held.again(fn, box)
         except CandidateRaised as exc:
@@ -412,30 +415,30 @@ def _fill(recorded) -> float:
     return -widest / np.iinfo(_narrowest(widest)).max
 
 
-def _arrays(value):
-    if isinstance(value, np.ndarray):
-        yield value
-    elif isinstance(value, (list, tuple)):
+def _leaves(value):
+    """Every value ``value`` (arguments: lists, tuples and dicts of values) holds that is not such a container."""
+    if isinstance(value, (list, tuple)):
         for v in value:
-            yield from _arrays(v)
+            yield from _leaves(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _arrays(v)
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _arrays(value):
+    return (v for v in _leaves(value) if isinstance(v, np.ndarray))
 
 
 def _ints(value):
     """Every integer a value carries: Python and numpy ints (never bools), signed int arrays."""
-    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
-        yield int(value)
-    elif isinstance(value, np.ndarray) and value.dtype.kind == "i" and value.size:
-        yield int(value.min())
-        yield int(value.max())
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _ints(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _ints(v)
+    for v in _leaves(value):
+        if isinstance(v, (int, np.signedinteger)) and not isinstance(v, (bool, np.bool_)):
+            yield int(v)
+        elif isinstance(v, np.ndarray) and v.dtype.kind == "i" and v.size:
+            yield int(v.min())
+            yield int(v.max())
 
 
 def _widest(value):

@@ -255,6 +255,7 @@ class Sandbox:
         worker = self.worker
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit
+        name = header.get("name") if obj.handle is None else obj.module_attr  # a module function's, to record
         sent = (args, kwargs or {})
         if probed:  # the candidate's own call: its arrays come in any layout (CONTRACT section 1)
             sent = laid_out(sent, self.spec.seed)
@@ -277,7 +278,6 @@ class Sandbox:
         except (BadValue, wire.WireError) as exc:
             raise self._fault(BadValue(f"{what} sent back data the grader cannot read ({exc})")) from None
         except CandidateRaised as exc:
-            name = header.get("name") if obj.handle is None else obj.module_attr
             if probed and name and self.recording and exc.is_a("ValueError"):
                 self._record_refused(name, args, kwargs or {}, what)
             raise
@@ -287,7 +287,6 @@ class Sandbox:
         self.calls_ok += probed
         if header["op"] == "getattr" and obj.handle is None and isinstance(value, RemoteObject):
             value.module_attr = header["name"]
-        name = header.get("name") if obj.handle is None else obj.module_attr
         if probed and name and self.recording:
             self._record(name, args, kwargs or {}, value, what)
         return value, stats

@@ -64,10 +64,10 @@ from grader.checking import (
     other_argument_types,
     settle,
 )
+from grader.held import ARGUMENT_CHANGED, Held
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
-from grader.held import Held
 
 INVALID = "accepts_invalid_arguments"  # the diagnosis for an invalid call that raised no ValueError
 
@@ -704,11 +704,8 @@ def _reuse_miss(ex, held, C, W, plan) -> Miss | None:
             return miss
         start += T
     for box, at, reused, said in boxes:  # size past any wrong answer's: a wrong answer is the graver
-        now = held.read(box, at)
-        if any(not np.array_equal(a, b) for a, b in zip(now, reused)):
-            return Miss(10**9 + N, f"an array the caller passed to {said} (and then filled with other values) was "
-                           "changed by a later call: a function leaves its arguments unchanged, later too (the "
-                           "cache kept a reference to it, not a copy)", case, kind="hygiene")
+        if not held.still_holds(box, at, reused):
+            return Miss(10**9 + N, f"an array the caller passed to {said} {ARGUMENT_CHANGED}", case, kind="hygiene")
     return None
 
 

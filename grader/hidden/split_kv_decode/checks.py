@@ -547,11 +547,10 @@ def check_buffers_rewritten_in_place(ex):
     rng, held, misses = ex.rng, Held(ex), []
     for name, before, after, dense in _rewritten_cases(rng):
         fn = getattr(ex.candidate, name)
-        arrays = tuple(i for i, a in enumerate(before) if isinstance(a, np.ndarray))
         dense = dense or oracle.merged
-        case = {"function": name, "shapes": [list(before[i].shape) for i in arrays], "seed": ex.seed}
         first, box = held.call(fn, *before)
-        held.overwrite(box, arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in arrays])
+        case = {"function": name, "shapes": [list(before[i].shape) for i in box.arrays], "seed": ex.seed}
+        held.overwrite(box, box.arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in box.arrays])
         answers = [first, held.again(fn, box)]
         now = tuple(after) + tuple(before[len(after):])
         for step, (args, value) in enumerate(zip((before, now), answers)):
