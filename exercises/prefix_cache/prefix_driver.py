@@ -4,13 +4,16 @@ Each ``step`` makes one call on the cache and then reads everything the grader c
 round trip: the call's outcome, ``num_free_blocks``, ``num_cached_blocks``, and ``num_tokens``
 and ``block_table`` of the sequences asked about. The prompts it passes are kept, to report
 whether a later call changed one; when asked, it overwrites a prompt after ``add_request``
-returns, as any caller may (the cache keeps its own copy), and writes into every writable
-block table it is given (the caller owns it). An edited copy of this file is
+returns and passes that same list or array again, rewritten, as the next prompt of its type and
+length (a caller reuses its buffer, after a refusal too: the cache keeps its own copy and
+answers the prompt as it is now), and writes into every writable block table it is given (the
+caller owns it). An edited copy of this file is
 never used: the grader loads the kit's own.
 """
 import numpy as np
 
 _passed = {}  # id(cache) -> [(prompt object, the values it held when passed)] for each prompt passed
+_buffers = {}  # id(cache) -> {(type, length, dtype): the caller's buffer for prompts of that form}
 
 
 def _outcome(fn, *args):
@@ -30,19 +33,36 @@ def _values(prompt):
     return np.array(prompt).tolist()
 
 
+def _rewrite(passed, buffer, values):
+    """The caller writes ``values`` into its own buffer: the values it passed are now these."""
+    buffer[:] = values
+    passed[:] = [(p, _values(p) if p is buffer else held) for p, held in passed]
+
+
+def _buffer(cache, prompt, passed):
+    """The caller's buffer for prompts of this form, rewritten with ``prompt`` (the first one is kept as it)."""
+    form = (type(prompt), len(prompt), getattr(prompt, "dtype", None))
+    buffer = _buffers.setdefault(id(cache), {}).setdefault(form, prompt)
+    if buffer is not prompt:
+        _rewrite(passed, buffer, _values(prompt))
+    return buffer
+
+
 def step(cache, name, args, ids, overwrite=False, first=False):
     """One operation and the reads after it: [outcome, free, cached, [[id, tokens, table]...],
     indexes of earlier prompts that changed since they were passed]. ``first`` starts a new cache's
     record (a new cache may reuse the id of one already gone)."""
     if first:
-        _passed[id(cache)] = []
+        _passed[id(cache)], _buffers[id(cache)] = [], {}
     passed = _passed.setdefault(id(cache), [])
+    reuse = overwrite and name == "add_request" and not isinstance(args[1], tuple)
+    if reuse:
+        args[1] = _buffer(cache, args[1], passed)
     if name == "add_request":
         passed.append((args[1], _values(args[1])))
     outcome = _outcome(getattr(cache, name), *args)
-    if overwrite and name == "add_request" and not isinstance(args[1], tuple):
-        args[1][:] = [t + 1 for t in _values(args[1])]  # the caller reuses its buffer
-        passed[-1] = (args[1], _values(args[1]))
+    if reuse:
+        _rewrite(passed, args[1], [t + 1 for t in _values(args[1])])
     reads = []
     for s in ids:
         tokens, table = _outcome(cache.num_tokens, s), _outcome(cache.block_table, s)

@@ -332,7 +332,6 @@ class Drawer:
             ops += new
         return ops[:length]
 
-
     def chat(self, first, second, turns=2) -> list:
         """A conversation: each turn's prompt is the whole earlier turn, generated tokens too, plus
         new tokens, so blocks filled by append_token are served to the next turn."""
@@ -470,15 +469,25 @@ def _evicted_by_its_own_takes(rng, bs) -> list:
 
 
 def check_out_of_blocks(ex):
-    """Prompts and appends needing more blocks than are free (waiting hits too): RuntimeError, nothing changed."""
+    """Prompts and appends needing more blocks than are free (waiting hits too): RuntimeError, nothing changed,
+    and the caller may then reuse the refused prompt's list for another prompt."""
     runs = []
     for nb, bs in ((4, 2), (6, 3), (3, 1)):
         drawer = Drawer(ex.rng, (nb, bs), longest=nb)
         a = drawer.prefixes[0]
         fill = [add(1, a), free(1), add(2, a + drawer.tokens(nb * bs - len(a) + 1)),
                 add(2, a + drawer.tokens(max(nb * bs - len(a), 1))), add(3, a[:1]), append(2, 1), append(3, 2)]
-        runs.append(((nb, bs), [fill + drawer.sequence(20, p_add=0.55, p_free=0.2) for _ in range(3)]))
-    expect_sequences(ex, runs)
+        runs.append(((nb, bs), [fill + drawer.sequence(20, p_add=0.55, p_free=0.2) for _ in range(3)]
+                     + [_retried(ex.rng, nb, bs)]))
+    expect_sequences(ex, runs, overwrite=True)
+
+
+def _retried(rng, nb, bs) -> list:
+    """A prompt refused for space, then, once blocks are free, another prompt of its length in the same
+    list (the driver reuses it), then each of the two again: a refusal remembers nothing of the prompt."""
+    refused, then = ([int(t) for t in rng.integers(0, 1000, bs * (nb // 2) + 1)] for _ in range(2))
+    filler = [int(t) for t in rng.integers(1000, 2000, bs * (nb - nb // 2) + 1)]  # leaves too few blocks
+    return [add(1, filler), add(2, refused), free(1), add(2, then), free(2), add(3, refused), free(3), add(4, then)]
 
 
 def check_big_prompts(ex):
