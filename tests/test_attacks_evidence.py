@@ -319,3 +319,55 @@ def test_the_child_cannot_learn_the_grading_seed(tmp_path):
               "    raise ValueError('seed=' + os.environ.get('KVGRADE_SEED', ''))\n")
     _, check = _check(_write(tmp_path, "decode_mask", source), "decode_mask", "plain_decode")
     assert f"seed={child_seed(11)}" in check.message and "seed=11 " not in check.message + " ", check.message
+
+
+WORK_ELSEWHERE = {  # where the work of each call runs: a process the child forks, reaps or orphans
+    "fork_and_reap": """
+    return _in_a_fork(args, kwargs)
+""",
+    "fork_from_a_thread": """
+    found = []
+    worker = threading.Thread(target=lambda: found.append(_in_a_fork(args, kwargs)))
+    worker.start()
+    worker.join()
+    return found[0]
+""",
+    "orphaned_grandchild": """
+    return _in_a_fork(args, kwargs, orphan=True)
+""",
+}
+
+IN_A_FORK = '''
+import os as _os
+import pickle as _pickle
+import threading
+
+def _in_a_fork(args, kwargs, orphan=False):
+    r, w = _os.pipe()
+    pid = _os.fork()
+    if pid == 0:
+        _os.close(r)
+        if not orphan or _os.fork() == 0:  # an orphan's parent exits at once; init adopts it
+            data = _pickle.dumps(_inner(*args, **kwargs))
+            with _os.fdopen(w, "wb") as f:
+                f.write(data)
+        _os._exit(0)
+    _os.close(w)
+    with _os.fdopen(r, "rb") as f:
+        data = f.read()
+    _os.waitpid(pid, 0)
+    return _pickle.loads(data)
+'''
+
+
+@pytest.mark.parametrize("where", sorted(WORK_ELSEWHERE))
+def test_work_done_in_another_process_is_still_the_childs(tmp_path, where):
+    """Red team 5 (06): the varlen work check read the CPU time of the child and of the processes alive
+    below it, so a batch-sized answer computed in a fork that was reaped (its time moves to the parent's
+    cutime), forked from a thread, or orphaned, measured nothing. The child's CPU time now counts the
+    children each process waited for, the children of every thread, and every process of its group."""
+    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "rowwise_over_batch.py").read_text()
+                      + IN_A_FORK, "varlen_attention", WORK_ELSEWHERE[where])
+    result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
+    assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
+    assert [d.id for d in result.diagnoses] == ["batch_sized_work"]

@@ -78,6 +78,10 @@ class Group:
             return False
         return any(events.get(key, "0") != "0" for key in ("max", "oom_kill"))
 
+    def pids(self) -> list[int]:
+        """Every process in the group, however it detached."""
+        return sorted({pid for folder in self.dirs for pid in _pids(folder)})
+
     # -- the end -------------------------------------------------------------------------------
     def kill_all(self) -> int:
         """SIGKILL every process still in the group, however it detached; returns how many."""

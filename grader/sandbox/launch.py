@@ -250,6 +250,10 @@ class Child:
     def poll(self) -> int | None:
         return self.proc.poll()
 
+    def cpu_seconds(self) -> float:
+        """CPU time the child and everything it started have used so far (``tree_cpu_seconds``)."""
+        return tree_cpu_seconds(self.pid, self.group)
+
     def wait(self, timeout: float | None = None) -> int:
         """The exit status, waiting at most ``timeout`` s (TimeoutExpired after). Woken by the
         exit itself through a pidfd: ``Popen.wait(timeout)`` polls in sleeps of up to 50 ms, which
@@ -267,6 +271,55 @@ class Child:
         finally:
             os.close(fd)
         return self.proc.wait(timeout=0)  # reaps it, or TimeoutExpired if it still runs
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
+    """CPU time (user + system, every thread) that process ``root`` and everything it started have used
+    so far, as the kernel counts it, so candidate code cannot rewrite or hide it: the processes below
+    it, the children each has waited for (a worker that forked, worked and was reaped), and any process
+    of ``group`` that got away from the tree. Waiting costs none. OSError when ``root`` cannot be read."""
+    seen, seconds, todo = set(), 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:  # a parent is read before its children: one reaped in between is counted once, in the parent
+            seconds += _own_and_reaped_seconds(pid)
+        except OSError:
+            if pid == root:
+                raise
+            continue
+        todo += _children(pid)
+        if not todo and group is not None:
+            todo += [p for p in group.pids() if p not in seen]
+    return seconds
+
+
+def _own_and_reaped_seconds(pid: int) -> float:
+    """utime + stime + cutime + cstime of ``pid`` (/proc/PID/stat fields 14-17)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / _TICKS
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (a worker forked from a thread is that thread's)."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                found += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fds=(), seed: int = 0) -> Child:

@@ -29,9 +29,7 @@ Held elsewhere: ownership, calls in any order, integer dtypes of cu_seqlens beyo
 forms (the general checks).
 """
 import math
-import os
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
@@ -513,20 +511,11 @@ def check_no_batch_sized_memory(ex):
                  batch.case(ex.seed, D=8), kind="must_not")
 
 
-def _tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` and every process below it (all threads), as the
-    kernel counts it in /proc: work measured where candidate code cannot rewrite it."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return seconds + sum(_tree_cpu_seconds(int(child)) for child in children)
-
-
 def _cpu_seconds(ex) -> tuple[int, float] | None:
     """(the child's pid, the CPU time it has used so far), or None where it cannot be read."""
     try:
-        pid = ex.sandbox.worker.child.pid
-        return pid, _tree_cpu_seconds(pid)
+        child = ex.sandbox.worker.child
+        return child.pid, child.cpu_seconds()
     except (AttributeError, OSError, ValueError, IndexError):
         return None
 
