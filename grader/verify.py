@@ -44,6 +44,7 @@ class Outcome:
     ok: bool
     line: str
     failing: tuple[str, ...] = ()  # the checks that failed: the diagnosis-stability test reruns these
+    diagnoses: tuple[str, ...] = ()  # the mistakes they named (sorted): what other seeds must name too
 
 
 def failing_checks(result: ExerciseResult) -> tuple[str, ...]:
@@ -106,7 +107,7 @@ def judge_mutant(ex: Exercise, mutant: Mutant, result: ExerciseResult) -> Outcom
         detail += f": {result.error}"
     if misplaced:
         detail += "; rubric: " + "; ".join(misplaced)
-    return Outcome(ex.id, mutant.name, ok, detail, failing_checks(result))
+    return Outcome(ex.id, mutant.name, ok, detail, failing_checks(result), tuple(sorted(drawn)))
 
 
 def variant_submission(path: Path, exercise_id: str, into: Path) -> Path:

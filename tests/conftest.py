@@ -9,20 +9,46 @@ from grader import catalog
 from grader.sandbox import Limits, launch
 from grader.verify import outcomes
 
+from . import background
+
 EXAMPLES = Path(__file__).parent / "examples"
+
+
+@background.job("kit_outcomes")
+def _verify_the_kit():
+    return outcomes(seed=background.VERIFY_SEED)
+
+
+def pytest_collection_modifyitems(items):
+    """The tests that judge a background job run last, in the jobs' order: the rest runs beside the jobs."""
+    jobs = list(background.JOBS)
+
+    def waits_for(item):
+        return max((jobs.index(n) + 1 for n in getattr(item, "fixturenames", ()) if n in jobs), default=0)
+
+    items.sort(key=waits_for)
+
+
+def pytest_collection_finish(session):
+    background.start({n for item in session.items for n in getattr(item, "fixturenames", ())})
+
+
+def pytest_sessionfinish(session):
+    background.stop()
 
 
 @pytest.fixture(scope="session")
 def verify_seed():
     """The seed of the suite's one verify run."""
-    return 7
+    return background.VERIFY_SEED
 
 
 @pytest.fixture(scope="session")
-def kit_outcomes(verify_seed):
-    """Every outcome of one verify run over the whole kit: test_verify judges them, and the
-    diagnosis-stability test reruns each mutant's failing checks at other seeds."""
-    return outcomes(seed=verify_seed)
+def kit_outcomes():
+    """Every outcome of one verify run over the whole kit (started in the background when the session
+    began): test_verify judges them, and the diagnosis-stability test reruns each mutant's failing
+    checks at other seeds."""
+    return background.result("kit_outcomes")
 
 
 @pytest.fixture

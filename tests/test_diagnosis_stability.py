@@ -3,19 +3,19 @@
 What guarantees it is the mechanism (a mistake is named only when it explains every failing
 case of a check), so this runs the real checks on the real mutants, in the real sandbox. It
 builds on the suite's one verify run (``kit_outcomes``, at ``verify_seed``), which says which
-checks each mutant fails: for each file mutant one sandbox reruns exactly those checks at that
-seed and at other seeds, and what they name is compared. Mutants are spread over a process pool.
+checks each mutant fails and what they named there: for each file mutant one sandbox reruns
+exactly those checks at other seeds, and what they name is compared with the verify run's
+names. Mutants are spread over a process pool, which runs in the background beside the rest of
+the suite (``background.py``).
 
-Seeds are SAMPLED to fit the suite's CI budget: SAMPLED_SEEDS besides the verify seed per mutant,
-drawn from 0-20 by the mutant's name, so different mutants try different seeds and the sample
-is the same on every run. KVGRADE_STABILITY_SEEDS=all reruns every mutant on all of seeds 0-20
-(the full sweep, several times slower).
+Seeds are SAMPLED to fit the suite's CI budget: SAMPLED_SEEDS other seeds per mutant, drawn from
+0-20 by the mutant's name, so different mutants try different seeds and the sample is the same
+on every run. KVGRADE_STABILITY_SEEDS=all reruns every mutant on all the other seeds of 0-20 (the
+full sweep, several times slower).
 """
-import multiprocessing
 import os
 import tempfile
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +26,20 @@ from grader.plugin import GENERAL_IDS
 from grader.sandbox import Limits
 from grader.verify import mutant_submission
 
+from . import background
+
 ALL_SEEDS = range(21)
-SAMPLED_SEEDS = 1  # besides the verify seed, per mutant: the file mutants still try every other seed
+SAMPLED_SEEDS = 1  # other than the verify seed, per mutant: the file mutants still try every other seed
 LIMITS = Limits(exercise_seconds=3600.0, cpu_seconds=3600)  # 21 seeds share one child's time budget
 
 
 def seeds_for(mutant_name: str, verify_seed: int) -> list[int]:
+    """The seeds other than the verify seed at which the mutant's failing checks are rerun."""
     others = [s for s in ALL_SEEDS if s != verify_seed]
     if os.environ.get("KVGRADE_STABILITY_SEEDS") == "all":
-        return [verify_seed, *others]
+        return others
     rng = np.random.default_rng(zlib.crc32(mutant_name.encode()))
-    return [verify_seed, *sorted(int(s) for s in rng.choice(others, SAMPLED_SEEDS, replace=False))]
+    return sorted(int(s) for s in rng.choice(others, SAMPLED_SEEDS, replace=False))
 
 
 def _seeded(failing: tuple[str, ...]) -> list[str]:
@@ -68,20 +71,27 @@ def _names_by_seed(exercise_id: str, mutant_name: str, checks: list[str], seeds:
             run.sandbox.close()
 
 
-@pytest.fixture(scope="module")
-def names_by_seed(kit_outcomes, verify_seed):
+@background.job("names_by_seed")
+def _draw_names_by_seed():
     """{exercise: {mutant: {seed: sorted diagnosis ids}}} for every file mutant."""
+    verify_seed = background.VERIFY_SEED
     file_mutants = {(m.exercise, m.name) for ex in catalog.exercises() for m in ex.mutants if m.path.is_file()}
     jobs = [(o.exercise, o.subject, _seeded(o.failing), seeds_for(o.subject, verify_seed))
-            for o in kit_outcomes if (o.exercise, o.subject) in file_mutants]
+            for o in background.result("kit_outcomes") if (o.exercise, o.subject) in file_mutants]
     assert {job[:2] for job in jobs} == file_mutants, "the verify run graded every file mutant"
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+    named = {(o.exercise, o.subject): list(o.diagnoses) for o in background.result("kit_outcomes")}
+    with background.pool() as pool:
         drawn = pool.map(_names_by_seed, *zip(*jobs))
         found: dict = {}
         for (exercise_id, name, _, _), by_seed in zip(jobs, drawn):
-            found.setdefault(exercise_id, {})[name] = by_seed
+            found.setdefault(exercise_id, {})[name] = {verify_seed: named[exercise_id, name], **by_seed}
     return found
+
+
+@pytest.fixture(scope="module")
+def names_by_seed(kit_outcomes):
+    """The job's result (started in the background when the session began)."""
+    return background.result("names_by_seed")
 
 
 @pytest.mark.slow
