@@ -15,7 +15,7 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 
 @background.job("kit_outcomes")
-def _verify_the_kit():
+def _verify_the_kit(_earlier):
     return outcomes(seed=background.VERIFY_SEED)
 
 

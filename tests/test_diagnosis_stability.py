@@ -13,9 +13,11 @@ Seeds are SAMPLED to fit the suite's CI budget: SAMPLED_SEEDS other seeds per mu
 on every run. KVGRADE_STABILITY_SEEDS=all reruns every mutant on all the other seeds of 0-20 (the
 full sweep, several times slower).
 """
+import multiprocessing
 import os
 import tempfile
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -72,15 +74,16 @@ def _names_by_seed(exercise_id: str, mutant_name: str, checks: list[str], seeds:
 
 
 @background.job("names_by_seed")
-def _draw_names_by_seed():
+def _draw_names_by_seed(earlier):
     """{exercise: {mutant: {seed: sorted diagnosis ids}}} for every file mutant."""
     verify_seed = background.VERIFY_SEED
     file_mutants = {(m.exercise, m.name) for ex in catalog.exercises() for m in ex.mutants if m.path.is_file()}
     jobs = [(o.exercise, o.subject, _seeded(o.failing), seeds_for(o.subject, verify_seed))
-            for o in background.result("kit_outcomes") if (o.exercise, o.subject) in file_mutants]
+            for o in earlier["kit_outcomes"] if (o.exercise, o.subject) in file_mutants]
     assert {job[:2] for job in jobs} == file_mutants, "the verify run graded every file mutant"
-    named = {(o.exercise, o.subject): list(o.diagnoses) for o in background.result("kit_outcomes")}
-    with background.pool() as pool:
+    named = {(o.exercise, o.subject): list(o.diagnoses) for o in earlier["kit_outcomes"]}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
         drawn = pool.map(_names_by_seed, *zip(*jobs))
         found: dict = {}
         for (exercise_id, name, _, _), by_seed in zip(jobs, drawn):

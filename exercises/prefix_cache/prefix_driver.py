@@ -40,7 +40,7 @@ def _rewrite(passed, buffer, values):
 
 
 def _buffer(cache, prompt, passed):
-    """The caller's buffer for prompts of this form, rewritten with ``prompt`` (the first one is kept as it)."""
+    """The caller's buffer for prompts of this form, rewritten with ``prompt`` (the first prompt of a form is it)."""
     form = (type(prompt), len(prompt), getattr(prompt, "dtype", None))
     buffer = _buffers.setdefault(id(cache), {}).setdefault(form, prompt)
     if buffer is not prompt:
