@@ -86,13 +86,12 @@ class Group:
     def kill_all(self) -> int:
         """SIGKILL every process still in the group, however it detached; returns how many."""
         killed = 0
-        for folder in self.dirs:
-            for pid in _pids(folder):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                except OSError:
-                    pass
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
         return killed
 
     def remove(self, deadline_seconds: float = 2.0):
