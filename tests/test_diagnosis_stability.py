@@ -78,22 +78,21 @@ def _draw_names_by_seed(earlier):
     """{exercise: {mutant: {seed: sorted diagnosis ids}}} for every file mutant."""
     verify_seed = background.VERIFY_SEED
     file_mutants = {(m.exercise, m.name) for ex in catalog.exercises() for m in ex.mutants if m.path.is_file()}
-    jobs = [(o.exercise, o.subject, _seeded(o.failing), seeds_for(o.subject, verify_seed))
-            for o in earlier["kit_outcomes"] if (o.exercise, o.subject) in file_mutants]
-    assert {job[:2] for job in jobs} == file_mutants, "the verify run graded every file mutant"
-    named = {(o.exercise, o.subject): list(o.diagnoses) for o in earlier["kit_outcomes"]}
+    graded = [o for o in earlier["kit_outcomes"] if (o.exercise, o.subject) in file_mutants]
+    assert {(o.exercise, o.subject) for o in graded} == file_mutants, "the verify run graded every file mutant"
+    jobs = [(o.exercise, o.subject, _seeded(o.failing), seeds_for(o.subject, verify_seed)) for o in graded]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
         drawn = pool.map(_names_by_seed, *zip(*jobs))
         found: dict = {}
-        for (exercise_id, name, _, _), by_seed in zip(jobs, drawn):
-            found.setdefault(exercise_id, {})[name] = {verify_seed: named[exercise_id, name], **by_seed}
+        for o, by_seed in zip(graded, drawn):
+            found.setdefault(o.exercise, {})[o.subject] = {verify_seed: list(o.diagnoses), **by_seed}
     return found
 
 
 @pytest.fixture(scope="module")
-def names_by_seed(kit_outcomes):
-    """The job's result (started in the background when the session began)."""
+def names_by_seed():
+    """The job's result (started in the background when the session began, after the verify run)."""
     return background.result("names_by_seed")
 
 

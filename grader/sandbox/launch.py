@@ -281,7 +281,7 @@ def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
     so far, as the kernel counts it, so candidate code cannot rewrite or hide it: the processes below
     it, the children each has waited for (a worker that forked, worked and was reaped), and any process
     of ``group`` that got away from the tree. Waiting costs none. OSError when ``root`` cannot be read."""
-    seen, seconds, todo = set(), 0.0, [root]
+    seen, seconds, todo, strays = set(), 0.0, [root], group is not None
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -294,8 +294,8 @@ def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
                 raise
             continue
         todo += _children(pid)
-        if not todo and group is not None:
-            todo += [p for p in group.pids() if p not in seen]
+        if not todo and strays:  # the tree is done: the group's processes outside it, read once
+            todo, strays = [p for p in group.pids() if p not in seen], False
     return seconds
 
 
