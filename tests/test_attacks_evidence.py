@@ -371,3 +371,80 @@ def test_work_done_in_another_process_is_still_the_childs(tmp_path, where):
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
     assert [d.id for d in result.diagnoses] == ["batch_sized_work"]
+
+
+# One-line patches of what the child's own code calls, each made by candidate code at import, with
+# no introspection: the child's module names, a numpy function, a builtin, the json module's Python
+# layer, a kit driver's module. Red team 5 reached strong_hire with the first and the last.
+PROBE_PATCHES = {
+    "child_module_names": """
+import sys as _sys
+_child = _sys.modules.get("__main__")
+if _child is not None and hasattr(_child, "Probes"):
+    _child._scribble = lambda arr: None
+    _child.digest = lambda value, kit_modules=frozenset(): "00000000-0"
+""",
+    "numpy_function": """
+import numpy as _np
+_np.logical_not = lambda a, *args, out=None, **kwargs: a if out is None else out
+""",
+    "builtin": """
+import builtins as _builtins
+import numpy as _np
+_isinstance = _builtins.isinstance
+_builtins.isinstance = lambda value, kinds: False if kinds is _np.ndarray else _isinstance(value, kinds)
+""",
+    # a memo repaired on each call (the caller's array then changes under it: seen by the held
+    # results probe), with every probe report the child sends emptied on its way out
+    "json_encoder": """
+import json as _json
+import numpy as _np
+_encode = _json.JSONEncoder.encode
+
+def _quiet(self, header):
+    if isinstance(header, dict) and isinstance(header.get("probe"), dict):
+        header = dict(header, probe={"changed": [], "moved": [], "aliased": []})
+    return _encode(self, header)
+
+_json.JSONEncoder.encode = _quiet
+_pristine = _TRIANGLE.copy()
+_inner = decode_causal_mask
+
+def decode_causal_mask(T, S):
+    _TRIANGLE[...] = _pristine
+    return _inner(T, S)
+""",
+}
+
+# The prefix driver's -7 written into a copy of each block table, never into the one handed out.
+DRIVER_PATCH = """
+import numpy as _np
+import prefix_driver as _driver
+_outcome = _driver._outcome
+
+def _copied(fn, *args):
+    out = _outcome(fn, *args)
+    return ["ok", out[1].copy()] if out[0] == "ok" and isinstance(out[1], _np.ndarray) else out
+
+_driver._outcome = _copied
+"""
+
+
+@pytest.mark.parametrize("patch", sorted(PROBE_PATCHES))
+def test_a_one_line_patch_does_not_blind_the_ownership_probes(tmp_path, patch):
+    """A mask sliced from one shared writable triangle (a known-wrong answer): the probes scribble over
+    each mask handed out and hold it, so a later call answers wrong or a held mask moves. The child's
+    code and its wire are bound before the candidate's import (its own builtins, a snapshot of numpy's
+    names, json on CPython's C functions, out of sys.modules), so no such patch reaches them."""
+    source = (SOLUTIONS / "mutants" / "decode_mask" / "own_sliced_buffer.py").read_text() + PROBE_PATCHES[patch]
+    _, found = _check(_write(tmp_path, "decode_mask", source), "decode_mask", "results_belong_to_the_caller")
+    assert not found.passed and found.kind != "hygiene", (found.kind, found.message)
+
+
+def test_a_patched_kit_driver_is_not_the_one_the_grader_drives(tmp_path):
+    """A cache handing out the block table it keeps, whose module rebinds a function of the kit's
+    prefix_driver so that the driver writes into copies: the grader's driver is loaded privately,
+    before the candidate's module, so the candidate's import gets a copy of its own."""
+    source = (SOLUTIONS / "mutants" / "prefix_cache" / "table_handed_out.py").read_text() + DRIVER_PATCH
+    _, found = _check(_write(tmp_path, "prefix_cache", source), "prefix_cache", "fresh_cache")
+    assert not found.passed and found.kind == "corrupt", (found.kind, found.message)

@@ -216,7 +216,10 @@ import os, struct, sys, threading, time
 import numpy as np
 
 OUT = int(sys.argv[2])
-wire = sys.modules["wire"]
+import importlib.util  # the kit's wire.py beside child.py (the child's own copy is out of reach)
+_spec = importlib.util.spec_from_file_location("forged_wire", os.path.join(os.path.dirname(sys.argv[0]), "wire.py"))
+wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wire)
 
 def current_id():
     import gc
@@ -281,11 +284,10 @@ def stop_reading():
 
 def wrong_len():
     class Cache:
-        def __len__(self):
+        def __len__(self):  # answers the grader's len() itself, with a str (the child's own len is out of reach)
+            raw(part(b'{"ok": true, "value": "three", "arrays": 0, "id": %d}' % current_id()))
+            time.sleep(5)
             return 3
-    import builtins
-    real = builtins.len
-    builtins.len = lambda x: "three" if type(x).__name__ == "Cache" else real(x)
     return Cache()
 
 def echo(x):
@@ -336,7 +338,7 @@ def test_a_stray_frame_never_shifts_later_replies(forger):
     assert [forger.module.echo(n) for n in (4, 5)] == [4, 5]  # a fresh child, in step
 
 
-def test_a_patched_len_in_the_child_is_the_candidates_fault(forger):
+def test_a_len_that_is_not_an_int_is_the_candidates_fault(forger):
     cache = forger.module.wrong_len()
     with pytest.raises(BadValue, match="expected an int"):
         len(cache)

@@ -8,6 +8,7 @@ Objects that cannot cross the wire (a cache instance, a bound method) stay here 
 as handles. Objects the grader lends (``{"$host": ...}``, such as a KV source) become local
 stand-ins whose methods ask the grader over the same pipes.
 """
+import builtins
 import collections
 import gc
 import importlib.util
@@ -16,18 +17,49 @@ import os
 import signal
 import sys
 import traceback
+import types
 import warnings
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402  (our sibling, copied beside us)
+import numpy
 
-del sys.path[0]
-import numpy as np  # noqa: E402  (after the sibling path is dropped again)
+# What the code of this file and of the modules it loads privately calls is bound now, before any
+# candidate code runs: the candidate's module shares this interpreter, and a one-line
+# ``numpy.flip = ...``, ``builtins.isinstance = ...`` or ``import wire; wire.encode = ...`` must not
+# change what a probe sees or what a reply carries. (This raises the bar; it is not a wall: see
+# "What a probe in the child can and cannot prove" in the README.)
+__builtins__ = dict(vars(builtins))  # functions defined below look names up here, not in `builtins`
+_BUILTINS = dict(__builtins__)
+_NUMPY = types.SimpleNamespace(**vars(numpy))  # numpy's names as they were before the candidate's import
+np = _NUMPY
+
+
+def _private_import(name, globals=None, locals=None, fromlist=(), level=0):
+    """``import`` in a privately loaded module: numpy is the snapshot, the rest as usual."""
+    if name == "numpy" and level == 0:
+        return _NUMPY
+    return _BUILTINS["__import__"](name, globals, locals, fromlist, level)
+
+
+def load_private(name: str, path: str) -> types.ModuleType:
+    """The kit file ``path`` as a module of our own: not in ``sys.modules`` (an ``import`` by candidate
+    code finds a copy of its own, never this one), with its own builtins and numpy as they were before
+    the candidate's module was imported."""
+    module = types.ModuleType(f"kvgrade-private-{name}")
+    module.__dict__.update(__file__=path, __builtins__=dict(_BUILTINS, __import__=_private_import))
+    with open(path, "rb") as f:
+        exec(compile(f.read(), path, "exec"), module.__dict__)
+    return module
+
+
+wire = load_private("wire", os.path.join(os.path.dirname(os.path.abspath(__file__)), "wire.py"))
 
 # Captured before candidate code runs, so a monkeypatched os does not cut the line.
 _read, _write = os.read, os.write
 _crc32, _ndarray, _generic, _refcount = zlib.crc32, np.ndarray, np.generic, sys.getrefcount
+_collect, _logical_not, _may_share_memory = gc.collect, np.logical_not, np.may_share_memory
+_LIMITS = {(k, n): (int(numpy.iinfo(f"{k}{n}").min), int(numpy.iinfo(f"{k}{n}").max))
+           for k in "iu" for n in (1, 2, 4, 8)}  # a scribble's integer fill, by kind and size
 
 HELD_RESULTS = 8  # arrays returned by earlier calls that later replies report on
 HELD_BYTES = wire.HELD_BYTES  # their total size: in the child's footprint, so small and allowed for
@@ -47,6 +79,7 @@ class Host:
         self.probe = None  # the probe report of the call being served
         self.lent = None  # the memory the grader lends as a caller's own buffers (grader/sandbox/shared.py)
         self.lent_arrays = {}  # (offset, dtype, shape) -> the one array over that memory: the same object each call
+        self.drivers = {}  # kit drivers by name, loaded privately (load_private)
 
     def map_lent(self, shared):
         """Map the grader's shared memory ([descriptor, size] from the load request), then close the descriptor."""
@@ -138,7 +171,8 @@ def error_reply(exc):
 def _bytes_of(arr):
     """The array's memory, uncopied when some reordering of its axes is contiguous (the layouts the
     grader sends: C, Fortran, reversed), so a probe of a large argument costs no memory."""
-    for view in (arr, arr.T, np.flip(arr), np.flip(arr).T):
+    flipped = arr[(slice(None, None, -1),) * arr.ndim]  # indexing, no Python-level numpy function
+    for view in (arr, arr.T, flipped, flipped.T):
         if view.flags.c_contiguous:
             try:
                 return memoryview(view).cast("B")
@@ -243,7 +277,7 @@ class Probes:
             self.kept = collections.deque(e for e in self.kept if e[2] is not result)
             result.clear()
         self.kept = collections.deque(e for e in self.kept if not any(
-            e[2] is arr or (isinstance(e[2], _ndarray) and isinstance(arr, _ndarray) and np.may_share_memory(e[2], arr))
+            e[2] is arr or (isinstance(e[2], _ndarray) and isinstance(arr, _ndarray) and _may_share_memory(e[2], arr))
             for arr in arrays))
         for index, arr in enumerate(arrays):
             if not isinstance(arr, _ndarray) or arr.dtype.hasobject or arr.ndim == 0:
@@ -302,9 +336,10 @@ def _scribble(arr):
     kind = arr.dtype.kind
     try:
         if kind == "b":
-            np.logical_not(arr, out=arr)
+            _logical_not(arr, out=arr)
         elif kind in "iu":
-            arr[...] = np.iinfo(arr.dtype).max if kind == "u" else np.iinfo(arr.dtype).min
+            low, high = _LIMITS[kind, arr.dtype.itemsize]
+            arr[...] = high if kind == "u" else low
         elif kind in "fc":
             arr[...] = np.nan
     except (TypeError, ValueError):  # a view numpy will not write through
@@ -323,10 +358,10 @@ def _quietly(probe, *args):
 def run_call(host, header, arrays, module):
     target = module if header.get("target") is None else host.objects[header["target"]]
     op = header["op"]
-    if op == "import":  # a kit helper such as gpt2, so checks can build its objects here
-        return importlib.import_module(header["name"])
+    if op == "import":  # a kit helper: a driver loaded before the candidate's module, or one such as gpt2
+        return host.drivers.get(header["name"]) or importlib.import_module(header["name"])
     if op == "collect":  # before each check that may measure: what nothing holds is freed now
-        gc.collect()
+        _collect()
         host.probes.prune()
         return None
     if op == "getattr":
@@ -389,6 +424,11 @@ def main():
     sys.path[:0] = header["sys_path"]
     kit = header["sys_path"][0]
     host.probes = Probes(name[:-3] for name in os.listdir(kit) if name.endswith(".py"))
+    # a kit driver (``*_driver.py``) calls the candidate's code for the checks and reports what it saw: ours
+    # is loaded now, privately; gpt2 and the like are imported as usual, the candidate's objects being theirs
+    host.drivers = {name[:-3]: load_private(name[:-3], os.path.join(kit, name))
+                    for name in sorted(os.listdir(kit)) if name.endswith("_driver.py")}
+    sys.modules.pop("__main__", None)  # this file's names are not the candidate's to import
     try:
         spec = importlib.util.spec_from_file_location(header["name"], header["path"])
         module = importlib.util.module_from_spec(spec)

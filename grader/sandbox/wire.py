@@ -10,11 +10,19 @@ depends on nothing but the standard library and numpy.
 from __future__ import annotations
 
 import io
-import json
 import os
 import struct
+import types
 
 import numpy as np
+
+try:  # CPython's C scanner and encoder, which json.loads and json.dumps run on
+    from _json import encode_basestring_ascii as _c_quote
+    from _json import make_encoder as _c_make_encoder
+    from _json import make_scanner as _c_make_scanner
+except ImportError:  # another Python: its json module does the same
+    _c_make_encoder = _c_make_scanner = None
+    import json as _json_module
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024  # one array
 MAX_HEADER_BYTES = 16 * 1024 * 1024  # the JSON header of a message
@@ -25,6 +33,8 @@ HELD_BYTES = 2 << 20  # results the child holds for the ownership probes: the gr
 NPY_HEADER_BYTES = 1 << 16  # an array's .npy header (magic, dtype, shape): numpy's own limit is smaller
 MAX_ITEMS = 1 << 20  # JSON values in one header (each costs the reader a Python object)
 _LEN = struct.Struct(">Q")
+_WHITESPACE = " \t\n\r"
+_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
 class WireError(Exception):
@@ -121,6 +131,42 @@ def decode(tree, arrays: list, resolve=None, depth: int = 0):
     return {k: decode(v, arrays, resolve, depth + 1) for k, v in tree.items()}
 
 
+# -- JSON ----------------------------------------------------------------------------------
+# Straight on CPython's C scanner and encoder, as json.loads and json.dumps use them, without the
+# json module's Python layer: in the child that layer belongs to the candidate's process too, and a
+# ``json.JSONEncoder.encode = ...`` there would rewrite every header the child sends. Functions
+# bound when this file is loaded, before any candidate code runs, are not reached by such a patch.
+
+
+def _no_default(value):
+    raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+def _dumps(value) -> str:
+    """``json.dumps(value)`` (ASCII, NaN and infinities allowed, circular references refused)."""
+    if _c_make_encoder is None:
+        return _json_module.dumps(value, allow_nan=True)
+    encode = _c_make_encoder({}, _no_default, _c_quote, None, ": ", ", ", False, False, True)
+    return "".join(encode(value, 0))
+
+
+def _loads(raw) -> object:
+    """``json.loads`` of UTF-8 bytes: one JSON value, nothing but whitespace around it."""
+    text = (raw if isinstance(raw, str) else raw.decode("utf-8")).strip(_WHITESPACE)
+    if _c_make_scanner is None:
+        return _json_module.loads(text)
+    scan = _c_make_scanner(types.SimpleNamespace(
+        strict=True, object_hook=None, object_pairs_hook=None, parse_float=float, parse_int=int,
+        parse_constant=_CONSTANTS.__getitem__, memo={}))
+    try:
+        value, end = scan(text, 0)
+    except StopIteration as stop:
+        raise ValueError(f"no JSON value at character {stop.value}") from None
+    if end != len(text):
+        raise ValueError(f"extra data after the JSON value at character {end}")
+    return value
+
+
 # -- frames -------------------------------------------------------------------------------
 
 
@@ -128,7 +174,7 @@ def frame_parts(header: dict, arrays: list) -> list:
     """One frame as the buffers to write in turn: the length-prefixed JSON header (with the array
     count), then each array's length-prefixed .npy header and body. A contiguous array's body is
     its own memory, not a copy: a message costs its writer nothing beyond what it carries."""
-    head = json.dumps(dict(header, arrays=len(arrays)), allow_nan=True).encode()
+    head = _dumps(dict(header, arrays=len(arrays))).encode()
     if len(head) > MAX_HEADER_BYTES:
         raise WireError(f"a message header of {len(head):,} bytes exceeds the cap")
     if len(arrays) > MAX_ARRAYS:
@@ -212,7 +258,7 @@ def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
     raw = _read_part(fd, read, MAX_HEADER_BYTES)
     _check_items(raw)
     try:
-        header = json.loads(raw)
+        header = _loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise WireError(f"a message header is not JSON: {str(exc)[:200]}") from None
     count = header.get("arrays") if isinstance(header, dict) else None
