@@ -91,6 +91,7 @@ class Driver:
         self.slips: list[str] = []  # right values in the wrong container (hygiene)
         self.steps, self.prompts = 0, []  # operations sent; the add_request ones among them, in order
         self.changed: list[Op] = []  # those whose prompt a later call changed
+        self.moved: list[tuple[int, int]] = []  # (operation index, seq id) of tables handed out that changed since
 
     def step(self, op, ids, live, overwrite=False):
         """(outcome, its message, observables) of ``op`` on the candidate, in the model's format."""
@@ -112,6 +113,8 @@ class Driver:
                 seqs[s] = (_plain(tokens[1], self.slips, f"num_tokens({s})"), self._table(s, *_outcome(table)))
         # the driver's numbers are the candidate process's word: only ones naming a prompt sent count
         self.changed = [self.prompts[i] for i in reply[4] if type(i) is int and 0 <= i < len(self.prompts)]
+        self.moved = [(m[0], m[1]) for m in (reply[5] if len(reply) > 5 and isinstance(reply[5], list) else [])
+                      if isinstance(m, list) and len(m) == 2 and all(type(v) is int for v in m) and 0 <= m[0] < self.steps]
         counts = [_plain(_outcome(r)[0][1], self.slips, name) for r, name in
                   ((reply[1], "num_free_blocks"), (reply[2], "num_cached_blocks"))]
         seen = {"free": counts[0], "cached": counts[1], "seqs": seqs}
@@ -135,8 +138,9 @@ class Driver:
 
 
 class Failure:
-    def __init__(self, sizes, ops, trace, message, kind):
+    def __init__(self, sizes, ops, trace, message, kind, observed=True):
         self.sizes, self.ops, self.trace, self.message, self.kind = sizes, ops, trace, message, kind
+        self.observed = observed  # an observable differed (False: a table handed out changed later)
 
     @property
     def case(self):
@@ -156,8 +160,10 @@ def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | 
         got, said, seen = driver.step(op, ids, set(model.seqs), overwrite)
         trace.append((got, seen))
         wrong = _difference(op, got, said, want, seen, model.observe(ids), typed)
-        if wrong:
-            return Failure(sizes, ops[:i + 1], trace, f"operation {i + 1}, {op}: {wrong[0]}", wrong[1])
+        moved = None if wrong else _moved(driver.moved)
+        if wrong or moved:
+            wrong = wrong or moved
+            return Failure(sizes, ops[:i + 1], trace, f"operation {i + 1}, {op}: {wrong[0]}", wrong[1], not moved)
     slips = [] if slips is None else slips
     slips += driver.slips
     if driver.changed:
@@ -181,6 +187,16 @@ def _difference(op, got, said, want, seen, expected, typed):
     for s, value in expected["seqs"].items():
         if seen["seqs"][s] != value:
             return _sequence_difference(s, seen["seqs"][s], value), "corrupt"
+    return None
+
+
+def _moved(moved):
+    """(message, kind) when a block table handed out at an earlier operation has changed since."""
+    if moved:
+        step, s = moved[0]
+        return (f"then the block table of sequence {s} that block_table returned after operation {step + 1} had "
+                "changed: a table handed out is the caller's, and no later call may change it (the cache handed "
+                "out an array it keeps, or refills one output buffer)", "corrupt")
     return None
 
 
@@ -234,9 +250,9 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
 
     _, shown = shrink(list(first.ops), first, replay)
     message = shown.message + (f"; {len(failures)} of the sequences tried went wrong" if len(failures) > 1 else "")
-    if shown.kind in ("wrong", "corrupt"):
+    if shown.kind in ("wrong", "corrupt") and shown.observed:  # the mistakes named explain observables
         cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *(f for f in failures if f is not first)]
-                 if f.kind in ("wrong", "corrupt")]
+                 if f.kind in ("wrong", "corrupt") and f.observed]
         message += name_mistakes(ex, diagnosis.explain_sequences(cases, passes))
     fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
 
