@@ -113,8 +113,9 @@ class Driver:
                 seqs[s] = (_plain(tokens[1], self.slips, f"num_tokens({s})"), self._table(s, *_outcome(table)))
         # the driver's numbers are the candidate process's word: only ones naming a prompt sent count
         self.changed = [self.prompts[i] for i in reply[4] if type(i) is int and 0 <= i < len(self.prompts)]
-        self.moved = [(m[0], m[1]) for m in (reply[5] if len(reply) > 5 and isinstance(reply[5], list) else [])
-                      if isinstance(m, list) and len(m) == 2 and all(type(v) is int for v in m) and 0 <= m[0] < self.steps]
+        moved = reply[5] if len(reply) > 5 and isinstance(reply[5], list) else []
+        self.moved = [(m[0], m[1]) for m in moved if isinstance(m, list) and len(m) == 2
+                      and all(type(v) is int for v in m) and 0 <= m[0] < self.steps]
         counts = [_plain(_outcome(r)[0][1], self.slips, name) for r, name in
                   ((reply[1], "num_free_blocks"), (reply[2], "num_cached_blocks"))]
         seen = {"free": counts[0], "cached": counts[1], "seqs": seqs}
