@@ -1,7 +1,11 @@
 """Hidden checks for gpt2_decode. Each ``check_*`` is one stable check id (without the prefix).
 
 The model is built twice from the kit's gpt2.py with the same seed: in the candidate's
-process (what decode_step runs on) and here (its parameters feed the oracle). Logits are
+process (what decode_step runs on) and here (its parameters feed the oracle). A run whose weights
+change between steps holds the parameters that change in memory the grader lends the child
+(``sandbox/shared.py``) and rewrites there itself: no request reaches the child, so no code of the
+candidate's process (a kit class it rebinds, ``GPT2.__setattr__`` say) sees a change coming; a step
+meets the weights as they are. Logits are
 compared with the whole-sequence oracle, row by row, with section 1's precision rule. A check feeds
 every run it tries before it fails, reports the smallest run that went wrong, and names a
 mistake only when it explains every wrong step of every run (``diagnosis.explain_steps``).
@@ -78,15 +82,29 @@ def _params(path: str, dims: tuple, seed: int) -> dict:
     return {name: np.array(value) for name, value in model.params.items()}
 
 
-class Run:
-    """One model and one candidate cache in the child, and the same model's parameters here."""
+def _seeded(ex, config: dict, seed: int) -> dict:
+    """The parameters of GPT2.random(config, seed), built here from the kit's gpt2.py."""
+    return _params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(config.items())), seed)
 
-    def __init__(self, ex, config: dict, seed: int, gpt2=None):
+
+class Run:
+    """One model and one candidate cache in the child, and the same model's parameters here.
+
+    The model is GPT2.random(config, seed), or, given ``params``, the kit's GPT2 built on them. The
+    parameters named in ``lend`` live in memory lent to the child: ``rewrite`` changes them in place
+    from the grader's side, between steps, with no request to the child."""
+
+    def __init__(self, ex, config: dict, seed: int, gpt2=None, *, params: dict | None = None, lend: tuple = ()):
         self.ex, self.config, self.seed = ex, dict(config), seed
         self.gpt2 = ex.helper("gpt2") if gpt2 is None else gpt2
         self.config_handle = self.gpt2.GPT2Config(**self.config)
-        self.model = self.gpt2.GPT2.random(self.config_handle, seed)
-        self.params = _params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(self.config.items())), seed)
+        self.params = _seeded(ex, self.config, seed) if params is None else params
+        self.lent = {name: ex.sandbox.lend(self.params[name]) for name in lend}
+        if params is None and not lend:
+            self.model = self.gpt2.GPT2.random(self.config_handle, seed)
+        else:  # the kit's constructor keeps the arrays it is handed (c_attn's wrapped as a view of it)
+            self.model = self.gpt2.GPT2(self.config_handle, {name: self.lent.get(name, value)
+                                                             for name, value in self.params.items()})
         self.cache = ex.candidate.KVCache(self.config_handle)
         self.ids, self.chunks = [], []
         length = len(self.cache)
@@ -127,6 +145,13 @@ class Run:
 
     def expected(self) -> np.ndarray:
         return oracle.logits(self.params, self.config["n_head"], self.ids)
+
+    def rewrite(self, weights: dict):
+        """The model's lent parameters become ``weights``' (the others must stay as they are), written
+        by the grader in place, in its own mapping of the lent memory: the child is not asked, so the
+        next step is the first code of the candidate's process to meet them."""
+        for name, lent in self.lent.items():
+            lent.view[...] = weights[name]
 
 
 def _random_ids(rng, vocab, n):
@@ -352,7 +377,7 @@ def _with_past_moved(params: dict, P: int, noise: np.ndarray) -> dict:
 def check_projects_only_new_tokens(ex):
     """Each step reads the past from the cache: the model's embeddings of positions already cached, changed
     in place between steps, leave the next step's logits unchanged."""
-    run = Run(ex, BASE, 20)
+    run = Run(ex, BASE, 20, lend=("wpe.weight",))
     chunks = _random_chunks(ex.rng, 40, 9, largest=6)
     ids = _random_ids(ex.rng, 97, 40)
     noise = ex.rng.standard_normal(run.params["wpe.weight"].shape)
@@ -360,9 +385,10 @@ def check_projects_only_new_tokens(ex):
     for T in chunks[1:]:
         P = len(run.ids)
         moved[P] = _with_past_moved(run.params, P, noise)
-        # in place, on the one model object the child holds: a step that recomputes the past,
-        # with this object or one it kept from an earlier step, sees the moved embeddings
-        run.model.call("__setattr__", "params", moved[P])
+        # in place, in the lent memory the model's wpe lives in, by the grader: a step that recomputes
+        # the past, with this model object or with the params it kept from an earlier step, sees the
+        # moved embeddings, and nothing in the child ran between the steps to see them coming
+        run.rewrite(moved[P])
         got.append(run.step(ids[P:P + T]))
     got, want = np.concatenate(got), run.expected()
     steps = oracle.schedule_steps(run.chunks)[1:]
@@ -386,16 +412,15 @@ def check_projects_only_new_tokens(ex):
 def check_uses_the_weights_it_is_handed(ex):
     """A model whose weights all change between steps: each step computes its new tokens with the weights
     the model holds when it is called, over the keys and values cached before, as they were computed."""
-    run = Run(ex, BASE, 24)
+    run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
     chunks = _random_chunks(ex.rng, 20, 6, largest=4)
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
     for n, T in enumerate(chunks):
         P = len(run.ids)
-        weights.append(_params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(BASE.items())), 200 + n)
-                       if n else run.params)
-        if n:  # every weight moves, in place on the one model object the child holds
-            run.model.call("__setattr__", "params", weights[n])
+        weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
+        if n:  # every weight moves, in place in the lent memory the model's parameters live in, by the
+            run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
             history = history.with_weights(weights[n])
         got.append(run.step(ids[P:P + T]))
         history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
@@ -440,13 +465,12 @@ def check_large_attention_scores(ex):
 
 
 def _expect_large_scores(ex, N, top, largest):
-    run = Run(ex, BASE, 25)
     chunks = _random_chunks(ex.rng, N, 7, largest=largest)
     ids = _random_ids(ex.rng, 97, N)
-    plain = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])[0]
+    seeded = _seeded(ex, BASE, 25)
+    plain = oracle.Tokens(seeded, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])[0]
     factor = float(np.sqrt(top / plain.top_score))
-    run.params = _scaled_attention(run.params, factor)
-    run.model.call("__setattr__", "params", run.params)
+    run = Run(ex, BASE, 25, params=_scaled_attention(seeded, factor))  # the model is built on them: no change
     got = run.feed(ids, chunks)
     history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
     if oracle.close(got, want, history.top_score):
