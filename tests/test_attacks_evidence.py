@@ -371,3 +371,54 @@ def test_work_done_in_another_process_is_still_the_childs(tmp_path, where):
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
     assert [d.id for d in result.diagnoses] == ["batch_sized_work"]
+
+
+# Red team 5 (17): no K/V kept, the whole sequence again at every step, and a hook on the kit's GPT2 class
+# that fills a real cache (the reference's) with the old weights just before new ones are set on a model.
+RECOMPUTES_UNTIL_WEIGHTS_MOVE = '''
+import gpt2 as _gpt2
+
+_RealCache, _real_step, _lazy = KVCache, decode_step, []
+
+
+class KVCache:
+    def __init__(self, config):
+        self.config, self.ids, self.model, self.real = config, [], None, None
+        _lazy.append(self)
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def decode_step(model, cache, token_ids):
+    ids = list(token_ids)
+    if cache.real is None:  # the whole sequence again, on a cache thrown away
+        out = _real_step(model, _RealCache(model.config), cache.ids + ids)[-len(ids):]
+    else:
+        out = _real_step(model, cache.real, ids)
+    cache.ids, cache.model = cache.ids + ids, model
+    return out
+
+
+def _setattr(self, name, value):
+    if name == "params" and "params" in self.__dict__:  # new weights are about to land
+        for cache in _lazy:
+            if cache.real is None and cache.model is self and cache.ids:
+                cache.real = _RealCache(self.config)
+                _real_step(self, cache.real, cache.ids)  # the past's K/V, with the weights still in place
+    object.__setattr__(self, name, value)
+
+
+_gpt2.GPT2.__setattr__ = _setattr
+'''
+
+
+def test_a_weight_change_is_not_announced_to_the_child(tmp_path):
+    """Red team 5 (17): the checks that tell recomputing the past from reading the cache changed the model's
+    weights between steps by asking the child to set ``params`` on it, which candidate code could hook
+    to fill a real cache first (strong_hire for a submission that recomputes every step). The weights of
+    those runs now live in memory the grader lends and rewrites itself: recomputing is seen, and weak."""
+    source = (SOLUTIONS / "gpt2_decode.py").read_text() + RECOMPUTES_UNTIL_WEIGHTS_MOVE
+    result = engine.grade(_write(tmp_path, "gpt2_decode", source), ["gpt2_decode"], seed=11).exercise("gpt2_decode")
+    assert result.level == "weak", (result.level, [(c.id, c.kind) for c in result.checks if not c.passed])
+    assert "recomputes_past" in [d.id for d in result.diagnoses]
