@@ -422,3 +422,53 @@ def test_a_weight_change_is_not_announced_to_the_child(tmp_path):
     result = engine.grade(_write(tmp_path, "gpt2_decode", source), ["gpt2_decode"], seed=11).exercise("gpt2_decode")
     assert result.level == "weak", (result.level, [(c.id, c.kind) for c in result.checks if not c.passed])
     assert "recomputes_past" in [d.id for d in result.diagnoses]
+
+
+# No K/V kept while the weights stay put: each step keeps a copy of the weights and runs the whole sequence
+# again; once the weights have moved, a real cache (the reference's) is filled from the copy and read from
+# then on. Right answers under every weight schedule; only the cost gives it away. ``flat`` pads every
+# sequence to n_ctx first, so a step costs the same at any length (a pass over the whole context).
+RECOMPUTES_WHILE_WEIGHTS_STAY = '''
+import types as _types
+
+_RealCache, _real_step = KVCache, decode_step
+
+
+class KVCache:
+    def __init__(self, config):
+        self.ids, self.kept, self.real = [], None, None
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def decode_step(model, cache, token_ids):
+    ids, P = list(token_ids), len(cache.ids)
+    if cache.real is None and cache.kept is not None and any(
+            not np.array_equal(cache.kept[k], v) for k, v in model.params.items()):  # moved since the last step
+        cache.real = _RealCache(model.config)
+        _real_step(_types.SimpleNamespace(config=model.config, params=cache.kept), cache.real, cache.ids)
+    if cache.real is None:
+        pad = [0] * (model.config.n_ctx - P - len(ids)) if FLAT else []
+        out = _real_step(model, _RealCache(model.config), cache.ids + ids + pad)[P:P + len(ids)]
+        cache.kept = {k: np.array(v) for k, v in model.params.items()}
+    else:
+        out = _real_step(model, cache.real, ids)
+    cache.ids = cache.ids + ids
+    return out
+'''
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_recomputing_until_the_weights_move_is_seen_by_its_cost(tmp_path, flat):
+    """A submission that recomputes the past at every step while the weights stay put, and fills a real cache
+    from a copy of the old weights once they move, gives right answers under every weight schedule (strong_hire
+    on e277ec5). The child's CPU time gives it away: a one-token step after ~750 cached tokens costs tens of
+    times one after a few, and (flat: every step padded to n_ctx, the same cost at any length) several times
+    what one layer's attention weights over the sequence cost the grader."""
+    source = (SOLUTIONS / "gpt2_decode.py").read_text() + f"\nFLAT = {flat}\n" + RECOMPUTES_WHILE_WEIGHTS_STAY
+    result = engine.grade(_write(tmp_path, "gpt2_decode", source), ["gpt2_decode"], seed=7).exercise("gpt2_decode")
+    failed = {c.id: c.kind for c in result.checks if not c.passed}
+    assert result.level == "weak", (result.level, failed)
+    assert failed.get("step_cost_does_not_grow_with_the_past") == "must_not", failed
+    assert "recomputes_past" in [d.id for d in result.diagnoses]
