@@ -15,7 +15,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
   check (:func:`note_slip`: hygiene, and the values are still judged);
-- evidence: :func:`measure`, the one place memory and warnings are taken;
+- evidence: :func:`measure`, the one place memory and warnings are taken; :func:`cpu_of` and
+  :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
   :func:`name_mistakes` to record them and say so in the message;
@@ -345,7 +346,7 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
     return got.shape == want.shape and not off_by(got, want, inputs, magnitude).any()
 
 
-# -- evidence: memory and warnings -----------------------------------------------------------------
+# -- evidence: memory, warnings and CPU time -------------------------------------------------------
 
 
 def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, holds: int = 0, **kwargs):
@@ -405,6 +406,28 @@ def _data_bytes(value) -> int:
     if isinstance(value, dict):
         return sum(map(_data_bytes, value.values()))
     return 0
+
+
+def child_cpu_seconds(ex: ExerciseRun) -> tuple[int, float] | None:
+    """(the child's pid, the CPU time it and every process it started have used so far), or None where
+    it cannot be read. The kernel's count (``launch.tree_cpu_seconds``), which candidate code cannot
+    rewrite and load does not inflate as it does wall time (a waiting process accrues none); it moves in
+    clock ticks (10 ms), so a check times work of tens of milliseconds at least."""
+    try:
+        child = ex.sandbox.worker.child
+        return child.pid, child.cpu_seconds()
+    except (AttributeError, OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_of(ex: ExerciseRun, calls) -> float | None:
+    """CPU seconds the child spent on ``calls()`` (None if unreadable, or if the child was replaced)."""
+    before = child_cpu_seconds(ex)
+    calls()
+    after = child_cpu_seconds(ex)
+    if before is None or after is None or before[0] != after[0]:
+        return None
+    return after[1] - before[1]
 
 
 # -- diagnoses -------------------------------------------------------------------------------------

@@ -448,3 +448,104 @@ def test_a_patched_kit_driver_is_not_the_one_the_grader_drives(tmp_path):
     source = (SOLUTIONS / "mutants" / "prefix_cache" / "table_handed_out.py").read_text() + DRIVER_PATCH
     _, found = _check(_write(tmp_path, "prefix_cache", source), "prefix_cache", "fresh_cache")
     assert not found.passed and found.kind == "corrupt", (found.kind, found.message)
+
+
+# Red team 5 (17): no K/V kept, the whole sequence again at every step, and a hook on the kit's GPT2 class
+# that fills a real cache (the reference's) with the old weights just before new ones are set on a model.
+RECOMPUTES_UNTIL_WEIGHTS_MOVE = '''
+import gpt2 as _gpt2
+
+_RealCache, _real_step, _lazy = KVCache, decode_step, []
+
+
+class KVCache:
+    def __init__(self, config):
+        self.config, self.ids, self.model, self.real = config, [], None, None
+        _lazy.append(self)
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def decode_step(model, cache, token_ids):
+    ids = list(token_ids)
+    if cache.real is None:  # the whole sequence again, on a cache thrown away
+        out = _real_step(model, _RealCache(model.config), cache.ids + ids)[-len(ids):]
+    else:
+        out = _real_step(model, cache.real, ids)
+    cache.ids, cache.model = cache.ids + ids, model
+    return out
+
+
+def _setattr(self, name, value):
+    if name == "params" and "params" in self.__dict__:  # new weights are about to land
+        for cache in _lazy:
+            if cache.real is None and cache.model is self and cache.ids:
+                cache.real = _RealCache(self.config)
+                _real_step(self, cache.real, cache.ids)  # the past's K/V, with the weights still in place
+    object.__setattr__(self, name, value)
+
+
+_gpt2.GPT2.__setattr__ = _setattr
+'''
+
+
+def test_a_weight_change_is_not_announced_to_the_child(tmp_path):
+    """Red team 5 (17): the checks that tell recomputing the past from reading the cache changed the model's
+    weights between steps by asking the child to set ``params`` on it, which candidate code could hook
+    to fill a real cache first (strong_hire for a submission that recomputes every step). The weights of
+    those runs now live in memory the grader lends and rewrites itself: recomputing is seen, and weak."""
+    source = (SOLUTIONS / "gpt2_decode.py").read_text() + RECOMPUTES_UNTIL_WEIGHTS_MOVE
+    result = engine.grade(_write(tmp_path, "gpt2_decode", source), ["gpt2_decode"], seed=11).exercise("gpt2_decode")
+    assert result.level == "weak", (result.level, [(c.id, c.kind) for c in result.checks if not c.passed])
+    assert "recomputes_past" in [d.id for d in result.diagnoses]
+
+
+# No K/V kept while the weights stay put: each step keeps a copy of the weights and runs the whole sequence
+# again; once the weights have moved, a real cache (the reference's) is filled from the copy and read from
+# then on. Right answers under every weight schedule; only the cost gives it away. ``flat`` pads every
+# sequence to n_ctx first, so a step costs the same at any length (a pass over the whole context).
+RECOMPUTES_WHILE_WEIGHTS_STAY = '''
+import types as _types
+
+_RealCache, _real_step = KVCache, decode_step
+
+
+class KVCache:
+    def __init__(self, config):
+        self.ids, self.kept, self.real = [], None, None
+
+    def __len__(self):
+        return len(self.ids)
+
+
+def decode_step(model, cache, token_ids):
+    ids, P = list(token_ids), len(cache.ids)
+    if cache.real is None and cache.kept is not None and any(
+            not np.array_equal(cache.kept[k], v) for k, v in model.params.items()):  # moved since the last step
+        cache.real = _RealCache(model.config)
+        _real_step(_types.SimpleNamespace(config=model.config, params=cache.kept), cache.real, cache.ids)
+    if cache.real is None:
+        pad = [0] * (model.config.n_ctx - P - len(ids)) if FLAT else []
+        out = _real_step(model, _RealCache(model.config), cache.ids + ids + pad)[P:P + len(ids)]
+        cache.kept = {k: np.array(v) for k, v in model.params.items()}
+    else:
+        out = _real_step(model, cache.real, ids)
+    cache.ids = cache.ids + ids
+    return out
+'''
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_recomputing_until_the_weights_move_is_seen_by_its_cost(tmp_path, flat):
+    """A submission that recomputes the past at every step while the weights stay put, and fills a real cache
+    from a copy of the old weights once they move, gives right answers under every weight schedule (strong_hire
+    on e277ec5). The child's CPU time gives it away: a one-token step after ~750 cached tokens costs tens of
+    times one after a few, and (flat: every step padded to n_ctx, the same cost at any length) several times
+    what one layer's attention weights over the sequence cost the grader."""
+    source = (SOLUTIONS / "gpt2_decode.py").read_text() + f"\nFLAT = {flat}\n" + RECOMPUTES_WHILE_WEIGHTS_STAY
+    result = engine.grade(_write(tmp_path, "gpt2_decode", source), ["gpt2_decode"], seed=7).exercise("gpt2_decode")
+    failed = {c.id: c.kind for c in result.checks if not c.passed}
+    assert result.level == "weak", (result.level, failed)
+    assert failed.get("step_cost_does_not_grow_with_the_past") == "must_not", failed
+    assert "recomputes_past" in [d.id for d in result.diagnoses]

@@ -21,7 +21,8 @@ import os
 
 import numpy as np
 
-ARENA_BYTES = 4 << 20  # lent buffers of one child (the checks lend about 24 KiB); counts in its address space
+ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 812 KiB, the
+# weights of the runs whose weights change between steps); counts in its address space
 _ALIGN = 64
 
 

@@ -1,7 +1,11 @@
 """Hidden checks for gpt2_decode. Each ``check_*`` is one stable check id (without the prefix).
 
 The model is built twice from the kit's gpt2.py with the same seed: in the candidate's
-process (what decode_step runs on) and here (its parameters feed the oracle). Logits are
+process (what decode_step runs on) and here (its parameters feed the oracle). A run whose weights
+change between steps holds the parameters that change in memory the grader lends the child
+(``sandbox/shared.py``) and rewrites there itself: no request reaches the child, so no code of the
+candidate's process (a kit class it rebinds, ``GPT2.__setattr__`` say) sees a change coming; a step
+meets the weights as they are. Logits are
 compared with the whole-sequence oracle, row by row, with section 1's precision rule. A check feeds
 every run it tries before it fails, reports the smallest run that went wrong, and names a
 mistake only when it explains every wrong step of every run (``diagnosis.explain_steps``).
@@ -14,7 +18,8 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, |
 | | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
-| | uses_the_weights_it_is_handed (every weight changed between steps; the cache stays as computed) |
+| | uses_the_weights_it_is_handed (every weight changed between steps; the cache stays as computed), |
+| | step_cost_does_not_grow_with_the_past (the child's CPU time of one-token steps, long past and short) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
@@ -27,10 +32,14 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 Sentences no check here holds as such: the row count of ``c_attn`` (the prompt says the grader
 does not read it: the candidate's process could forge it). A step that re-projects stored hidden
 states, or that keeps a private copy of the weights, is caught by changing every weight between
-steps (the prompt says a step uses the weights the model holds when it is called).
+steps (the prompt says a step uses the weights the model holds when it is called). A step that
+recomputes the past only while the weights stay put (it keeps a copy to compare, and fills a real
+cache from it once they move) gives right answers under every weight schedule: what gives it away
+is its cost, the kernel's count of the child's CPU time (step_cost_does_not_grow_with_the_past).
 """
 import importlib.util
 import sys
+import time
 import zlib
 from contextlib import nullcontext
 from functools import cache, lru_cache
@@ -41,6 +50,7 @@ from grader.checking import (
     SHOWN,
     Miss,
     as_array,
+    child_cpu_seconds,
     container_slip,
     expect_rejected,
     fail,
@@ -78,15 +88,29 @@ def _params(path: str, dims: tuple, seed: int) -> dict:
     return {name: np.array(value) for name, value in model.params.items()}
 
 
-class Run:
-    """One model and one candidate cache in the child, and the same model's parameters here."""
+def _seeded(ex, config: dict, seed: int) -> dict:
+    """The parameters of GPT2.random(config, seed), built here from the kit's gpt2.py."""
+    return _params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(config.items())), seed)
 
-    def __init__(self, ex, config: dict, seed: int, gpt2=None):
+
+class Run:
+    """One model and one candidate cache in the child, and the same model's parameters here.
+
+    The model is GPT2.random(config, seed), or, given ``params``, the kit's GPT2 built on them. The
+    parameters named in ``lend`` live in memory lent to the child: ``rewrite`` changes them in place
+    from the grader's side, between steps, with no request to the child."""
+
+    def __init__(self, ex, config: dict, seed: int, gpt2=None, *, params: dict | None = None, lend: tuple = ()):
         self.ex, self.config, self.seed = ex, dict(config), seed
         self.gpt2 = ex.helper("gpt2") if gpt2 is None else gpt2
         self.config_handle = self.gpt2.GPT2Config(**self.config)
-        self.model = self.gpt2.GPT2.random(self.config_handle, seed)
-        self.params = _params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(self.config.items())), seed)
+        self.params = _seeded(ex, self.config, seed) if params is None else params
+        self.lent = {name: ex.sandbox.lend(self.params[name]) for name in lend}
+        if params is None and not lend:
+            self.model = self.gpt2.GPT2.random(self.config_handle, seed)
+        else:  # the kit's constructor keeps the arrays it is handed (c_attn's wrapped as a view of it)
+            self.model = self.gpt2.GPT2(self.config_handle, {name: self.lent.get(name, value)
+                                                             for name, value in self.params.items()})
         self.cache = ex.candidate.KVCache(self.config_handle)
         self.ids, self.chunks = [], []
         length = len(self.cache)
@@ -127,6 +151,13 @@ class Run:
 
     def expected(self) -> np.ndarray:
         return oracle.logits(self.params, self.config["n_head"], self.ids)
+
+    def rewrite(self, weights: dict):
+        """The model's lent parameters become ``weights``' (the others must stay as they are), written
+        by the grader in place, in its own mapping of the lent memory: the child is not asked, so the
+        next step is the first code of the candidate's process to meet them."""
+        for name, lent in self.lent.items():
+            lent.view[...] = weights[name]
 
 
 def _random_ids(rng, vocab, n):
@@ -352,7 +383,7 @@ def _with_past_moved(params: dict, P: int, noise: np.ndarray) -> dict:
 def check_projects_only_new_tokens(ex):
     """Each step reads the past from the cache: the model's embeddings of positions already cached, changed
     in place between steps, leave the next step's logits unchanged."""
-    run = Run(ex, BASE, 20)
+    run = Run(ex, BASE, 20, lend=("wpe.weight",))
     chunks = _random_chunks(ex.rng, 40, 9, largest=6)
     ids = _random_ids(ex.rng, 97, 40)
     noise = ex.rng.standard_normal(run.params["wpe.weight"].shape)
@@ -360,9 +391,10 @@ def check_projects_only_new_tokens(ex):
     for T in chunks[1:]:
         P = len(run.ids)
         moved[P] = _with_past_moved(run.params, P, noise)
-        # in place, on the one model object the child holds: a step that recomputes the past,
-        # with this object or one it kept from an earlier step, sees the moved embeddings
-        run.model.call("__setattr__", "params", moved[P])
+        # in place, in the lent memory the model's wpe lives in, by the grader: a step that recomputes
+        # the past, with this model object or with the params it kept from an earlier step, sees the
+        # moved embeddings, and nothing in the child ran between the steps to see them coming
+        run.rewrite(moved[P])
         got.append(run.step(ids[P:P + T]))
     got, want = np.concatenate(got), run.expected()
     steps = oracle.schedule_steps(run.chunks)[1:]
@@ -386,16 +418,15 @@ def check_projects_only_new_tokens(ex):
 def check_uses_the_weights_it_is_handed(ex):
     """A model whose weights all change between steps: each step computes its new tokens with the weights
     the model holds when it is called, over the keys and values cached before, as they were computed."""
-    run = Run(ex, BASE, 24)
+    run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
     chunks = _random_chunks(ex.rng, 20, 6, largest=4)
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
     for n, T in enumerate(chunks):
         P = len(run.ids)
-        weights.append(_params(str(ex.exercise.folder / "gpt2.py"), tuple(sorted(BASE.items())), 200 + n)
-                       if n else run.params)
-        if n:  # every weight moves, in place on the one model object the child holds
-            run.model.call("__setattr__", "params", weights[n])
+        weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
+        if n:  # every weight moves, in place in the lent memory the model's parameters live in, by the
+            run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
             history = history.with_weights(weights[n])
         got.append(run.step(ids[P:P + T]))
         history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
@@ -416,6 +447,125 @@ def check_uses_the_weights_it_is_handed(ex):
          "handed, over the keys and values cached before; a step that projects cached tokens again (from "
          "stored hidden states, say), or that uses weights kept from an earlier step, differs "
          f"({len(wrong)} of {len(steps)} steps wrong)", case=run.case, kind="must_not" if recomputed else "wrong")
+
+
+# step_cost_does_not_grow_with_the_past's model: a long context and a narrow model, so a forward pass over
+# ~750 tokens is mostly its n_head x S x S attention weights, and a step that reads the cache mostly the call
+COST = {"vocab_size": 61, "n_ctx": 1021, "n_embd": 36, "n_head": 3, "n_layer": 2}  # no size a power of two
+LONG_PAST = (700, 800)  # the long past's length, drawn in [700, 800); the short past's in [5, 14)
+TIMED_STEPS = 24  # one-token steps timed after each past
+GROWTH = 15.0  # a step after the long past may cost this many times one after the short past ...
+ATTENTION_LAYERS = 1.0  # ... and at most the grader's time for this many layers' attention weights over it
+CPU_FLOOR = 0.02  # s: the short past's block of steps counts as two clock ticks at least
+COST_TRIES = 3  # the verdict needs every try (fresh tokens, caches and model) to cost too much
+
+
+def _attention_seconds(rng, S: int) -> float:
+    """CPU seconds of the grader's own thread for one layer's attention weights over S tokens: the causal
+    softmax of n_head x S x S scores, as the kit's forward pass computes it in every layer. A step that runs
+    the past through the model again does that and more in every layer; one that reads the cache, a row.
+    Numpy's elementwise work only, no BLAS: all of it in this thread, at this machine's speed and load. The
+    median of three timings (one can meet a burst of page faults, or a core shared with another thread)."""
+    scores, visible, took = rng.standard_normal((COST["n_head"], S, S)), np.tri(S, dtype=bool), []
+    for _ in range(3):
+        began = time.thread_time()
+        weights = np.where(visible, scores, -np.inf)
+        weights = np.exp(weights - weights.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        took.append(time.thread_time() - began)
+    return sorted(took)[1]
+
+
+def _timed_steps(ex, run: Run, ids, budget: float) -> tuple[list, float | None]:
+    """``ids`` fed one token per step, ordinary calls: (their logits, the child's CPU seconds over those
+    steps, or None where it cannot be read). Stops once the CPU time passes ``budget``: the whole block
+    would cost more still."""
+    got, start, spent = [], child_cpu_seconds(ex), None
+    for token in ids:
+        got.append(run.step([token]))
+        now = child_cpu_seconds(ex)
+        spent = None if start is None or now is None or now[0] != start[0] else now[1] - start[1]
+        if spent is None or spent > budget:
+            break
+    return got, spent
+
+
+def _cost_try(ex, seed: int, attempts: list) -> dict | None:
+    """One try of step_cost_does_not_grow_with_the_past on a fresh model, fresh caches and fresh token ids:
+    the per-step CPU seconds after a short and a long past, and the grader's time for one layer's attention
+    weights over the long sequence; None when the child's CPU time cannot be read. Every run goes to
+    ``attempts``, to be judged like any other."""
+    runs = Run(ex, COST, seed), Run(ex, COST, seed)
+    pasts = odd_size(ex.rng, 5, 14), odd_size(ex.rng, *LONG_PAST)
+    ids = [_random_ids(ex.rng, COST["vocab_size"], P + TIMED_STEPS) for P in pasts]
+    got = [[run.step(i[:P])] for run, i, P in zip(runs, ids, pasts)]  # the prefills, not timed
+    attention = _attention_seconds(ex.rng, pasts[1] + 1)
+    try:
+        steps, spent = _timed_steps(ex, runs[0], ids[0][pasts[0]:], TIMED_STEPS * ATTENTION_LAYERS * attention)
+        got[0] += steps
+        if spent is None:
+            return None
+        short = max(spent, CPU_FLOOR) / len(steps)
+        steps, spent = _timed_steps(ex, runs[1], ids[1][pasts[1]:],
+                                    TIMED_STEPS * min(GROWTH * short, ATTENTION_LAYERS * attention))
+        got[1] += steps
+        return None if spent is None else {"short": short, "long": spent / len(steps), "attention": attention,
+                                           "pasts": pasts}
+    finally:
+        attempts += [(run, np.concatenate(g), f"a prefill of {P}, then {len(g) - 1} one-token steps")
+                     for run, g, P in zip(runs, got, pasts)]
+
+
+def _costs_too_much(t: dict) -> list[str]:
+    """What a try's long-past steps cost beyond its bounds, in words (nothing: within them)."""
+    long, over = t["long"], []
+    if long > GROWTH * t["short"]:
+        over.append(f"{long / t['short']:.0f} times a step with {t['pasts'][0]} cached ({t['short'] * 1e3:.2g} ms)")
+    if long > ATTENTION_LAYERS * t["attention"]:
+        over.append(f"{long / t['attention']:.1f} times the grader's own CPU time for one layer's attention weights "
+                    f"over the sequence ({t['attention'] * 1e3:.2g} ms; a forward pass computes them in each of "
+                    f"{COST['n_layer']} layers)")
+    return over
+
+
+def check_step_cost_does_not_grow_with_the_past(ex):
+    """One-token steps after a long past (some 750 tokens) cost the candidate's process about the CPU time of
+    steps after a short one, far less than a forward pass over the whole sequence: the past is read from
+    the cache, not run through the model again. Their logits are judged like any other step's."""
+    # The child's CPU time is the kernel's count for it and everything it starts (child_cpu_seconds): load
+    # does not inflate it as it does wall time. A try whose long-past steps stay within both bounds ends the
+    # check; the verdict needs every one of COST_TRIES tries, each on fresh inputs, to pass one. The bounds:
+    # GROWTH times the short past's steps (mostly the call's own cost, which every step pays), and
+    # ATTENTION_LAYERS of one layer's attention weights over the long sequence, timed here (a step made to
+    # cost the same at any length, by running the model over n_ctx tokens every time say, still computes
+    # them in every layer). Measured per step on two cores at a load average of 3 to 6 (two busy loops added
+    # to the machine's own load), 20 gradings: the reference and the correct variants 0.8-2.1 ms after either
+    # past (a try's growth 0.5-2.0, 0.04-0.14 of a layer's weights, which took 9-40 ms); recompute_past and
+    # the snapshot attack of tests/test_attacks_evidence.py 58-110 ms after the long past (growth 20-62,
+    # 2.2-9 layers' weights); the same padded to n_ctx 100-140 ms after either past (growth ~1, 6.6-10
+    # layers' weights); reprojects_block_inputs, which projects every cached row again but computes no
+    # past attention (no mistake named), 3.3-6.3 ms (growth 2-6.5, 0.24-0.44 of a layer's weights).
+    # What it cannot see: no other check has a past this long or an n_ctx this large, so a submission that
+    # reads a real cache only there, and recomputes elsewhere, passes it.
+    attempts, tries = [], []
+    for n in range(COST_TRIES):
+        found = _cost_try(ex, 26 + n, attempts)
+        if found is None or not _costs_too_much(found):
+            break  # nothing measured is not evidence either way; within the bounds once is enough
+        tries.append(found)
+    _expect_runs(ex, attempts)
+    if len(tries) < COST_TRIES:
+        return
+    cheapest = min(tries, key=lambda t: t["long"])
+    sentence = (f"a one-token step with {_tokens(cheapest['pasts'][1])} cached used {cheapest['long'] * 1e3:.3g} ms "
+                f"of CPU time, {' and '.join(_costs_too_much(cheapest))}, the least of {COST_TRIES} tries with "
+                "fresh tokens and caches: a step does work of the order of a pass over the past, as when the "
+                "cached tokens run through the model again instead of their keys and values being read from the "
+                "cache")
+    ex.diagnose("recomputes_past", sentence)
+    fail(f"decode_step: {sentence}", case={"config": COST, "short past": cheapest["pasts"][0],
+                                          "long past": cheapest["pasts"][1], "timed steps": TIMED_STEPS,
+                                          "seed": ex.seed}, kind="must_not")
 
 
 def _scaled_attention(params: dict, factor: float) -> dict:
@@ -440,13 +590,12 @@ def check_large_attention_scores(ex):
 
 
 def _expect_large_scores(ex, N, top, largest):
-    run = Run(ex, BASE, 25)
     chunks = _random_chunks(ex.rng, N, 7, largest=largest)
     ids = _random_ids(ex.rng, 97, N)
-    plain = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])[0]
+    seeded = _seeded(ex, BASE, 25)
+    plain = oracle.Tokens(seeded, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])[0]
     factor = float(np.sqrt(top / plain.top_score))
-    run.params = _scaled_attention(run.params, factor)
-    run.model.call("__setattr__", "params", run.params)
+    run = Run(ex, BASE, 25, params=_scaled_attention(seeded, factor))  # the model is built on them: no change
     got = run.feed(ids, chunks)
     history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
     if oracle.close(got, want, history.top_score):

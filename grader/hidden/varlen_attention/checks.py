@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, expect_rejected, fail, garbage, grid_picture, in_usual_types, measure,
+from grader.checking import (SHOWN, cpu_of, expect_rejected, fail, garbage, grid_picture, in_usual_types, measure,
                              name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.held import Held
 from grader.sandbox import CandidateTimeout
@@ -511,25 +511,6 @@ def check_no_batch_sized_memory(ex):
                  batch.case(ex.seed, D=8), kind="must_not")
 
 
-def _cpu_seconds(ex) -> tuple[int, float] | None:
-    """(the child's pid, the CPU time it has used so far), or None where it cannot be read."""
-    try:
-        child = ex.sandbox.worker.child
-        return child.pid, child.cpu_seconds()
-    except (AttributeError, OSError, ValueError, IndexError):
-        return None
-
-
-def _cpu_of(ex, calls) -> float | None:
-    """CPU seconds the child spent on ``calls()`` (None if unreadable, or if the child was replaced)."""
-    before = _cpu_seconds(ex)
-    calls()
-    after = _cpu_seconds(ex)
-    if before is None or after is None or before[0] != after[0]:
-        return None
-    return after[1] - before[1]
-
-
 COPIES = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
 SLOWER = 2.5  # how many times the small batches' total CPU time the large batch may take
 
@@ -547,13 +528,13 @@ def check_work_grows_per_sequence(ex):
     n_q = [1, odd_size_closed(rng, 24, 36), 1]
     few, many = Packed(n_q, n_k, "int64"), Packed(n_q * COPIES, n_k * COPIES, "int64")
     # fresh inputs for every call, so a memo of earlier answers saves nothing; the child's CPU time, so load cannot
-    separately = _cpu_of(ex, lambda: [_attention(ex, few, *_qkv(rng, few, 8)) for _ in range(COPIES)])
+    separately = cpu_of(ex, lambda: [_attention(ex, few, *_qkv(rng, few, 8)) for _ in range(COPIES)])
     try:
-        together = _cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
+        together = cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
         if together is not None and SLOWER * max(separately or 0.0, 0.01) < together:
             # once more before blaming the answer: a burst of first-touch page faults or a collection
             # in one call is not its work (seen once in CI: a correct-work mutant at 2.5x)
-            again = _cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
+            again = cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
             together = together if again is None else min(together, again)
     except CandidateTimeout:
         together = math.inf  # too slow for the time limit

@@ -1,5 +1,7 @@
 """Known wrong: decode_step keeps a transposed copy of the embedding in the model's params (to make the
 logits product contiguous), so the caller's model comes back with a parameter it did not have.
+The copy is made again at every step, so the logits follow weights changed in place between steps
+(one made once per model would be stale then: a wrong answer, as unembedding_from_first_step).
 """
 import numbers
 
@@ -65,6 +67,5 @@ def decode_step(model: GPT2, cache: KVCache, token_ids) -> np.ndarray:
             + p[h + "mlp.c_proj.bias"]
     cache.length = S
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
-    if "wte.weight.T" not in p:
-        p["wte.weight.T"] = np.ascontiguousarray(p["wte.weight"].T)  # [C, vocab], once per model
+    p["wte.weight.T"] = np.ascontiguousarray(p["wte.weight"].T)  # [C, vocab], into the caller's model
     return x @ p["wte.weight.T"]  # [T, vocab]
