@@ -135,6 +135,7 @@ class Sandbox:
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
         self._released_since_collect = False  # some handle was let go since the child last collected
         self._twin: Sandbox | None = None  # a second child of the same module (see twin)
+        self._launched_floor = False  # this sandbox launched the kit-only floor child (see launch_floor)
 
     def launch(self) -> Sandbox:
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -213,7 +214,7 @@ class Sandbox:
         if self._twin is not None:
             self._twin.close()
         pending = _FLOORS.get(self._floor_key())
-        if isinstance(pending, Sandbox) and pending is not self:  # launched, never measured: not kept running
+        if self._launched_floor and isinstance(pending, Sandbox):  # launched here, never measured: not kept running
             del _FLOORS[self._floor_key()]
             pending.close()
 
@@ -372,6 +373,7 @@ class Sandbox:
             source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
             _FLOORS[key] = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
                                                 self.spec.helper_files, seed=self.spec.seed), self.limits)
+            self._launched_floor = True  # its close ends the floor if nothing measured it (never a twin's)
             try:
                 _FLOORS[key].launch()
             except CandidateFault:
