@@ -32,6 +32,7 @@ from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
 from .rubric import judge, record
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
+from .sandbox.client import close_all
 from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
 
 SEED_BOUND = 1 << 32  # fresh seeds are below this: too many to tabulate answers for, short in a rerun line
@@ -79,8 +80,7 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
         _start_all(runs)
         collected = _run_checks(runs, only_checks, progress, own_tests_stage=False)
     finally:
-        for run in runs.values():
-            run.sandbox.close()
+        close_all([run.sandbox for run in runs.values()])  # every child asked to exit before any is waited for
     interruption.stop_if_signalled()
     _run_own_tests(runs, limits, only_checks)  # no candidate child of this submission is alive now
     interruption.stop_if_signalled()

@@ -76,6 +76,22 @@ def test_values_come_back_as_data(sandbox):
     assert value[3]["a"] == np.float32(2.5) and isinstance(value[3]["a"], np.float32)
 
 
+def test_a_child_let_go_is_not_waited_for_a_later_call_starts_a_fresh_one_and_close_reaps_both(sandbox):
+    """``let_go`` (the order check's fresh process, a measured floor) asks the child to exit and
+    returns at once; the sandbox's close waits for it and removes its scratch, as for its own child."""
+    assert np.array_equal(sandbox.module.ok(3), np.arange(3))
+    first = sandbox.worker
+    sandbox.let_go()
+    assert sandbox.worker is None and first.state.value == "ready"  # asked to exit, not stopped here
+    assert np.array_equal(sandbox.module.ok(2), np.arange(2))  # a fresh child answers
+    second = sandbox.worker
+    assert second is not first and second.child.pid != first.child.pid
+    sandbox.close()
+    for worker in (first, second):
+        assert worker.state.value == "stopped" and worker.child.returncode is not None
+        assert not worker.scratch.root.exists()
+
+
 @pytest.mark.slow
 def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
     with pytest.raises(CandidateTimeout, match="did not finish within 2 s"):  # the deadline ended it

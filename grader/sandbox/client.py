@@ -105,6 +105,17 @@ def laid_out(value, seed: int):
     return value
 
 
+def close_all(sandboxes):
+    """End every child of ``sandboxes`` and of those each ends (its twin, its floor): every child is
+    asked to exit first, then each is waited for in turn, so they wind down side by side (a child's
+    exit, numpy's teardown included, takes tens of milliseconds)."""
+    family = [member for sandbox in sandboxes for member in sandbox._family()]
+    for member in family:
+        member.let_go()
+    for member in family:
+        member._reap()
+
+
 class Sandbox:
     """The candidate's module as seen by hidden checks, restarted after a fatal fault.
 
@@ -135,6 +146,8 @@ class Sandbox:
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
         self._released_since_collect = False  # some handle was let go since the child last collected
         self._twin: Sandbox | None = None  # a second child of the same module (see twin)
+        self._let_go: list[Worker] = []  # children asked to exit and not yet reaped (see let_go)
+        self._handed: list[Sandbox] = []  # sandboxes whose children close reaps too (a measured floor)
         self._launched_floor = False  # this sandbox launched the kit-only floor child (see launch_floor)
 
     def launch(self) -> Sandbox:
@@ -183,7 +196,7 @@ class Sandbox:
     @property
     def output_note(self) -> str | None:
         """The line a result carries when a child printed past the output cap (else None)."""
-        truncated = self.output_truncated or (self.worker is not None and self.worker.output_truncated)
+        truncated = self.output_truncated or any(w.output_truncated for w in [self.worker, *self._let_go] if w)
         return f"output truncated after {self.limits.output_bytes >> 20} MiB" if truncated else None
 
     def over_budget(self) -> str:
@@ -210,13 +223,35 @@ class Sandbox:
             raise CandidateUnavailable(self.over_budget())
 
     def close(self):
-        self._discard_worker()
-        if self._twin is not None:
-            self._twin.close()
+        """End every child this sandbox started (see :func:`close_all`)."""
+        close_all([self])
+
+    def let_go(self):
+        """Ask the child to exit and let go of it without waiting: it winds down beside whatever
+        the grader does next, and ``close`` (of this sandbox, or of the one it was handed to)
+        reaps it. A later request starts a fresh child."""
+        if self.worker is not None:
+            self.worker.ask_to_exit()
+            self._let_go.append(self.worker)
+            self.worker = None
+
+    def _family(self) -> list[Sandbox]:
+        """This sandbox and those whose children it ends: its twin, the floor it launched if
+        nothing measured it (not kept running), a measured floor it was handed."""
+        family = [self, *([self._twin] if self._twin is not None else []), *self._handed]
         pending = _FLOORS.get(self._floor_key())
-        if self._launched_floor and isinstance(pending, Sandbox):  # launched here, never measured: not kept running
+        if self._launched_floor and isinstance(pending, Sandbox):
             del _FLOORS[self._floor_key()]
-            pending.close()
+            family.append(pending)
+        self._handed = []
+        return family
+
+    def _reap(self):
+        """Wait for (or, after a second, kill) every child let go, and remove its scratch."""
+        while self._let_go:
+            worker = self._let_go.pop(0)
+            self.output_truncated |= worker.output_truncated
+            worker.stop()
 
     def launch_twin(self):
         """Start a second child of the same module now, without waiting, so its import overlaps
@@ -392,7 +427,8 @@ class Sandbox:
             except CandidateFault:
                 _FLOORS[key] = None
             finally:
-                idle.close()
+                idle.let_go()  # it winds down beside the measured call; this sandbox's close reaps it
+                self._handed.append(idle)
         return _FLOORS[key]
 
     def _floor_key(self):
