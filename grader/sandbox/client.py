@@ -146,6 +146,8 @@ class Sandbox:
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
         self._released_since_collect = False  # some handle was let go since the child last collected
         self._twin: Sandbox | None = None  # a second child of the same module (see twin)
+        self.functions: dict[str, RemoteObject] = {}  # module attribute -> the callable read there first,
+        # called by name since (remote.ModuleFunction)
         self._let_go: list[Worker] = []  # children asked to exit and not yet reaped (see let_go)
         self._handed: list[Sandbox] = []  # sandboxes whose children close reaps too (a measured floor)
         self._launched_floor = False  # this sandbox launched the kit-only floor child (see launch_floor)
@@ -169,9 +171,13 @@ class Sandbox:
             raise CandidateUnavailable(f"the candidate process could not start: {exc}") from None
         return self
 
+    def running(self) -> bool:
+        """Whether the child has imported the module and is alive: a request goes to it as it is."""
+        return self.worker is not None and self.worker.state is State.READY and self.worker.alive()
+
     def start(self) -> Sandbox:
         """Start the child and import the module; a failed import is kept in ``load_error``."""
-        if self.worker is not None and self.worker.state is State.READY and self.worker.alive():
+        if self.running():
             return self
         if self.load_error:
             raise CandidateUnavailable(self.load_error)

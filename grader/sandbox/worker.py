@@ -137,6 +137,9 @@ class Worker:
             return {"$host": handle, "type": value.wire_type, "methods": list(value.wire_methods),
                     "attrs": attrs, "len": value.wire_len(), "_arrays": arrays}
         if isinstance(value, RemoteObject):
+            if value.handle is None:  # the module, or one of its functions called by name (remote.ModuleFunction)
+                raise wire.WireError("the candidate's module and the functions called off it are not passed as "
+                                     "arguments (a ModuleFunction's read_again() is a handle)")
             return {"$obj": value.handle}
         if isinstance(value, SharedArray):
             if value.arena is not self.arena:
