@@ -82,6 +82,7 @@ def _left(value, budget: int) -> int:
     return budget - 8
 
 
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # what a list may hold and be sent as it is
 LAID_OUT_BYTES = 16 << 20  # arrays up to this size come in any layout; larger ones (rare) in C order
 
 
@@ -98,6 +99,8 @@ def laid_out(value, seed: int):
             return np.asfortranarray(value)
         return wire.Laid(value, reversed=True) if pick == 2 else value
     if isinstance(value, (list, tuple)):
+        if _PLAIN.issuperset(map(type, value)):  # positions or an index list: nothing in it to lay out
+            return value
         items = [laid_out(v, seed) for v in value]
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, dict):
