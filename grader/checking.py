@@ -369,6 +369,8 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     the child reports: they may count against a candidate, never for one. A call that runs out of
     memory is a broken must-not (the allocation was too large), not a crash.
     """
+    if memory and not getattr(ex, "measures_memory", True):  # a kit mistake: no floor launched, no collection made
+        raise RuntimeError(f"measure({name}) with memory in a checks module that says MEASURES_MEMORY = False")
     try:
         if memory:
             value, stats = target.measured(name, *args, **kwargs)
@@ -560,6 +562,7 @@ class ExerciseRun:
         self.slips: list[str] = []  # hygiene slips of the running check (see note_slip)
         self.rng = np.random.default_rng(seed)
         self.failed_before = False  # a check failed since the last tidy: its traceback may hold proxies
+        self.measures_memory = True  # the checks module measures memory (the plugin says, per check)
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
         # and each declared known-wrong version; filled by the engine as grading begins
         self.own_tests: Mapping = {}

@@ -26,6 +26,13 @@ def check_id(item) -> str:
     return item.name.removeprefix("check_")
 
 
+def measures_memory(module) -> bool:
+    """Whether a checks module measures memory: it uses ``measure`` and does not say
+    ``MEASURES_MEMORY = False`` (one that takes warnings only). Only then do its checks need the
+    kit-only floor child and a collection in the candidate's child before each check."""
+    return bool(getattr(module, "MEASURES_MEMORY", hasattr(module, "measure")))
+
+
 class CollectChecks:
     def __init__(self, runs: dict[str, ExerciseRun], only: set[str] | None = None, progress=None):
         self.runs, self.only, self.progress = runs, only, progress
@@ -44,7 +51,8 @@ class CollectChecks:
         run.begin_check(check_id(request.node))
         if self.only is None or self.only & GENERAL_IDS:
             run.sandbox.launch_twin()  # its import overlaps the exercise's own checks
-        if hasattr(request.module, "measure"):  # checks that measure memory need the kit-only floor
+        run.measures_memory = measures_memory(request.module)
+        if run.measures_memory:  # checks that measure memory need the kit-only floor
             run.sandbox.launch_floor()
             run.tidy()
         return run

@@ -205,6 +205,23 @@ def test_the_floor_is_a_kit_only_child_measured_once_and_never_left_running(monk
     assert floor is not None and floor < 200 << 20  # the candidate's 256 MiB bank is not in it
 
 
+def test_a_twin_ends_without_ending_the_floor_its_sandbox_launched(monkeypatch):
+    """The floor belongs to the sandbox that launched it: the twin (same module, same floor key)
+    ending after the order check leaves it pending for the memory check, so it is not launched twice."""
+    from grader.sandbox import ModuleToLoad, Sandbox, client
+
+    monkeypatch.setattr(client, "_FLOORS", {})
+    main = Sandbox(ModuleToLoad("idle", [("idle.py", b"def f():\n    return 1\n")], []))
+    try:
+        main.launch_floor()
+        pending = client._FLOORS[main._floor_key()]
+        main.twin().close()
+        assert client._FLOORS[main._floor_key()] is pending
+    finally:
+        main.close()
+    assert main._floor_key() not in client._FLOORS
+
+
 def test_a_measured_call_begins_after_what_no_check_holds_is_freed():
     """An object an earlier check dropped (held in a cycle, so only the garbage collector frees
     it) is gone once the next check begins (``collect``, made before each check of an exercise that

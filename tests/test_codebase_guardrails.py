@@ -78,3 +78,23 @@ def test_no_two_modules_import_each_other():
     circles = sorted(f"{a} <-> {b}" for a in graph if a not in packages for b in graph[a]
                      if b not in packages and a < b and reaches(b, a))
     assert not circles, circles
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=[e.id for e in EXERCISES])
+def test_a_checks_module_measures_memory_exactly_when_it_says_so(ex):
+    """Only an exercise that measures memory gets the kit-only floor child and a collection in the
+    candidate's child before each check (the plugin's ``measures_memory``): a module that says
+    ``MEASURES_MEMORY = False`` calls ``measure`` with ``memory=False`` only (``measure`` refuses
+    the other at run time too)."""
+    tree = ast.parse(ex.hidden_checks.read_text())
+    said = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+            and any(isinstance(t, ast.Name) and t.id == "MEASURES_MEMORY" for t in n.targets)]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "measure"]
+    memory = [c for c in calls if not any(k.arg == "memory" and isinstance(k.value, ast.Constant)
+                                          and k.value.value is False for k in c.keywords)]
+    if said == [False]:
+        assert calls and not memory, f"{ex.id} says MEASURES_MEMORY = False but measures memory at lines " \
+                                     f"{[c.lineno for c in memory]}"
+    else:
+        assert not said, f"{ex.id}: MEASURES_MEMORY is only ever set to False"

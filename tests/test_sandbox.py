@@ -76,6 +76,72 @@ def test_values_come_back_as_data(sandbox):
     assert value[3]["a"] == np.float32(2.5) and isinstance(value[3]["a"], np.float32)
 
 
+REBINDS = """
+import numpy as np
+
+LIMIT = 7
+
+def first(n):
+    global first
+    first = second  # the module's function from now on
+    return np.arange(n)
+
+def second(n):
+    return -np.arange(n)
+"""
+
+
+def test_a_module_function_is_called_by_name_in_one_request(tmp_path):
+    """After the first read of a callable off the module, ``module.f(...)`` is one request that
+    reads ``f`` in the child as it calls: a function the module rebinds is the one called, a
+    value stays a value, a child restarted after a fault reads its functions afresh, and no
+    handle is left for the child to drop."""
+    from grader.sandbox.remote import ModuleFunction
+
+    (tmp_path / "rebinds.py").write_text(REBINDS)
+    box = Sandbox(ModuleToLoad("rebinds", [tmp_path / "rebinds.py"], []), Limits(call_seconds=5, max_faults=5))
+    ops = []
+    real = box.request
+
+    def counted(obj, header, *args, **kwargs):
+        ops.append(header["op"])
+        return real(obj, header, *args, **kwargs)
+
+    box.request = counted
+    try:
+        assert box.module.LIMIT == 7 and box.module.LIMIT == 7  # values: read each time
+        assert np.array_equal(box.module.first(3), np.arange(3))
+        fn = box.module.first
+        assert isinstance(fn, ModuleFunction) and repr(fn) == "<candidate first>"
+        assert np.array_equal(fn(3), -np.arange(3))  # the module rebound first: its new function answers
+        assert np.array_equal(box.module.first(2), -np.arange(2))
+        assert ops == ["getattr", "getattr", "getattr", "call", "call", "call"]
+        assert box.recorded["first"][-1].what.startswith("first(")  # recorded under the module's name
+        box._fault(CandidateCrashed("the child died"))  # a restart: a function of the old child is refused
+        with pytest.raises(CandidateUnavailable):
+            fn(1)
+        assert np.array_equal(box.module.first(2), np.arange(2))  # the new child's module, read afresh
+        assert not box._released
+    finally:
+        box.close()
+
+
+def test_a_child_let_go_is_not_waited_for_a_later_call_starts_a_fresh_one_and_close_reaps_both(sandbox):
+    """``let_go`` (the order check's fresh process, a measured floor) asks the child to exit and
+    returns at once; the sandbox's close waits for it and removes its scratch, as for its own child."""
+    assert np.array_equal(sandbox.module.ok(3), np.arange(3))
+    first = sandbox.worker
+    sandbox.let_go()
+    assert sandbox.worker is None and first.state.value == "ready"  # asked to exit, not stopped here
+    assert np.array_equal(sandbox.module.ok(2), np.arange(2))  # a fresh child answers
+    second = sandbox.worker
+    assert second is not first and second.child.pid != first.child.pid
+    sandbox.close()
+    for worker in (first, second):
+        assert worker.state.value == "stopped" and worker.child.returncode is not None
+        assert not worker.scratch.root.exists()
+
+
 @pytest.mark.slow
 def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
     with pytest.raises(CandidateTimeout, match="did not finish within 2 s"):  # the deadline ended it

@@ -82,6 +82,7 @@ def _left(value, budget: int) -> int:
     return budget - 8
 
 
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # what a list may hold and be sent as it is
 LAID_OUT_BYTES = 16 << 20  # arrays up to this size come in any layout; larger ones (rare) in C order
 
 
@@ -98,11 +99,24 @@ def laid_out(value, seed: int):
             return np.asfortranarray(value)
         return wire.Laid(value, reversed=True) if pick == 2 else value
     if isinstance(value, (list, tuple)):
+        if _PLAIN.issuperset(map(type, value)):  # positions or an index list: nothing in it to lay out
+            return value
         items = [laid_out(v, seed) for v in value]
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, dict):
         return {k: laid_out(v, seed) for k, v in value.items()}
     return value
+
+
+def close_all(sandboxes):
+    """End every child of ``sandboxes`` and of those each ends (its twin, its floor): every child is
+    asked to exit first, then each is waited for in turn, so they wind down side by side (a child's
+    exit, numpy's teardown included, takes tens of milliseconds)."""
+    family = [member for sandbox in sandboxes for member in sandbox._family()]
+    for member in family:
+        member.let_go()
+    for member in family:
+        member._reap()
 
 
 class Sandbox:
@@ -135,6 +149,11 @@ class Sandbox:
         self._released: list[int] = []  # handles of objects no check holds any more, for the next request
         self._released_since_collect = False  # some handle was let go since the child last collected
         self._twin: Sandbox | None = None  # a second child of the same module (see twin)
+        self.functions: dict[str, RemoteObject] = {}  # module attribute -> the callable read there first,
+        # called by name since (remote.ModuleFunction)
+        self._let_go: list[Worker] = []  # children asked to exit and not yet reaped (see let_go)
+        self._handed: list[Sandbox] = []  # sandboxes whose children close reaps too (a measured floor)
+        self._launched_floor = False  # this sandbox launched the kit-only floor child (see launch_floor)
 
     def launch(self) -> Sandbox:
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -155,9 +174,13 @@ class Sandbox:
             raise CandidateUnavailable(f"the candidate process could not start: {exc}") from None
         return self
 
+    def running(self) -> bool:
+        """Whether the child has imported the module and is alive: a request goes to it as it is."""
+        return self.worker is not None and self.worker.state is State.READY and self.worker.alive()
+
     def start(self) -> Sandbox:
         """Start the child and import the module; a failed import is kept in ``load_error``."""
-        if self.worker is not None and self.worker.state is State.READY and self.worker.alive():
+        if self.running():
             return self
         if self.load_error:
             raise CandidateUnavailable(self.load_error)
@@ -182,7 +205,7 @@ class Sandbox:
     @property
     def output_note(self) -> str | None:
         """The line a result carries when a child printed past the output cap (else None)."""
-        truncated = self.output_truncated or (self.worker is not None and self.worker.output_truncated)
+        truncated = self.output_truncated or any(w.output_truncated for w in [self.worker, *self._let_go] if w)
         return f"output truncated after {self.limits.output_bytes >> 20} MiB" if truncated else None
 
     def over_budget(self) -> str:
@@ -209,13 +232,35 @@ class Sandbox:
             raise CandidateUnavailable(self.over_budget())
 
     def close(self):
-        self._discard_worker()
-        if self._twin is not None:
-            self._twin.close()
+        """End every child this sandbox started (see :func:`close_all`)."""
+        close_all([self])
+
+    def let_go(self):
+        """Ask the child to exit and let go of it without waiting: it winds down beside whatever
+        the grader does next, and ``close`` (of this sandbox, or of the one it was handed to)
+        reaps it. A later request starts a fresh child."""
+        if self.worker is not None:
+            self.worker.ask_to_exit()
+            self._let_go.append(self.worker)
+            self.worker = None
+
+    def _family(self) -> list[Sandbox]:
+        """This sandbox and those whose children it ends: its twin, the floor it launched if
+        nothing measured it (not kept running), a measured floor it was handed."""
+        family = [self, *([self._twin] if self._twin is not None else []), *self._handed]
         pending = _FLOORS.get(self._floor_key())
-        if isinstance(pending, Sandbox) and pending is not self:  # launched, never measured: not kept running
+        if self._launched_floor and isinstance(pending, Sandbox):
             del _FLOORS[self._floor_key()]
-            pending.close()
+            family.append(pending)
+        self._handed = []
+        return family
+
+    def _reap(self):
+        """Wait for (or, after a second, kill) every child let go, and remove its scratch."""
+        while self._let_go:
+            worker = self._let_go.pop(0)
+            self.output_truncated |= worker.output_truncated
+            worker.stop()
 
     def launch_twin(self):
         """Start a second child of the same module now, without waiting, so its import overlaps
@@ -372,6 +417,7 @@ class Sandbox:
             source = f"import numpy\n{helpers}\ndef kvgrade_idle():\n    return None\n".encode()
             _FLOORS[key] = Sandbox(ModuleToLoad(self.spec.name, [(f"{self.spec.name}.py", source)],
                                                 self.spec.helper_files, seed=self.spec.seed), self.limits)
+            self._launched_floor = True  # its close ends the floor if nothing measured it (never a twin's)
             try:
                 _FLOORS[key].launch()
             except CandidateFault:
@@ -390,7 +436,8 @@ class Sandbox:
             except CandidateFault:
                 _FLOORS[key] = None
             finally:
-                idle.close()
+                idle.let_go()  # it winds down beside the measured call; this sandbox's close reaps it
+                self._handed.append(idle)
         return _FLOORS[key]
 
     def _floor_key(self):

@@ -79,7 +79,14 @@ class RemoteObject:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return self._sandbox.request(self, {"op": "getattr", "name": name}, self._label(name))[0]
+        functions = self._sandbox.functions if self.handle is None and not self.kit else None  # the module's
+        known = functions.get(name) if functions is not None else None
+        if known is None or known.generation != self._sandbox.generation or not self._sandbox.running():
+            known = self._sandbox.request(self, {"op": "getattr", "name": name}, self._label(name))[0]
+            if functions is None or not isinstance(known, RemoteObject) or not known.is_callable or known.kit:
+                return known  # a value, or an attribute of an object other than the module
+            functions[name] = known  # kept: its handle is never dropped, so the child has nothing to collect
+        return ModuleFunction(self._sandbox, name, known.type_name, known.generation)
 
     def __call__(self, *args, **kwargs):
         what = call_text(self.type_name, args, kwargs)
@@ -116,3 +123,40 @@ class RemoteObject:
             self._sandbox.release(self)
         except Exception:  # noqa: BLE001, S110  (interpreter shutdown, a half-built proxy)
             pass
+
+
+class ModuleFunction(RemoteObject):
+    """``module.name`` where the module's attribute ``name`` was a callable when the running child
+    was first asked for it (``Sandbox.functions`` keeps that handle, read once per child): a call
+    is one request that reads the attribute in the child as it calls, as ``module.f(...)`` does, so
+    a function the module rebinds is the one called; with a handle per access, each call cost a
+    request to read the attribute, one to call it, and a handle for the child to drop (and collect
+    before the next check of an exercise that measures memory). Anything but a call reads the
+    attribute again, as a handle. Like a handle, it belongs to the child that was running when it
+    was made: ``Sandbox.request`` refuses it after a restart, and the module gives a new one."""
+
+    def __init__(self, sandbox, name: str, label: str, generation: int):
+        super().__init__(sandbox, None, label, True, generation)
+        self.module_attr = name
+
+    def __call__(self, *args, **kwargs):
+        what = call_text(self.type_name, args, kwargs)
+        return self._sandbox.request(self, {"op": "call", "name": self.module_attr}, what, args, kwargs)[0]
+
+    def read_again(self) -> RemoteObject:
+        """The module's attribute as it is now, as a handle."""
+        return self._sandbox.request(self, {"op": "getattr", "name": self.module_attr}, self.module_attr)[0]
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.read_again(), name)
+
+    def __len__(self):
+        return len(self.read_again())
+
+    def measured(self, name, *args, **kwargs) -> tuple[object, CallStats]:
+        return self.read_again().measured(name, *args, **kwargs)
+
+    def with_stats(self, name, *args, **kwargs) -> tuple[object, CallStats]:
+        return self.read_again().with_stats(name, *args, **kwargs)

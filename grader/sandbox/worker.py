@@ -49,6 +49,7 @@ class Worker:
         self.hosts: dict[int, Lent] = {}
         self._last_id = 0
         self.arena: Arena | None = None  # memory lent to the child as a caller's own buffers (shared.py)
+        self._exit_asked = False  # the exit request was written (ask_to_exit); stop only waits for it
 
     def launch(self):
         """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
@@ -93,13 +94,23 @@ class Worker:
     def alive(self) -> bool:
         return self.child is not None and self.child.poll() is None
 
+    def ask_to_exit(self):
+        """Write the exit request without waiting for the child to end (``stop`` then waits for it):
+        children asked together wind down side by side, and beside whatever the grader does next."""
+        if self.child is not None and not self._exit_asked and self.child.poll() is None:
+            self._exit_asked = True
+            try:
+                self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), time.monotonic() + 0.5)
+            except Exception:  # noqa: BLE001  any trouble: stop kills it
+                pass
+
     def stop(self, polite: bool = True):
         """End the child: asked to exit (a second at most) when ``polite``, else killed at once (a
         child that just faulted may be anywhere in its own code, and owes no grace)."""
         if self.child is not None:
             if polite and self.child.poll() is None:
                 try:
-                    self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), time.monotonic() + 0.5)
+                    self.ask_to_exit()
                     self.child.wait(timeout=1)
                 except Exception:  # noqa: BLE001  any trouble: it is killed below
                     pass
@@ -126,6 +137,9 @@ class Worker:
             return {"$host": handle, "type": value.wire_type, "methods": list(value.wire_methods),
                     "attrs": attrs, "len": value.wire_len(), "_arrays": arrays}
         if isinstance(value, RemoteObject):
+            if value.handle is None:  # the module, or one of its functions called by name (remote.ModuleFunction)
+                raise wire.WireError("the candidate's module and the functions called off it are not passed as "
+                                     "arguments (a ModuleFunction's read_again() is a handle)")
             return {"$obj": value.handle}
         if isinstance(value, SharedArray):
             if value.arena is not self.arena:
