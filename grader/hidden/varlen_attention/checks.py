@@ -265,12 +265,24 @@ def expect_attention(ex, batches, what, draw=None, variants=diagnosis.MASK_VARIA
     rng, failures = ex.rng, []
     for batch in batches:
         q, k, v = draw(rng, batch) if draw else _qkv(rng, batch, odd_size_closed(rng, 3, 24))
-        got = _attention(ex, batch, q, k, v)
-        want, lse = oracle.varlen_attention_lse(q, k, v, *batch.inputs)
-        atol = _atol((q, k, v), want, lse)
-        if (_row_errors(got, want) > atol).any():
-            failures.append((batch, want, got, {"qkv": (q, k, v), "want_mask": oracle.varlen_mask(*batch.inputs),
-                                                "atol": atol}))
+        failures.append(_judged(batch, (q, k, v), _attention(ex, batch, q, k, v)))
+    settle_attention(ex, [f for f in failures if f is not None], what, variants, note)
+
+
+def _judged(batch: Packed, qkv, got, want_lse=None):
+    """None when ``got`` is per-sequence causal attention of ``qkv`` within section 1's tolerance,
+    else the failure (batch, want, got, extra) ``settle_attention`` reports. ``want_lse``: the
+    oracle's (o, lse), when the caller computed them."""
+    want, lse = want_lse or oracle.varlen_attention_lse(*qkv, *batch.inputs)
+    atol = _atol(qkv, want, lse)
+    if not (_row_errors(got, want) > atol).any():
+        return None
+    return batch, want, got, {"qkv": qkv, "want_mask": oracle.varlen_mask(*batch.inputs), "atol": atol}
+
+
+def settle_attention(ex, failures, what, variants=diagnosis.MASK_VARIANTS, note=""):
+    """Fail with the smallest of ``failures`` (from ``_judged``), naming the mistake that explains
+    every one of them among ``variants``; nothing when there are none."""
     if not failures:
         return
     failures.sort(key=lambda f: f[0].size)
