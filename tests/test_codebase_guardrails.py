@@ -78,3 +78,28 @@ def test_no_two_modules_import_each_other():
     circles = sorted(f"{a} <-> {b}" for a in graph if a not in packages for b in graph[a]
                      if b not in packages and a < b and reaches(b, a))
     assert not circles, circles
+
+
+def _top_level_names(tree: ast.Module) -> list[str]:
+    """Names a module binds at its top level with an assignment, a def or a class, once per binding."""
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+    return names
+
+
+def test_no_module_binds_a_top_level_name_twice():
+    """A constant of one check given again further down for another (varlen's RISE, once) silently
+    changes the first check: every call reads the last binding. Lint does not see plain assignments."""
+    twice = {}
+    for path in sorted((KIT / "grader").rglob("*.py")):
+        names = _top_level_names(ast.parse(path.read_text()))
+        again = sorted({n for n in names if names.count(n) > 1})
+        if again:
+            twice[str(path.relative_to(KIT))] = again
+    assert not twice, twice

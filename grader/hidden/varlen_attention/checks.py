@@ -542,8 +542,8 @@ BLOCK_WALL = 2.0  # s: a block ends sooner when its calls take this long (a wait
 # how far a block's reading may be off: utime + stime, each read in whole ticks (and a reaped child's two
 # fields besides, which only code that forks moves)
 READ_SLACK = 2 / os.sysconf("SC_CLK_TCK")
-RISE = 4.0  # how much the marginal cost of a sequence may rise, in the grader's CPU time per sequence
-PRECISION = 3.0  # the most the clock's ticks may move the rise, in the same unit: blocks make calls enough
+RISE_LIMIT = 4.0  # how much the marginal cost of a sequence may rise, in the grader's CPU time per sequence
+TICK_BUDGET = 3.0  # the most the clock's ticks may move the rise, in the same unit: blocks make calls enough
 
 
 @dataclass
@@ -589,7 +589,7 @@ class Growth:
 
     @property
     def batch_sized(self) -> bool:
-        return self.too_slow or self.least_rise > RISE * self.yardstick()
+        return self.too_slow or self.least_rise > RISE_LIMIT * self.yardstick()
 
 
 def _answered(ex, rng, batch: Packed) -> float:
@@ -607,7 +607,7 @@ def _answered(ex, rng, batch: Packed) -> float:
 
 def _block(ex, rng, growth: Growth, size: int, batch: Packed, target: float) -> bool:
     """Calls on ``batch`` until the child has used ``target`` s of CPU and the block's reading, READ_SLACK
-    off at most, moves the rise by a third of PRECISION at most (BLOCK_CALLS and BLOCK_WALL bound the
+    off at most, moves the rise by a third of TICK_BUDGET at most (BLOCK_CALLS and BLOCK_WALL bound the
     count); what they cost is added to ``growth``. False where the CPU time could not be read."""
     start, began, calls, spent = _cpu_seconds(ex), time.monotonic(), 0, 0.0
     least, most = BLOCK_CALLS
@@ -619,7 +619,7 @@ def _block(ex, rng, growth: Growth, size: int, batch: Packed, target: float) -> 
             return False
         used = now[1] - start[1]
         slack = growth.weight(size) * READ_SLACK / calls  # what this block's reading may move the rise by
-        precise = slack <= PRECISION / 3 * growth.yardstick(spent, calls, size)
+        precise = slack <= TICK_BUDGET / 3 * growth.yardstick(spent, calls, size)
         if (calls >= least and used >= target and precise) or calls >= most or time.monotonic() - began >= BLOCK_WALL:
             break
     growth.cpu[size] += used
@@ -695,7 +695,7 @@ def _grown(g: Growth) -> str:
             f"and {s[2]} sequences cost {', '.join(f'{g.per_call(i) * ms:.3g}' for i in range(3))} ms, over "
             f"{', '.join(map(str, g.calls))} calls on fresh inputs): a rise of {g.rise * ms:.3g} ms, "
             f"{g.rise / yardstick:.0f} times what one sequence cost the grader's own per-sequence attention of the "
-            f"same calls ({yardstick * ms:.3g} ms; more than {RISE:g} times fails). Work that grows with each "
+            f"same calls ({yardstick * ms:.3g} ms; more than {RISE_LIMIT:g} times fails). Work that grows with each "
             "sequence's n_q x n_k costs the same per added sequence at any batch size, whatever a call's fixed "
             "cost; this grows with the whole batch (total_q x total_k)")
 
