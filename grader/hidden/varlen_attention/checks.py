@@ -535,8 +535,8 @@ def _cpu_seconds(ex) -> tuple[int, float] | None:
 
 
 UNIT_COPIES = (1, 5, 24)  # batches of 3, 15 and 72 sequences: one 3-sequence unit, repeated
-BLOCKS = ((0, 1), (1, 2), (2, 3), (1, 2), (0, 1))  # (size, CPU time in BLOCK_CPU): there and back
-BLOCK_CPU = 0.03  # s of the child's CPU time: a block of calls runs at least until it has used its share
+BLOCKS = ((0, 1), (1, 2), (2, 2), (1, 2), (0, 1))  # (size, CPU time in BLOCK_CPU): there and back
+BLOCK_CPU = 0.015  # s of the child's CPU time: a block of calls runs at least until it has used its share
 BLOCK_CALLS = (2, 250)  # calls a block makes: at least, at most
 BLOCK_WALL = 2.0  # s: a block ends sooner when its calls take this long (a wait costs no CPU time)
 # how far a block's reading may be off: utime + stime, each read in whole ticks (and a reaped child's two
