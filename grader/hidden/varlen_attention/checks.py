@@ -654,12 +654,12 @@ def check_work_grows_per_sequence(ex):
     # compared (30 small against one large) let a fixed a (a fork, heavy setup, a burn per call)
     # dilute the n^2, and a ratio of differences would still let b dilute it. So the check takes the
     # cost of one more sequence (b + c (n + n')) from 3 to 15 sequences and from 15 to 72: its rise,
-    # 57 c, holds neither a nor b, and is weighed against the grader's own CPU time per sequence for
-    # the same answers (the oracle's: no cost of the candidate's moves it). At a load average of 4 on
-    # two cores the rise was -0.5 to 1.1 of those for the reference and the correct variants, and
-    # 16 to 28 for rowwise_over_batch, with a fork per call, or a burn of 50 ms a call or 8 ms a
-    # sequence. Short decode and chunk queries over ~400 keys each make rows x total_k outweigh a
-    # sequence's own work.
+    # 69 c, holds neither a nor b, and is weighed against the grader's own CPU time per sequence for
+    # the same answers (the oracle's: no cost of the candidate's moves it). At load averages of 4 to
+    # 8 on two cores the rise was -2.7 to 1.3 of those for the reference and the correct variants, and
+    # 14 to 48 for rowwise_over_batch, alone or with a fork per call, a burn of 50 ms a call or of
+    # 8 ms a sequence. Short decode and chunk queries over ~400 keys each make rows x total_k outweigh
+    # a sequence's own work.
     rng = ex.rng
     n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
     n_q = [1, odd_size_closed(rng, 24, 36), 1]
