@@ -390,6 +390,27 @@ def test_work_done_in_another_process_is_still_the_childs(tmp_path, where):
     assert [d.id for d in result.diagnoses] == ["batch_sized_work"]
 
 
+BURN = """
+    import time
+    end = time.process_time() + {seconds}
+    while time.process_time() < end:  # CPU time spent for nothing, the same at every batch size
+        pass
+    return _inner(*args, **kwargs)
+"""
+
+
+def test_a_fixed_cost_per_call_does_not_hide_batch_sized_work(tmp_path):
+    """The varlen work check compared the CPU time of 30 calls of a 3-sequence batch with one call of the
+    90-sequence batch made of the same sequences, so a fixed cost per call counted 30 times on one side
+    and once on the other: batch-sized work that burned 50 ms of CPU per call passed. The check now
+    compares what one more sequence costs a call at two pairs of batch sizes, where a fixed cost cancels."""
+    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "rowwise_over_batch.py").read_text(),
+                      "varlen_attention", BURN.format(seconds=0.05))
+    result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
+    assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
+    assert [d.id for d in result.diagnoses] == ["batch_sized_work"]
+
+
 # One-line patches of what the child's own code calls, each made by candidate code at import, with
 # no introspection: the child's module names, a numpy function, a builtin, the json module's Python
 # layer, a kit driver's module. Red team 5 reached strong_hire with the first and the last.

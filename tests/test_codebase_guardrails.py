@@ -98,3 +98,28 @@ def test_a_checks_module_measures_memory_exactly_when_it_says_so(ex):
                                      f"{[c.lineno for c in memory]}"
     else:
         assert not said, f"{ex.id}: MEASURES_MEMORY is only ever set to False"
+
+
+def _top_level_names(tree: ast.Module) -> list[str]:
+    """Names a module binds at its top level with an assignment, a def or a class, once per binding."""
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+    return names
+
+
+def test_no_module_binds_a_top_level_name_twice():
+    """A constant of one check given again further down for another (varlen's RISE, once) silently
+    changes the first check: every call reads the last binding. Lint does not see plain assignments."""
+    twice = {}
+    for path in sorted((KIT / "grader").rglob("*.py")):
+        names = _top_level_names(ast.parse(path.read_text()))
+        again = sorted({n for n in names if names.count(n) > 1})
+        if again:
+            twice[str(path.relative_to(KIT))] = again
+    assert not twice, twice

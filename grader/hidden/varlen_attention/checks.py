@@ -19,7 +19,7 @@ failing case of that check equals it (``checking.explain``).
 | cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
 | q, k, v rows as announced, else ValueError | rejects_mismatched_rows |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
-| work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time) |
+| work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time per added sequence) |
 | memory never with total_q * total_k | no_batch_sized_memory |
 | left padding: a contiguous suffix, else ValueError; bool or 0/1 | positions_random_padding, rejects_bad_padding |
 | a real token's position counts the real tokens before it | positions_* |
@@ -28,13 +28,15 @@ failing case of that check equals it (``checking.explain``).
 Held elsewhere: ownership, calls in any order, integer dtypes of cu_seqlens beyond the four
 forms (the general checks).
 """
-import math
+import os
+import time
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, cpu_of, expect_rejected, fail, garbage, grid_picture, in_usual_types, measure,
-                             name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
+from grader.checking import (SHOWN, child_cpu_seconds, expect_rejected, fail, garbage, grid_picture, in_usual_types,
+                             measure, name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.held import Held
 from grader.sandbox import CandidateTimeout
 
@@ -265,12 +267,24 @@ def expect_attention(ex, batches, what, draw=None, variants=diagnosis.MASK_VARIA
     rng, failures = ex.rng, []
     for batch in batches:
         q, k, v = draw(rng, batch) if draw else _qkv(rng, batch, odd_size_closed(rng, 3, 24))
-        got = _attention(ex, batch, q, k, v)
-        want, lse = oracle.varlen_attention_lse(q, k, v, *batch.inputs)
-        atol = _atol((q, k, v), want, lse)
-        if (_row_errors(got, want) > atol).any():
-            failures.append((batch, want, got, {"qkv": (q, k, v), "want_mask": oracle.varlen_mask(*batch.inputs),
-                                                "atol": atol}))
+        failures.append(_judged(batch, (q, k, v), _attention(ex, batch, q, k, v)))
+    settle_attention(ex, [f for f in failures if f is not None], what, variants, note)
+
+
+def _judged(batch: Packed, qkv, got, want_lse=None):
+    """None when ``got`` is per-sequence causal attention of ``qkv`` within section 1's tolerance,
+    else the failure (batch, want, got, extra) ``settle_attention`` reports. ``want_lse``: the
+    oracle's (o, lse), when the caller computed them."""
+    want, lse = want_lse or oracle.varlen_attention_lse(*qkv, *batch.inputs)
+    atol = _atol(qkv, want, lse)
+    if not (_row_errors(got, want) > atol).any():
+        return None
+    return batch, want, got, {"qkv": qkv, "want_mask": oracle.varlen_mask(*batch.inputs), "atol": atol}
+
+
+def settle_attention(ex, failures, what, variants=diagnosis.MASK_VARIANTS, note=""):
+    """Fail with the smallest of ``failures`` (from ``_judged``), naming the mistake that explains
+    every one of them among ``variants``; nothing when there are none."""
     if not failures:
         return
     failures.sort(key=lambda f: f[0].size)
@@ -511,42 +525,170 @@ def check_no_batch_sized_memory(ex):
                  batch.case(ex.seed, D=8), kind="must_not")
 
 
-COPIES = 30  # the large batch is the small one 30 times over: batch-sized work costs ~30x per sequence
-SLOWER = 2.5  # how many times the small batches' total CPU time the large batch may take
+UNIT_COPIES = (1, 5, 24)  # batches of 3, 15 and 72 sequences: one 3-sequence unit, repeated
+BLOCKS = ((0, 1), (1, 2), (2, 2), (1, 2), (0, 1))  # (size, CPU time in BLOCK_CPU): there and back
+BLOCK_CPU = 0.015  # s of the child's CPU time: a block of calls runs at least until it has used its share
+BLOCK_CALLS = (2, 250)  # calls a block makes: at least, at most
+BLOCK_WALL = 2.0  # s: a block ends sooner when its calls take this long (a wait costs no CPU time)
+# how far a block's reading may be off: utime + stime, each read in whole ticks (and a reaped child's two
+# fields besides, which only code that forks moves)
+READ_SLACK = 2 / os.sysconf("SC_CLK_TCK")
+RISE_LIMIT = 4.0  # how much the marginal cost of a sequence may rise, in the grader's CPU time per sequence
+TICK_BUDGET = 3.0  # the most the clock's ticks may move the rise, in the same unit: blocks make calls enough
+
+
+@dataclass
+class Growth:
+    """One measurement at each batch size of ``UNIT_COPIES``: the child's CPU seconds, the calls and
+    the blocks they were made in, and the grader's own CPU seconds for the oracle's answers to the
+    same calls (its yardstick: per-sequence attention on this machine, at this moment)."""
+    sequences: tuple
+    cpu: list = field(default_factory=lambda: [0.0] * len(UNIT_COPIES))
+    calls: list = field(default_factory=lambda: [0] * len(UNIT_COPIES))
+    blocks: list = field(default_factory=lambda: [0] * len(UNIT_COPIES))
+    oracle: list = field(default_factory=lambda: [0.0] * len(UNIT_COPIES))
+    too_slow: bool = False  # a call of the largest batch ran past the time limit
+
+    def per_call(self, i) -> float:
+        return self.cpu[i] / self.calls[i]
+
+    def marginal(self, lo, hi) -> float:
+        """CPU seconds each sequence added between sizes ``lo`` and ``hi`` cost a call."""
+        return (self.per_call(hi) - self.per_call(lo)) / (self.sequences[hi] - self.sequences[lo])
+
+    @property
+    def rise(self) -> float:
+        """How much more a sequence added to the larger batches cost than one added to the smaller ones.
+        Any cost of a call that is affine in its batch size (a fixed cost, a cost per sequence) cancels."""
+        return self.marginal(1, 2) - self.marginal(0, 1)
+
+    def weight(self, i) -> float:
+        """How much an error of one second in size ``i``'s cost per call moves the rise."""
+        low, high = (self.sequences[1] - self.sequences[0]), (self.sequences[2] - self.sequences[1])
+        return (1 / low, 1 / low + 1 / high, 1 / high)[i]
+
+    @property
+    def least_rise(self) -> float:
+        """The smallest rise the clock's ticks allow: each block's reading may be up to READ_SLACK off."""
+        return self.rise - sum(self.weight(i) * READ_SLACK * self.blocks[i] / self.calls[i] for i in range(3))
+
+    def yardstick(self, oracle=0.0, calls=0, size=0) -> float:
+        """The grader's CPU seconds per sequence for the oracle's answers (with a running block's)."""
+        seconds = sum(self.oracle) + oracle
+        return max(seconds / (sum(c * s for c, s in zip(self.calls, self.sequences)) + calls * self.sequences[size]),
+                   1e-6)
+
+    @property
+    def batch_sized(self) -> bool:
+        return self.too_slow or self.least_rise > RISE_LIMIT * self.yardstick()
+
+
+def _answered(ex, rng, batch: Packed) -> float:
+    """One call on fresh inputs, its answer judged like any other (a wrong one fails the check); the
+    grader's CPU seconds for the oracle's answer."""
+    qkv = _qkv(rng, batch, 8)
+    got = _attention(ex, batch, *qkv)
+    started = time.thread_time()
+    want_lse = oracle.varlen_attention_lse(*qkv, *batch.inputs)
+    spent = time.thread_time() - started
+    failure = _judged(batch, qkv, got, want_lse)
+    settle_attention(ex, [failure] if failure else [], "decode steps and a chunk, ~400 keys each")
+    return spent
+
+
+def _block(ex, rng, growth: Growth, size: int, batch: Packed, target: float) -> bool:
+    """Calls on ``batch`` until the child has used ``target`` s of CPU and the block's reading, READ_SLACK
+    off at most, moves the rise by a third of TICK_BUDGET at most (BLOCK_CALLS and BLOCK_WALL bound the
+    count); what they cost is added to ``growth``. False where the CPU time could not be read."""
+    start, began, calls, spent = child_cpu_seconds(ex), time.monotonic(), 0, 0.0
+    least, most = BLOCK_CALLS
+    while True:
+        spent += _answered(ex, rng, batch)
+        calls += 1
+        now = child_cpu_seconds(ex)
+        if start is None or now is None or now[0] != start[0]:
+            return False
+        used = now[1] - start[1]
+        slack = growth.weight(size) * READ_SLACK / calls  # what this block's reading may move the rise by
+        precise = slack <= TICK_BUDGET / 3 * growth.yardstick(spent, calls, size)
+        if (calls >= least and used >= target and precise) or calls >= most or time.monotonic() - began >= BLOCK_WALL:
+            break
+    growth.cpu[size] += used
+    growth.calls[size] += calls
+    growth.blocks[size] += 1
+    growth.oracle[size] += spent
+    return True
+
+
+def _growth(ex, rng, batches) -> Growth | None:
+    """The child's CPU time per call at each size, measured in BLOCKS (small to large and back, so a
+    slow drift of the machine's speed weighs on every size alike); None where unreadable."""
+    growth = Growth(tuple(int(b.cu_q.size) - 1 for b in batches))
+    for size, share in BLOCKS:
+        try:
+            if not _block(ex, rng, growth, size, batches[size], BLOCK_CPU * share):
+                return None
+        except CandidateTimeout:
+            if size < len(batches) - 1:
+                raise
+            growth.too_slow = True  # too slow for the time limit
+            return growth
+    return growth
 
 
 def check_work_grows_per_sequence(ex):
-    """A batch of 90 sequences costs about the work of 30 batches of 3 of the same lengths, not several times more."""
+    """Batches of 3, 15 and 72 sequences of one kind: a sequence added to a large batch costs about the CPU
+    time of one added to a small batch, as work growing with each sequence's n_q x n_k does."""
     # Judged by the child's CPU time, which the kernel counts and load does not inflate as it does
     # wall time (a waiting process accrues none). The mistake costs work, not memory: every query row
-    # scored against all total_k keys. Short decode and chunk queries over ~400 keys each make that
-    # rows x total_k outweigh a call's fixed cost. CPU time of the functions alone, at a load average
-    # of 14 on two cores: the reference and correct variants 0.7-1.3x, rowwise_over_batch and
-    # packed_causal 25-26x (the child's round trips add the same per-byte cost to both sides).
+    # scored against all total_k keys, so a call of n sequences costs a + b n + c n^2. Whole calls
+    # compared (30 small against one large) let a fixed a (a fork, heavy setup, a burn per call)
+    # dilute the n^2, and a ratio of differences would still let b dilute it. So the check takes the
+    # cost of one more sequence (b + c (n + n')) from 3 to 15 sequences and from 15 to 72: its rise,
+    # 69 c, holds neither a nor b, and is weighed against the grader's own CPU time per sequence for
+    # the same answers (the oracle's: no cost of the candidate's moves it). At load averages of 4 to
+    # 8 on two cores the rise was -2.7 to 1.3 of those for the reference and the correct variants, and
+    # 14 to 48 for rowwise_over_batch, alone or with a fork per call, a burn of 50 ms a call or of
+    # 8 ms a sequence. Short decode and chunk queries over ~400 keys each make rows x total_k outweigh
+    # a sequence's own work.
     rng = ex.rng
     n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
     n_q = [1, odd_size_closed(rng, 24, 36), 1]
-    few, many = Packed(n_q, n_k, "int64"), Packed(n_q * COPIES, n_k * COPIES, "int64")
-    # fresh inputs for every call, so a memo of earlier answers saves nothing; the child's CPU time, so load cannot
-    separately = cpu_of(ex, lambda: [_attention(ex, few, *_qkv(rng, few, 8)) for _ in range(COPIES)])
-    try:
-        together = cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
-        if together is not None and SLOWER * max(separately or 0.0, 0.01) < together:
-            # once more before blaming the answer: a burst of first-touch page faults or a collection
-            # in one call is not its work (seen once in CI: a correct-work mutant at 2.5x)
-            again = cpu_of(ex, lambda: _attention(ex, many, *_qkv(rng, many, 8)))
-            together = together if again is None else min(together, again)
-    except CandidateTimeout:
-        together = math.inf  # too slow for the time limit
-    if separately is None or together is None or together <= SLOWER * max(separately, 0.01):
+    batches = [Packed(n_q * copies, n_k * copies, "int64") for copies in UNIT_COPIES]
+    # fresh inputs for every call, so a memo of earlier answers saves nothing; the first call's setup is no size's
+    _answered(ex, rng, batches[0])
+    growth = _growth(ex, rng, batches)
+    if growth is not None and growth.batch_sized and not growth.too_slow:
+        # once more before blaming the answer: a burst of page faults, a collection or the machine's load
+        # changing within one measurement is not its work; the lesser of the two counts
+        again = _growth(ex, rng, batches)
+        if again is None or not again.batch_sized:
+            return
+        if again.too_slow or again.least_rise / again.yardstick() < growth.least_rise / growth.yardstick():
+            growth = again  # (a call past the time limit leaves no rise to read)
+    if growth is None or not growth.batch_sized:
         return  # nothing measured is not evidence either way
-    took = (f"used {together:.3g} s of CPU ({together / max(separately, 0.01):.0f} times as much for the same "
-            "sequences)" if together < math.inf else "did not finish within the time limit for one call")
-    sentence = (f"one batch of {len(n_q) * COPIES} sequences {took}, while {COPIES} batches of {len(n_q)} "
-                f"of the same lengths used {separately:.3g} s in all: the work grows with the whole "
-                "batch (total_q x total_k), not with each sequence's n_q x n_k")
-    ex.diagnose("batch_sized_work", sentence)
-    fail(f"varlen_attention: {sentence}", many.case(ex.seed, D=8), kind="efficiency")
+    ex.diagnose("batch_sized_work", _grown(growth))
+    fail(f"varlen_attention: {_grown(growth)}", batches[-1].case(ex.seed, D=8), kind="efficiency")
+
+
+def _grown(g: Growth) -> str:
+    """What was measured, as the sentence a batch_sized_work failure gives."""
+    s, ms = g.sequences, 1000
+    if g.too_slow:
+        return (f"a batch of {s[2]} sequences did not finish within the time limit for one call, while batches of "
+                f"{s[0]} and {s[1]} of the same kind used {g.per_call(0) * ms:.3g} and {g.per_call(1) * ms:.3g} ms "
+                "of CPU per call: the work grows with the whole batch (total_q x total_k), not with each "
+                "sequence's n_q x n_k")
+    yardstick = g.yardstick()
+    return (f"each sequence added to a batch cost {g.marginal(0, 1) * ms:.3g} ms of CPU per call from {s[0]} to "
+            f"{s[1]} sequences, and {g.marginal(1, 2) * ms:.3g} ms from {s[1]} to {s[2]} (calls of {s[0]}, {s[1]} "
+            f"and {s[2]} sequences cost {', '.join(f'{g.per_call(i) * ms:.3g}' for i in range(3))} ms, over "
+            f"{', '.join(map(str, g.calls))} calls on fresh inputs): a rise of {g.rise * ms:.3g} ms, "
+            f"{g.rise / yardstick:.0f} times what one sequence cost the grader's own per-sequence attention of the "
+            f"same calls ({yardstick * ms:.3g} ms; more than {RISE_LIMIT:g} times fails). Work that grows with each "
+            "sequence's n_q x n_k costs the same per added sequence at any batch size, whatever a call's fixed "
+            "cost; this grows with the whole batch (total_q x total_k)")
 
 
 # -- left padding ---------------------------------------------------------------------------
