@@ -15,8 +15,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
   check (:func:`note_slip`: hygiene, and the values are still judged);
-- evidence: :func:`measure`, the one place memory and warnings are taken; :func:`cpu_of` and
-  :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
+- evidence: :func:`measure`, the one place memory and warnings are taken; :func:`cpu_of`,
+  :class:`ChildCpu` and :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
   :func:`name_mistakes` to record them and say so in the message;
@@ -422,14 +422,25 @@ def child_cpu_seconds(ex: ExerciseRun) -> tuple[int, float] | None:
         return None
 
 
+class ChildCpu:
+    """A meter of the child's CPU time from the moment it is made: ``used()`` is the seconds since, or
+    None where either reading failed or the child was replaced in between."""
+
+    def __init__(self, ex: ExerciseRun):
+        self.ex, self.start = ex, child_cpu_seconds(ex)
+
+    def used(self) -> float | None:
+        now = child_cpu_seconds(self.ex)
+        if self.start is None or now is None or now[0] != self.start[0]:
+            return None
+        return now[1] - self.start[1]
+
+
 def cpu_of(ex: ExerciseRun, calls) -> float | None:
     """CPU seconds the child spent on ``calls()`` (None if unreadable, or if the child was replaced)."""
-    before = child_cpu_seconds(ex)
+    meter = ChildCpu(ex)
     calls()
-    after = child_cpu_seconds(ex)
-    if before is None or after is None or before[0] != after[0]:
-        return None
-    return after[1] - before[1]
+    return meter.used()
 
 
 # -- diagnoses -------------------------------------------------------------------------------------

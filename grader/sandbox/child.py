@@ -29,7 +29,6 @@ import numpy
 # change what a probe sees or what a reply carries. (This raises the bar; it is not a wall: see
 # "What a probe in the child can and cannot prove" in the README.)
 __builtins__ = dict(vars(builtins))  # functions defined below look names up here, not in `builtins`
-_BUILTINS = dict(__builtins__)
 _NUMPY = types.SimpleNamespace(**vars(numpy))  # numpy's names as they were before the candidate's import
 np = _NUMPY
 
@@ -38,7 +37,7 @@ def _private_import(name, globals=None, locals=None, fromlist=(), level=0):
     """``import`` in a privately loaded module: numpy is the snapshot, the rest as usual."""
     if name == "numpy" and level == 0:
         return _NUMPY
-    return _BUILTINS["__import__"](name, globals, locals, fromlist, level)
+    return __builtins__["__import__"](name, globals, locals, fromlist, level)
 
 
 def load_private(name: str, path: str) -> types.ModuleType:
@@ -46,7 +45,7 @@ def load_private(name: str, path: str) -> types.ModuleType:
     code finds a copy of its own, never this one), with its own builtins and numpy as they were before
     the candidate's module was imported."""
     module = types.ModuleType(f"kvgrade-private-{name}")
-    module.__dict__.update(__file__=path, __builtins__=dict(_BUILTINS, __import__=_private_import))
+    module.__dict__.update(__file__=path, __builtins__=dict(__builtins__, __import__=_private_import))
     with open(path, "rb") as f:
         exec(compile(f.read(), path, "exec"), module.__dict__)
     return module

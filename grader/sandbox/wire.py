@@ -150,16 +150,20 @@ def _dumps(value) -> str:
     return "".join(encode(value, 0))
 
 
+# One scanner for every frame, as json.loads keeps one (it clears its key memo after each value). An
+# encoder is made per value, as json.dumps does: its markers (for circular references) must start empty.
+_scan = _c_make_scanner and _c_make_scanner(types.SimpleNamespace(
+    strict=True, object_hook=None, object_pairs_hook=None, parse_float=float, parse_int=int,
+    parse_constant=_CONSTANTS.__getitem__, memo={}))
+
+
 def _loads(raw) -> object:
     """``json.loads`` of UTF-8 bytes: one JSON value, nothing but whitespace around it."""
     text = (raw if isinstance(raw, str) else raw.decode("utf-8")).strip(_WHITESPACE)
-    if _c_make_scanner is None:
+    if _scan is None:
         return _json_module.loads(text)
-    scan = _c_make_scanner(types.SimpleNamespace(
-        strict=True, object_hook=None, object_pairs_hook=None, parse_float=float, parse_int=int,
-        parse_constant=_CONSTANTS.__getitem__, memo={}))
     try:
-        value, end = scan(text, 0)
+        value, end = _scan(text, 0)
     except StopIteration as stop:
         raise ValueError(f"no JSON value at character {stop.value}") from None
     if end != len(text):

@@ -48,9 +48,9 @@ import numpy as np
 
 from grader.checking import (
     SHOWN,
+    ChildCpu,
     Miss,
     as_array,
-    child_cpu_seconds,
     container_slip,
     expect_rejected,
     fail,
@@ -480,11 +480,10 @@ def _timed_steps(ex, run: Run, ids, budget: float) -> tuple[list, float | None]:
     """``ids`` fed one token per step, ordinary calls: (their logits, the child's CPU seconds over those
     steps, or None where it cannot be read). Stops once the CPU time passes ``budget``: the whole block
     would cost more still."""
-    got, start, spent = [], child_cpu_seconds(ex), None
+    got, meter, spent = [], ChildCpu(ex), None
     for token in ids:
         got.append(run.step([token]))
-        now = child_cpu_seconds(ex)
-        spent = None if start is None or now is None or now[0] != start[0] else now[1] - start[1]
+        spent = meter.used()
         if spent is None or spent > budget:
             break
     return got, spent

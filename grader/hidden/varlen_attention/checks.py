@@ -35,7 +35,7 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, child_cpu_seconds, expect_rejected, fail, garbage, grid_picture, in_usual_types,
+from grader.checking import (SHOWN, ChildCpu, expect_rejected, fail, garbage, grid_picture, in_usual_types,
                              measure, name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.held import Held
 from grader.sandbox import CandidateTimeout
@@ -600,15 +600,14 @@ def _block(ex, rng, growth: Growth, size: int, batch: Packed, target: float) -> 
     """Calls on ``batch`` until the child has used ``target`` s of CPU and the block's reading, READ_SLACK
     off at most, moves the rise by a third of TICK_BUDGET at most (BLOCK_CALLS and BLOCK_WALL bound the
     count); what they cost is added to ``growth``. False where the CPU time could not be read."""
-    start, began, calls, spent = child_cpu_seconds(ex), time.monotonic(), 0, 0.0
+    meter, began, calls, spent = ChildCpu(ex), time.monotonic(), 0, 0.0
     least, most = BLOCK_CALLS
     while True:
         spent += _answered(ex, rng, batch)
         calls += 1
-        now = child_cpu_seconds(ex)
-        if start is None or now is None or now[0] != start[0]:
+        used = meter.used()
+        if used is None:
             return False
-        used = now[1] - start[1]
         slack = growth.weight(size) * READ_SLACK / calls  # what this block's reading may move the rise by
         precise = slack <= TICK_BUDGET / 3 * growth.yardstick(spent, calls, size)
         if (calls >= least and used >= target and precise) or calls >= most or time.monotonic() - began >= BLOCK_WALL:
