@@ -1,5 +1,7 @@
-"""Slow, obviously right GPT-2 logits, recomputed from the parameters one token and one head at
-a time. Written from the model's definition, independently of gpt2.py's forward and of solutions/.
+"""Slow, obviously right GPT-2 logits, recomputed from the parameters: attention one token and one
+head at a time, over the very tokens it sees; the parts that read one token only (layer norms,
+projections, the MLP) on every row of a matrix at once. Written from the model's definition,
+independently of gpt2.py's forward and of solutions/.
 
 Every token carries two things a decode loop decides: its absolute position (which row of
 wpe it adds) and the tokens it attends to. The right answer is position n and tokens 0 .. n
@@ -14,14 +16,22 @@ import numpy as np
 from grader import checking
 
 
-def _layer_norm(row, gain, bias):
-    mean = row.mean()
-    var = ((row - mean) ** 2).mean()
-    return (row - mean) / math.sqrt(var + 1e-5) * gain + bias
+def _layer_norm(rows, gain, bias):  # each row [..., C] on its own
+    mean = rows.mean(axis=-1, keepdims=True)
+    var = ((rows - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (rows - mean) / np.sqrt(var + 1e-5) * gain + bias
 
 
 def _gelu(values):  # GPT-2's tanh approximation, elementwise
     return 0.5 * values * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (values + 0.044715 * values ** 3)))
+
+
+def _rows(seen):
+    """Indices of the tokens a new token sees, for indexing the cached keys: a contiguous range as a
+    slice (the common case, read without gathering a copy), any other collection as a list."""
+    if isinstance(seen, range) and seen.step == 1 and 0 <= seen.start < seen.stop:
+        return slice(seen.start, seen.stop)
+    return list(seen)
 
 
 class Tokens:
@@ -64,8 +74,8 @@ class Tokens:
         x = np.array([p["wte.weight"][ids[n]] + p["wpe.weight"][positions[n]] for n in range(N)]).reshape(N, C)
         for layer in range(self.n_layer):
             h = f"h.{layer}."
-            qkv = np.array([_layer_norm(x[n], p[h + "ln_1.weight"], p[h + "ln_1.bias"])
-                            @ p[h + "attn.c_attn.weight"] + p[h + "attn.c_attn.bias"] for n in range(N)])
+            qkv = _layer_norm(x, p[h + "ln_1.weight"], p[h + "ln_1.bias"]) @ p[h + "attn.c_attn.weight"] \
+                + p[h + "attn.c_attn.bias"]  # [N, 3C]: rows are independent here
             q = qkv[:, :C]
             k = np.concatenate([self.keys[layer], qkv[:, C:2 * C]])  # every token's keys  [old + N, C]
             v = np.concatenate([self.values[layer], qkv[:, 2 * C:]])
@@ -75,17 +85,16 @@ class Tokens:
             for n in range(N):
                 for head in range(self.n_head):
                     cols = slice(head * hs, (head + 1) * hs)
-                    seen = list(attends[n])
+                    seen = _rows(attends[n])
                     scores = k[seen, cols] @ q[n, cols] / math.sqrt(hs)  # one score per seen token
                     after.top_score = max(after.top_score, float(np.abs(scores).max()))
                     weights = np.exp(scores - scores.max())
                     heads[n, cols] = weights / weights.sum() @ v[seen, cols]
             x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
-            for n in range(N):
-                m = _layer_norm(x[n], p[h + "ln_2.weight"], p[h + "ln_2.bias"])
-                hidden = _gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"])
-                x[n] = x[n] + hidden @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
-        final = np.array([_layer_norm(x[n], p["ln_f.weight"], p["ln_f.bias"]) for n in range(N)])
+            m = _layer_norm(x, p[h + "ln_2.weight"], p[h + "ln_2.bias"])  # the MLP, each token on its own
+            hidden = _gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"])
+            x = x + hidden @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
+        final = _layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
         return after, final.reshape(N, C) @ p["wte.weight"].T
 
 
