@@ -220,7 +220,7 @@ def check_append_wraps_slots(ex):
     rng, misses = ex.rng, []
     for _ in range(2):
         C, D = odd_size_closed(rng, 5, 40), odd_size_closed(rng, 2, 24)
-        sizes = chunk_sizes(rng, odd_size_closed(rng, 6 * C, 8 * C), 2, C)[:15]  # some 7 laps: calls cost, laps add nothing
+        sizes = chunk_sizes(rng, odd_size_closed(rng, 6 * C, 8 * C), 2, C)[:15]  # ~7 laps: more add calls, not cover
         misses.append(_append_stream(ex, C, D, sizes))
     settle(ex, misses)
 
