@@ -15,7 +15,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
   check (:func:`note_slip`: hygiene, and the values are still judged);
-- evidence: :func:`measure`, the one place memory and warnings are taken; :func:`cpu_of`,
+- evidence: :func:`measure`, the one place memory and warnings are taken (:func:`least_over` for a must-not
+  read twice when near its bound); :func:`cpu_of`,
   :class:`ChildCpu` and :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
@@ -387,6 +388,18 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
              kind="must_not")
     over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
     return value, over, list(stats.warnings)
+
+
+def least_over(ex: ExerciseRun, target, name: str, *args, limit: int, **kwargs):
+    """:func:`measure`, made once more with the same arguments when the figure reaches ``limit``: (the first
+    value, the smaller figure, the first call's warnings). A must-not judged on one reading can fail a
+    correct answer on a stray charge (the kernel counts a whole cgroup, and a busy machine once put some
+    8 MiB there); an answer that really allocates the forbidden array does it on both calls."""
+    value, over, warnings = measure(ex, target, name, *args, **kwargs)
+    if over is not None and over >= limit:
+        again = measure(ex, target, name, *args, **kwargs)[1]
+        over = over if again is None else min(over, again)
+    return value, over, warnings
 
 
 def _over_base(ex, stats, data: int, holds: int) -> int | None:

@@ -1,4 +1,5 @@
 """The hidden checks' toolkit: one sampler, one diagnosis rule, pictures where the mistake is."""
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -8,6 +9,8 @@ from grader.checking import (CheckFailure, ExerciseRun, Miss, Variant, describe,
                              measure, odd_size, settle)
 from grader.sandbox import CallStats, CandidateCrashed, CandidateRaised, CandidateTimeout
 from grader.sandbox.wire import HELD_BYTES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_odd_size_stays_in_its_half_open_range_and_avoids_powers_of_two():
@@ -159,3 +162,37 @@ def test_a_crash_or_a_timeout_is_not_an_accepted_argument(fault):
     with pytest.raises(type(fault)):
         expect_rejected(ex, call, -1, call="f(-1)", diagnosis="accepts_invalid_arguments")
     assert ex.diagnoses == {}
+
+
+def _varlen_that_allocates(folder, *, every_call: bool):
+    """The varlen reference, made to touch 64 MiB on the first (or every) call with a batch of over 40
+    sequences: only no_batch_sized_memory's batches are that large."""
+    folder.mkdir()
+    source = (ROOT / "solutions" / "varlen_attention.py").read_text()
+    (folder / "varlen_attention.py").write_text(source + f'''
+
+_right, _calls = varlen_attention, []
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):
+    if len(cu_seqlens_q) > 41:
+        _calls.append(1)
+        if {every_call} or len(_calls) == 1:
+            np.ones(64 << 20, dtype=np.uint8)  # touched, then freed: a peak of 64 MiB
+    return _right(q, k, v, cu_seqlens_q, cu_seqlens_k)
+''')
+    return folder
+
+
+@pytest.mark.slow
+def test_a_memory_must_not_is_read_twice_near_its_bound_and_fails_only_on_both(tmp_path):
+    """least_over: a peak over the bound on one call only (as a stray charge would be) is read again and
+    passes; the same peak on every call fails and names the mistake."""
+    from grader import api
+
+    def graded(every_call):
+        folder = _varlen_that_allocates(tmp_path / f"every_{every_call}", every_call=every_call)
+        return api.grade(folder, ["varlen_attention"], seed=7, checks={"no_batch_sized_memory"}).exercises[0].checks[0]
+    once, always = graded(False), graded(True)
+    assert always.passed is False and "peaked at" in always.message, always.message
+    assert once.passed is True, once.message
