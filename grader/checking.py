@@ -393,8 +393,9 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
 def least_over(ex: ExerciseRun, target, name: str, *args, limit: int, **kwargs):
     """:func:`measure`, made once more with the same arguments when the figure reaches ``limit``: (the first
     value, the smaller figure, the first call's warnings). A must-not judged on one reading can fail a
-    correct answer on a stray charge (the kernel counts a whole cgroup, and a busy machine once put some
-    8 MiB there); an answer that really allocates the forbidden array does it on both calls."""
+    correct answer on a stray charge (the kernel counts the whole cgroup: under heavy load a correct
+    varlen answer once read over its 8.5 MiB bound); an answer that really allocates the forbidden array
+    does it on both calls."""
     value, over, warnings = measure(ex, target, name, *args, **kwargs)
     if over is not None and over >= limit:
         again = measure(ex, target, name, *args, **kwargs)[1]
