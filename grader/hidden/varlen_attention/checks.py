@@ -841,6 +841,8 @@ def _reject(ex, fn_name, *args, what):
 
 MALFORMED_CU = [
     ([1, 3], [1, 3], "cu_seqlens not starting at 0"),
+    ([1, 3], [0, 4], "cu_seqlens_q starting at 1 (cu_seqlens_k at 0)"),
+    ([0, 2], [1, 4], "cu_seqlens_k starting at 1 (cu_seqlens_q at 0)"),
     ([0, 3, 2], [0, 3, 5], "a decreasing cu_seqlens_q"),
     ([0, 2, 4], [0, 5, 4], "a decreasing cu_seqlens_k"),
     ([0, 3, 1, 3], [0, 3, 4, 6], "cu_seqlens_q decreasing in the middle (its total still 3)"),
@@ -848,6 +850,7 @@ MALFORMED_CU = [
     ([0, 3, 4], [0, 2, 6], "a sequence with n_q = 3 > n_k = 2"),
     ([0], [0], "a single entry (no sequence)"),
     ([0, 2.5], [0, 3], "a float in cu_seqlens_q"),
+    ([0, 2], [0, 3.5], "a float in cu_seqlens_k"),
     (np.array([[0, 2]]), np.array([[0, 2]]), "2-D cu_seqlens"),
 ]
 
@@ -871,12 +874,17 @@ def check_rejects_malformed_cu_seqlens(ex):
 
 
 def check_rejects_mismatched_rows(ex):
-    """q, k or v with other row counts than cu_seqlens announce raise ValueError."""
+    """q, k or v with other row counts than cu_seqlens announce raise ValueError: each array alone, with
+    fewer rows and with more (extra rows are never read, so only a check refuses them)."""
     cu_q, cu_k = [0, 2, 5], [0, 4, 9]
     ones = np.ones
     for q, k, v, what in [(ones((4, 3)), ones((9, 3)), ones((9, 3)), "q of 4 rows for total_q = 5"),
+                          (ones((6, 3)), ones((9, 3)), ones((9, 3)), "q of 6 rows for total_q = 5"),
                           (ones((5, 3)), ones((8, 3)), ones((8, 3)), "k, v of 8 rows for total_k = 9"),
+                          (ones((5, 3)), ones((10, 3)), ones((10, 3)), "k, v of 10 rows for total_k = 9"),
+                          (ones((5, 3)), ones((10, 3)), ones((9, 3)), "k of 10 rows, v of 9 (total_k = 9)"),
                           (ones((5, 3)), ones((9, 3)), ones((7, 3)), "v of 7 rows, k of 9"),
+                          (ones((5, 3)), ones((9, 3)), ones((11, 3)), "v of 11 rows, k of 9"),
                           (ones((5, 3)), ones((9, 4)), ones((9, 4)), "q with 3 columns, k with 4")]:
         _reject(ex, "varlen_attention", q, k, v, cu_q, cu_k, what=what)
 
