@@ -90,10 +90,15 @@ def check_chunked_prefill(ex):
 
 
 def check_long_context(ex):
-    """Positions past 2^15 and 2^16 (S up to ~100K keys): decode, a draft and a chunk."""
+    """Positions past 2^15 and 2^16 (S up to ~100K keys): decode, a draft and a chunk; and a short draft
+    just past 2^24 keys, where float32 no longer holds every integer position."""
     rng = ex.rng
     past_15, past_16 = odd_size(rng, 2**15 + 1, 2**16), odd_size(rng, 70_000, 100_000)
-    _expect_cases(ex, [(1, past_15), (5, past_16), (1, past_16), (odd_size(rng, 100, 300), past_16)],
+    # S - 3 a multiple of 4 past 2^24: float32 rounds key S - 2 down to query S - 3's position (ties go to
+    # even), so a float32 mask shows that query one future key; T = 3 keeps a whole-row mistake (which
+    # differs in 3 cells) from fitting that one cell. A 3 x S bool answer: 50 MB.
+    past_24 = 2**24 + 3 + 4 * int(rng.integers(0, 2))
+    _expect_cases(ex, [(1, past_15), (5, past_16), (1, past_16), (odd_size(rng, 100, 300), past_16), (3, past_24)],
                   context=" (long context)")
 
 
