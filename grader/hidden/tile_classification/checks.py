@@ -151,8 +151,17 @@ def check_random_shapes(ex):
 
 
 def check_window_smaller_than_tile(ex):
-    """Sliding windows narrower than a tile (down to W = 1): W keys per query, itself included."""
-    cases = [Case(9, 40, 4, 8, window=1), Case(1, 50, 1, 8, window=3), Case(20, 61, 6, 5, window=4)]
+    """Sliding windows narrower than a tile (down to W = 1): W keys per query, itself included; and
+    windows narrower than block_q but wider than block_k, where a query tile of fewer rows (decode, a
+    ragged last tile) still sees whole key tiles."""
+    rng = ex.rng
+    cases = [Case(9, 40, 4, 8, window=1), Case(1, 50, 1, 8, window=3), Case(20, 61, 6, 5, window=4),
+             Case(1, 1000, 64, 8, window=32), Case(6, 6, 5, 1, window=3)]
+    for _ in range(6):
+        W = int(rng.integers(3, 40))
+        block_q, block_k = W + int(rng.integers(1, 30)), int(rng.integers(1, W + 1))
+        T = block_q * int(rng.integers(0, 3)) + int(rng.integers(1, W + 1))  # its last tile: at most W rows
+        cases.append(Case(T, T + int(rng.integers(0, 500)), block_q, block_k, window=W))
     _expect_cases(ex, cases + random_cases(ex.rng, 22, window="small"), context=" (sliding window)")
 
 
