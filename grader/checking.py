@@ -533,7 +533,16 @@ def explain_fits(fitted: dict[str, list]) -> Explanation:
 
 
 def name_mistakes(ex: ExerciseRun, explanation: Explanation) -> str:
-    """Record the named mistakes on ``ex``; the text to append to a failure message."""
+    """Record the named mistakes on ``ex``; the text to append to a failure message. None is named once
+    the module has handed back an array the grader had written over (a memo handed out writable): its
+    wrong values may be that write, which can look like any mistake."""
+    again = getattr(getattr(getattr(ex, "sandbox", None), "ownership", None), "again", None)
+    if again and (explanation.named or explanation.hint):
+        earlier, later = again[0]
+        return (f"; no mistake named: a later {later} handed back the array an earlier {earlier} had returned, "
+                "which the grader had "
+                "since written over (as a caller may), so wrong values here may be that write "
+                "(see results_belong_to_the_caller)")
     for diagnosis_id, sentence in explanation.named:
         ex.diagnose(diagnosis_id, sentence)
     parts = [sentence for _, sentence in explanation.named] or ([explanation.hint] if explanation.hint else [])

@@ -127,6 +127,37 @@ def test_a_memo_handed_out_writable_is_caught(tmp_path):
     assert result.level == "weak"
 
 
+def _memoised_mask(tmp_path, read_only: bool) -> Path:
+    """decode_mask's reference behind a memo that hands out its own array (writable or read-only)."""
+    memo = ("\nimport functools\n_plain = decode_causal_mask\n\n"
+            "@functools.lru_cache(maxsize=None)\n"
+            "def _cached(T, S):\n    mask = _plain(T, S)\n"
+            f"    mask.flags.writeable = {not read_only}\n    return mask\n\n"
+            "def decode_causal_mask(T, S):\n"
+            "    if isinstance(T, bool) or isinstance(S, bool):\n        raise ValueError('not an int')\n"
+            "    return _cached(T, S) if type(T) is int and type(S) is int else _plain(T, S)\n")
+    return _submission(tmp_path, "decode_mask", extra=memo)
+
+
+def test_a_memo_handing_back_the_array_the_caller_wrote_is_named_as_such_and_no_mistake_is_guessed(tmp_path):
+    """The probe writes over a writable result, as a caller may; a memo then answers with that write, which
+    can look like any classic mistake (an inverted mask fits 'self excluded' at T = S = 1). The reply that
+    hands the array back is flagged, results_belong_to_the_caller says so, and no mistake is named."""
+    result, checks = _graded(_memoised_mask(tmp_path, read_only=False), "decode_mask")
+    assert result.level == "weak" and not result.diagnoses, [d.id for d in result.diagnoses]
+    belongs = checks["results_belong_to_the_caller"]
+    assert not belongs.passed and "handed back the writable array" in belongs.message, belongs.message
+    wrong = [c for c in result.checks if not c.passed and c.kind == "wrong" and c.id != belongs.id]
+    assert wrong and any("no mistake named" in c.message for c in wrong), [c.message for c in wrong]
+
+
+def test_a_memo_handing_out_read_only_arrays_is_fine(tmp_path):
+    result, checks = _graded(_memoised_mask(tmp_path, read_only=True), "decode_mask")
+    assert checks["results_belong_to_the_caller"].passed, checks["results_belong_to_the_caller"].message
+    assert not result.diagnoses and all(c.passed for c in result.checks if c.id in GENERAL), \
+        [(c.id, c.message) for c in result.checks if not c.passed]
+
+
 @pytest.mark.slow
 def test_a_reused_output_buffer_is_a_result_that_changes(tmp_path):
     reuse = ("\n_out = {}\n_fresh = tree_positions\n\n"

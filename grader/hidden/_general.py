@@ -73,9 +73,14 @@ def _argument(label: str) -> str:
 
 
 def check_results_belong_to_the_caller(ex):
-    """An array a function returned is the caller's: no later call changes it."""
+    """An array a function returned is the caller's: no later call changes it or hands it back writable."""
     own = ex.sandbox.ownership
     _require_probes(own)
+    if own.again:
+        earlier, later = own.again[0]
+        fail(f"a later {later} handed back the writable array an earlier {earlier} had returned: a result "
+             "belongs to the caller, and a memo that hands out its own array answers with whatever the last "
+             "caller wrote there (the grader wrote over it, as a caller may); hand out a copy, or a read-only array")
     if own.moved:
         earlier, later = own.moved[0]
         fail(f"the array returned by {earlier} changed during a later call, {later}: a result belongs to the "

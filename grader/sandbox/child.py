@@ -261,6 +261,14 @@ class Probes:
             self.kept.popleft()
         return {"changed": changed, "moved": moved, "aliased": aliased}
 
+    def handed_back(self, value) -> list:
+        """[request id, index] of each held result that was handed out writable (and scribbled over, as a
+        caller may write) and that this reply hands back, or a view of: a memo that hands out its own array
+        answers with whatever the last caller wrote there."""
+        arrays = [a for a in (value if isinstance(value, (tuple, list)) else (value,)) if isinstance(a, _ndarray)]
+        return [[request, index] for request, index, arr, _ in self.held
+                if arr.flags.writeable and any(a is arr or _may_share_memory(a, arr) for a in arrays)]
+
     def prune(self) -> collections.deque:
         """Forget kept arguments the candidate no longer holds: ours would be their last reference."""
         self.kept = collections.deque(e for e in self.kept if max(_holders(e[2])) > _ALONE)
@@ -400,7 +408,7 @@ def serve(host, module):
                 value, failure = None, exc
         said = {"warnings": [f"{w.category.__name__}: {w.message}" for w in caught][:20]}
         if host.probe is not None:
-            said["probe"], host.probe = host.probe, None
+            said["probe"], host.probe = dict(host.probe, again=_quietly(host.probes.handed_back, value)), None
         if failure is not None:
             host.send(dict(error_reply(failure), **said))
             continue

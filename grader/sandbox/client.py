@@ -62,6 +62,7 @@ class Ownership:
     changed: list = field(default_factory=list)  # (call, [argument labels])
     moved: list = field(default_factory=list)  # (earlier call, later call)
     aliased: list = field(default_factory=list)  # (earlier call, its argument label, later call)
+    again: list = field(default_factory=list)  # (earlier call, later call that handed its writable result back)
     unreported: list = field(default_factory=list)  # calls
 
 
@@ -348,8 +349,11 @@ class Sandbox:
         changed = probe.get("changed") if isinstance(probe, dict) else None
         moved = probe.get("moved") if isinstance(probe, dict) else None
         aliased = probe.get("aliased") if isinstance(probe, dict) else None
-        if not (isinstance(changed, list) and all(isinstance(c, str) for c in changed) and isinstance(moved, list)
-                and all(isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m) for m in moved)
+        again = probe.get("again") if isinstance(probe, dict) else None
+        pairs = (moved, again)  # [request id, index] each
+        if not (isinstance(changed, list) and all(isinstance(c, str) for c in changed)
+                and all(isinstance(p, list) and all(isinstance(m, list) and len(m) == 2
+                                                    and all(type(x) is int for x in m) for m in p) for p in pairs)
                 and isinstance(aliased, list) and all(isinstance(a, list) and len(a) == 2 and type(a[0]) is int
                                                       and isinstance(a[1], str) for a in aliased)):
             if len(own.unreported) < OWNERSHIP_KEPT:
@@ -359,6 +363,8 @@ class Sandbox:
             own.changed.append((what, [c[:40] for c in changed[:10]]))
         for request, _ in moved[:OWNERSHIP_KEPT - len(own.moved)]:
             own.moved.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
+        for request, _ in again[:OWNERSHIP_KEPT - len(own.again)]:
+            own.again.append((self._calls_by_id.get((self.generation, request), "an earlier call"), what))
         for request, label in aliased[:OWNERSHIP_KEPT - len(own.aliased)]:
             own.aliased.append((self._calls_by_id.get((self.generation, request), "an earlier call"), label[:40], what))
 
