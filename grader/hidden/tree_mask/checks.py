@@ -246,11 +246,15 @@ def check_tree_attention_matches_path_decoding(ex):
 
 
 def check_parents_as_numpy_array(ex):
-    """Parents given as a numpy int array (int64 or int32) or a tuple work like a list."""
+    """Parents given as a numpy int array (int64, int32, or int8 where depths pass int8's top) or a tuple
+    work like a list."""
     parents, P = random_tree(ex.rng, 23), 17
     for given, kind in [(np.array(parents, dtype=np.int64), "an int64 array"),
                         (np.array(parents, dtype=np.int32), "an int32 array"), (tuple(parents), "a tuple")]:
         _expect(ex, [(parents, P)], context=f" (parents given as {kind})", given=given)
+    # (int16's twin, a chain of 2^15 + 1, would cost a correct answer that walks up each draft T^2 / 2 steps)
+    deep = chain(129)  # parents up to 127 fit int8; depth 128 does not
+    _expect(ex, [(deep, 5)], context=" (parents given as an int8 array)", given=np.array(deep, dtype=np.int8))
 
 
 def check_long_cache(ex):
@@ -311,6 +315,8 @@ INVALID_PARENTS = [  # (parents, what is wrong); a draft that is its own parent 
     ([-1, -2, 0], "parents[1] = -2 is below -1"),
     ([-1, 0, 7], "parents[2] = 7 is past the last of 3 drafts"),
     ([-1, 2, -1, 1], "parents[1] = 2 is a later draft"),
+    ([-1, 0.5, 0], "parents[1] = 0.5 is not an integer"),
+    (np.array([-1.0, 0.0, 1.0]), "parents are a float array (of whole numbers)"),
     ([-1, 0, 2], "parents[2] = 2 is the draft itself"),
 ]
 

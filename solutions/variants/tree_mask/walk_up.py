@@ -5,6 +5,8 @@ import numpy as np
 def _check(parents, P):
     if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 0:
         raise ValueError(f"P must be an int >= 0, got {P!r}")
+    if any(isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)) for p in parents):
+        raise ValueError(f"parents must be ints, got {list(parents)[:8]}")
     parents = [int(p) for p in parents]
     for i, p in enumerate(parents):
         if not -1 <= p < i:
