@@ -538,7 +538,10 @@ def check_rejects_invalid_arguments(ex):
            ("window = -5", dict(window=-5)),
            ("block_q = 0", dict(block_q=0)),
            ("block_k = 0", dict(block_k=0)),
-           ("block_k = 2.5", dict(block_k=2.5))]
+           ("block_k = 2.5", dict(block_k=2.5)),
+           ("block_q = 4.0 (a float, though whole)", dict(block_q=4.0)),
+           ("window = 4.0 (a float, though whole)", dict(window=4.0)),
+           ("q_positions of whole floats", dict(q_pos=good.q_pos.astype(np.float64)))]
     decode = [(f"{what}, for one query (T = 1)", dict(q=good.q[-1:], q_pos=good.q_pos[-1:]) | change)
               for what, change in bad if set(change) <= {"window", "block_q", "block_k"}]  # every path validates
     for what, change in bad + decode:

@@ -649,6 +649,10 @@ def check_rejects_bad_shapes(ex):
         ("partial_attention", (f(3, 8), f(5, 7), f(5, 8), b(3, 5)),
          "partial_attention(q [3, 8], k [5, 7], v [5, 8], mask [3, 5])"),
         ("merge_partials", (state4, state1), "merge_partials(state with T = 4, state with T = 1)"),
+        ("merge_partials", (state4, oracle.empty_state(4, 1, F64)),
+         "merge_partials(state with o [4, 8], state with o [4, 1])"),  # m and l agree: only o's width differs
+        ("merge_partials", (oracle.empty_state(4, 1, F64), state4),
+         "merge_partials(state with o [4, 1], state with o [4, 8])"),
     ]
     for name, args, call in cases:
         expect_rejected(ex, getattr(ex.candidate, name), *args, call=call, diagnosis="accepts_bad_shapes",

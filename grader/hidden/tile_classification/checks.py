@@ -326,7 +326,7 @@ def check_rejects_invalid_sizes(ex):
             ((0, 5, 4, 4), {}, "T < 1"), ((6, 5, 4, 4), {}, "T > S"), ((-2, 4, 2, 2), {}, "T < 1"),
             ((1, 0, 4, 4), {}, "T > S and S < 1"), ((3, 8, 0, 4), {}, "block_q < 1"), ((3, 8, 4, 0), {}, "block_k < 1"),
             ((3, 8, -4, 4), {}, "block_q < 1"), ((3, 8, 4, 4), {"window": 0}, "window < 1"),
-            ((3, 8, 4, 4), {"window": -3}, "window < 1")]):
+            ((3, 8, 4, 4), {"window": -3}, "window < 1"), ((6, 5, 4, 4), {"window": 3}, "T > S, with a window")]):
         _expect_rejected(ex, args, kwargs, why)
 
 

@@ -852,6 +852,8 @@ MALFORMED_CU = [
     ([0, 2.5], [0, 3], "a float in cu_seqlens_q"),
     ([0, 2], [0, 3.5], "a float in cu_seqlens_k"),
     (np.array([[0, 2]]), np.array([[0, 2]]), "2-D cu_seqlens"),
+    (np.array([0, 1, 2], np.int8), np.array([0, 100, -100], np.int8),  # -200 as an int8 difference is +56
+     "an int8 cu_seqlens_k falling from 100 to -100"),
 ]
 
 
