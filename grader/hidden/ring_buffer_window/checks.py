@@ -788,9 +788,9 @@ def check_rejects_invalid_arguments(ex):
         expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
     C, D = 6, 4
     cache = ex.candidate.call("RingKVCache", C, D)
-    x = rng.standard_normal((3, D))
-    cache.call("append", x, x)
-    snapshot = (len(cache), np.array(cache.positions))
+    x = rng.standard_normal((C + 2, D))  # a full ring: every slot live, so a write before the refusal shows
+    cache.call("append", x, -x)
+    snapshot = (len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
     r = rng.standard_normal
     bad_appends = [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
                    (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
@@ -815,10 +815,17 @@ def check_rejects_invalid_arguments(ex):
 
 
 def _unchanged(ex, cache, snapshot, call):
+    """The cache as ``snapshot`` (len, positions, keys, values) had it: a refused call leaves it exactly."""
     length, positions = len(cache), np.asarray(cache.positions)
     if length != snapshot[0] or not np.array_equal(positions, snapshot[1]):
         fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {snapshot[0]}), "
              f"positions {_short(positions)} (before: {_short(snapshot[1])})", kind="hygiene")
+    live = snapshot[1] >= 0
+    for name, before in (("keys", snapshot[2]), ("values", snapshot[3])):
+        now = np.asarray(getattr(cache, name))
+        if now.shape != before.shape or not np.array_equal(now[live], before[live]):
+            fail(f"{call} raised ValueError but changed the cache first: cache.{name} of live slots differ "
+                 "from before the call", kind="hygiene")
 
 
 def integer_edges():
