@@ -916,6 +916,29 @@ def check_fork_copies_nothing(ex):
         fail(f"{exc}: a fork with no free block must succeed (it shares the parent's blocks), and once "
              "the parent is freed the child's last block takes tokens in its free slots", {"seed": ex.seed},
              kind="efficiency")
+    _expect_many_forks_share(ex, bs)
+
+
+def _expect_many_forks_share(ex, bs, forks=256):
+    """A block shared by more sequences than int8 or uint8 counts (``forks`` children of one sequence) is
+    still shared: an append to the parent copies its partly filled last block and takes one block. 257 holders
+    read 1 in both int8 and uint8, so a wrapped count looks unshared."""
+    crowd = ex.candidate.call("PagedKVCache", 4, bs, 1, 3)
+    crowd.call("add_sequence", 0)
+    k = ex.rng.standard_normal((bs + 2, 1, 3))
+    crowd.call("append", 0, k, k)
+    for child in range(1, forks + 1):
+        crowd.call("fork", 0, child)
+    crowd.call("append", 0, k[:1], k[:1])
+    free, ours, theirs = (crowd.call("num_free_blocks"), as_array(crowd.call("block_table", 0), call="block_table(0)",
+                          shape=(2,), kind="i"), as_array(crowd.call("block_table", 1), call="block_table(1)",
+                                                          shape=(2,), kind="i"))
+    if free != 1 or ours[-1] == theirs[-1]:
+        fail(f"after {bs + 2} tokens in sequence 0 of PagedKVCache(4, {bs}, 1, 3), {forks} forks of it and an "
+             f"append of 1 token to it, num_free_blocks() is {free} (expected 1) and sequence 0's last block is "
+             f"{int(ours[-1])}, its first child's {int(theirs[-1])}: a block shared {forks + 1} ways must be "
+             "copied before the write (a reference count kept in int8 or uint8 wraps)", {"seed": ex.seed},
+             kind="corrupt")
 
 
 def check_keeps_its_own_copy(ex):
