@@ -416,19 +416,23 @@ def check_projects_only_new_tokens(ex):
 
 
 def check_uses_the_weights_it_is_handed(ex):
-    """A model whose weights all change between steps: each step computes its new tokens with the weights
-    the model holds when it is called, over the keys and values cached before, as they were computed."""
+    """A model whose weights all change between steps, in place or as another model object handed to the same
+    cache: each step computes its new tokens with the weights of the model it is called with, over the keys
+    and values cached before, as they were computed."""
     run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
     chunks = _random_chunks(ex.rng, 20, 6, largest=4)
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
     for n, T in enumerate(chunks):
-        P = len(run.ids)
+        P, model = len(run.ids), None
         weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
-        if n:  # every weight moves, in place in the lent memory the model's parameters live in, by the
+        if n % 2:  # every weight moves, in place in the lent memory the model's parameters live in, by the
             run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
+        elif n:  # another model object: a cache that kept the first model's parameters reads stale ones
+            model = run.gpt2.GPT2(run.config_handle, weights[n])
+        if n:
             history = history.with_weights(weights[n])
-        got.append(run.step(ids[P:P + T]))
+        got.append(run.step(ids[P:P + T], model=model))
         history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
         want.append(right)
     steps = oracle.schedule_steps(run.chunks)
@@ -442,7 +446,8 @@ def check_uses_the_weights_it_is_handed(ex):
                     f"with {_tokens(P)} cached, a step of {_tokens(T)} on a model whose weights had just changed "
                     "gave the logits of the new weights over the whole sequence: the cached tokens' keys and "
                     "values were computed again instead of read from the cache")
-    fail(f"the model's weights changed between steps (a new random model each step, in place): decode_step with "
+    fail(f"the model's weights changed between steps (a new random model each step, in place or as another model "
+         "object): decode_step with "
          f"{_tokens(P)} cached and {T} new does not give the logits of its new tokens under the weights it was "
          "handed, over the keys and values cached before; a step that projects cached tokens again (from "
          "stored hidden states, say), or that uses weights kept from an earlier step, differs "
