@@ -315,8 +315,8 @@ INVALID_PARENTS = [  # (parents, what is wrong); a draft that is its own parent 
     ([-1, -2, 0], "parents[1] = -2 is below -1"),
     ([-1, 0, 7], "parents[2] = 7 is past the last of 3 drafts"),
     ([-1, 2, -1, 1], "parents[1] = 2 is a later draft"),
-    ([-1, 0.5, 0], "parents[1] = 0.5 is not an integer"),
-    (np.array([-1.0, 0.0, 1.0]), "parents are a float array (of whole numbers)"),
+    ([-1, 0, 1, 1, 2.5, 0, 5, 6, 3], "parents[4] = 2.5 is not an integer"),
+    (np.array([-1.0, 0.0, 0.0, 2.0, 1.0, 4.0, 4.0, 3.0, 7.0]), "parents are a float array (of whole numbers)"),
     ([-1, 0, 2], "parents[2] = 2 is the draft itself"),
 ]
 
