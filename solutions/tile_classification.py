@@ -39,13 +39,15 @@ def validate(T, S, block_q, block_k, window=None) -> None:
 def query_tile_positions(T: int, S: int, block_q: int, a):
     """Absolute positions (first, last) of query tile ``a``; the last tile may be ragged."""
     first_row = a * block_q
-    last_row = np.minimum(first_row + block_q, T) - 1
+    last_row = np.minimum(first_row, T - block_q) + block_q - 1  # min(first + block_q, T) - 1,
+    # without first + block_q, which can pass int64 when T is near 2**63
     return S - T + first_row, S - T + last_row  # row i sits at position S - T + i
 
 
 def key_tile_positions(S: int, block_k: int, b):
     """Absolute positions (first, last) of key tile ``b``; the last tile may be ragged."""
-    return b * block_k, np.minimum(b * block_k + block_k, S) - 1
+    first = b * block_k
+    return first, np.minimum(first, S - block_k) + block_k - 1  # min(first + block_k, S) - 1, no overflow
 
 
 def seen_by_some(q_first, q_last, window=None):
