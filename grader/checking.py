@@ -390,14 +390,15 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     return value, over, list(stats.warnings)
 
 
-def least_over(ex: ExerciseRun, target, name: str, *args, limit: int, **kwargs):
-    """:func:`measure`, made once more with the same arguments when the figure reaches ``limit``: (the first
+def least_over(ex: ExerciseRun, target, name: str, *args, limit: int | None, **kwargs):
+    """:func:`measure`, made once more with the same arguments when the figure reaches ``limit`` (never with
+    ``limit=None``, for callers that measure with and without a must-not's bound): (the first
     value, the smaller figure, the first call's warnings). A must-not judged on one reading can fail a
     correct answer on a stray charge (the kernel counts the whole cgroup: under heavy load a correct
     varlen answer once read over its 8.5 MiB bound); an answer that really allocates the forbidden array
     does it on both calls."""
     value, over, warnings = measure(ex, target, name, *args, **kwargs)
-    if over is not None and over >= limit:
+    if over is not None and limit is not None and over >= limit:
         again = measure(ex, target, name, *args, **kwargs)[1]
         over = over if again is None else min(over, again)
     return value, over, warnings
@@ -540,9 +541,8 @@ def name_mistakes(ex: ExerciseRun, explanation: Explanation) -> str:
     if again and (explanation.named or explanation.hint):
         earlier, later = again[0]
         return (f"; no mistake named: a later {later} handed back the array an earlier {earlier} had returned, "
-                "which the grader had "
-                "since written over (as a caller may), so wrong values here may be that write "
-                "(see results_belong_to_the_caller)")
+                "which the grader had since written over (as a caller may), so wrong values here may be that "
+                "write (see results_belong_to_the_caller)")
     for diagnosis_id, sentence in explanation.named:
         ex.diagnose(diagnosis_id, sentence)
     parts = [sentence for _, sentence in explanation.named] or ([explanation.hint] if explanation.hint else [])

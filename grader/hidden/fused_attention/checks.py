@@ -27,7 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from grader.checking import (SHOWN, CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, plural,
-                             least_over, measure, name_mistakes, odd_size, offset_scores, other_argument_types,
+                             least_over, name_mistakes, odd_size, offset_scores, other_argument_types,
                              received, slips_of, tolerance)
 
 from . import diagnosis, oracle
@@ -127,18 +127,16 @@ def holed(rng, T, S, D, label, holes, block_q=64, block_k=128) -> Case:
 def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=None):
     """Call the kernel on ``case``; (o, lse, source, peak bytes or None, warnings) once the outputs
     have the right form. ``kinds``: the types sizes and q_positions are sent as (numpy ints, a list).
-    ``measured`` takes the call through checking.measure (warnings, and the peak with ``memory``);
+    ``measured`` takes the call through checking.least_over (warnings, and the peak with ``memory``);
     ``limit``: a must-not's bound, through checking.least_over (the call made again when the peak reaches it)."""
     as_int, as_positions = kinds
     source = KVSource(case.k, case.v, case.k_pos)
     window = None if case.window is None else as_int(case.window)
     args = (case.q, source, as_positions(case.q_pos))
     kwargs = dict(window=window, block_q=as_int(case.block_q), block_k=as_int(case.block_k))
-    if measured and limit is not None:
-        value, peak, warnings = least_over(ex, ex.candidate, "flash_attention", *args, limit=limit, **kwargs)
-    elif measured:
-        value, peak, warnings = measure(ex, ex.candidate, "flash_attention", *args,
-                                        memory=memory, **kwargs)
+    if measured:
+        value, peak, warnings = least_over(ex, ex.candidate, "flash_attention", *args, limit=limit, memory=memory,
+                                           **kwargs)
     else:
         value, peak, warnings = ex.candidate.flash_attention(*args, **kwargs), None, []
     call, where = case.call_text(), case.describe(ex.seed)

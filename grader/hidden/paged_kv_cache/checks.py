@@ -930,9 +930,9 @@ def _expect_many_forks_share(ex, bs, forks=256):
     for child in range(1, forks + 1):
         crowd.call("fork", 0, child)
     crowd.call("append", 0, k[:1], k[:1])
-    free, ours, theirs = (crowd.call("num_free_blocks"), as_array(crowd.call("block_table", 0), call="block_table(0)",
-                          shape=(2,), kind="i"), as_array(crowd.call("block_table", 1), call="block_table(1)",
-                                                          shape=(2,), kind="i"))
+    free = crowd.call("num_free_blocks")
+    ours = as_array(crowd.call("block_table", 0), call="block_table(0)", shape=(2,), kind="i")
+    theirs = as_array(crowd.call("block_table", 1), call="block_table(1)", shape=(2,), kind="i")
     if free != 1 or ours[-1] == theirs[-1]:
         fail(f"after {bs + 2} tokens in sequence 0 of PagedKVCache(4, {bs}, 1, 3), {forks} forks of it and an "
              f"append of 1 token to it, num_free_blocks() is {free} (expected 1) and sequence 0's last block is "

@@ -42,6 +42,7 @@ Sentences no check here holds as such: the empty slots of the candidate's own fr
 cannot be filled with garbage by the grader, so only slots it wrote are tried with extreme values.
 """
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -790,7 +791,7 @@ def check_rejects_invalid_arguments(ex):
     cache = ex.candidate.call("RingKVCache", C, D)
     x = rng.standard_normal((C + 2, D))  # a full ring: every slot live, so a write before the refusal shows
     cache.call("append", x, -x)
-    snapshot = (len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
+    snapshot = _Snapshot(len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
     r = rng.standard_normal
     bad_appends = [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
                    (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
@@ -814,16 +815,24 @@ def check_rejects_invalid_arguments(ex):
         _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
 
 
-def _unchanged(ex, cache, snapshot, call):
-    """The cache as ``snapshot`` (len, positions, keys, values) had it: a refused call leaves it exactly."""
+class _Snapshot(NamedTuple):
+    """What a refused call must leave as it was."""
+    length: int
+    positions: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+
+
+def _unchanged(ex, cache, before: _Snapshot, call):
+    """The cache as ``before`` had it: a refused call leaves it exactly (keys and values in the live slots)."""
     length, positions = len(cache), np.asarray(cache.positions)
-    if length != snapshot[0] or not np.array_equal(positions, snapshot[1]):
-        fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {snapshot[0]}), "
-             f"positions {_short(positions)} (before: {_short(snapshot[1])})", kind="hygiene")
-    live = snapshot[1] >= 0
-    for name, before in (("keys", snapshot[2]), ("values", snapshot[3])):
-        now = np.asarray(getattr(cache, name))
-        if now.shape != before.shape or not np.array_equal(now[live], before[live]):
+    if length != before.length or not np.array_equal(positions, before.positions):
+        fail(f"{call} raised ValueError but changed the cache first: len {length} (before: {before.length}), "
+             f"positions {_short(positions)} (before: {_short(before.positions)})", kind="hygiene")
+    live = before.positions >= 0
+    for name in ("keys", "values"):
+        now, then = np.asarray(getattr(cache, name)), getattr(before, name)
+        if now.shape != then.shape or not np.array_equal(now[live], then[live]):
             fail(f"{call} raised ValueError but changed the cache first: cache.{name} of live slots differ "
                  "from before the call", kind="hygiene")
 
