@@ -621,7 +621,8 @@ def _expect_large_scores(ex, N, top, largest):
 
 
 def check_numpy_token_ids(ex):
-    """Token ids as numpy integers, numpy int arrays of any signed dtype, or a tuple, work like a list of ints."""
+    """Token ids as numpy integers, numpy int arrays of any signed dtype, or a tuple, work like a list of ints,
+    also at positions past what the ids' dtype holds (int8 ids beyond position 127)."""
     run = Run(ex, BASE, 22)
     ids = _random_ids(ex.rng, 97, 30)
     forms = [lambda t: [np.int64(i) for i in t], lambda t: np.array(t, dtype=np.int64),
@@ -634,7 +635,20 @@ def check_numpy_token_ids(ex):
                 else nullcontext():  # once int64 works, a narrow dtype or a tuple that fails is wrong
             got.append(run.step(ids[start:start + T], forms[form]))
         start += T
-    _expect_run(run, np.concatenate(got), "token ids as numpy integers")
+    _expect_runs(ex, [(run, np.concatenate(got), "token ids as numpy integers"), _int8_past_127(ex)])
+
+
+def _int8_past_127(ex):
+    """A run whose int8 id arrays arrive at positions 117 .. 139: the ids fit int8, the positions do
+    not (a position counted in the ids' dtype wraps). An attempt for ``_expect_runs``."""
+    far = Run(ex, dict(BASE, n_ctx=149), 23)
+    ids = _random_ids(ex.rng, BASE["vocab_size"], 140)
+    got = [far.step(ids[:117])]
+    start = 117
+    for T in (6, 7, 1, 9):
+        got.append(far.step(ids[start:start + T], lambda t: np.array(t, dtype=np.int8)))
+        start += T
+    return far, np.concatenate(got), "token ids as int8 arrays at positions past 127"
 
 
 def _shared_sentence(evidence) -> str:
