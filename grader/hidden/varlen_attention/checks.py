@@ -700,6 +700,13 @@ def padded(pads, L, as_int=False):
     return mask.astype(np.int64) if as_int else mask
 
 
+def widened(rng, mask):
+    """``mask`` with 1 .. 5 more padding columns on the left of every row: the same real tokens per row at
+    a larger width. Sent after ``mask``, it catches a memo keyed on the rows' counts alone."""
+    extra = np.zeros((mask.shape[0], int(rng.integers(1, 6))), dtype=mask.dtype)
+    return np.concatenate([extra, mask], axis=1)
+
+
 def _mask_case(mask, seed, **more):
     pads = (~np.asarray(mask).astype(bool)).sum(axis=1)
     return {"rows": mask.shape[0], "columns": mask.shape[1], "padding per row": _short(pads),
@@ -758,13 +765,15 @@ def _pads(rng, B, L):
 
 
 def check_positions_random_padding(ex):
-    """Rows padded by different amounts, rows without padding, a row of padding only; bool and 0/1 masks."""
+    """Rows padded by different amounts, rows without padding, a row of padding only; bool and 0/1 masks;
+    then some of the same rows again behind more padding."""
     rng, masks = ex.rng, []
     for n in range(8):
         B, L = odd_size_closed(rng, 3, 9), odd_size_closed(rng, 5, 60)
         pads = _pads(rng, B, L)
         pads[(pads.index(0) + 1) % B] = L  # a row of padding only (an empty suffix)
         masks.append(padded(pads, L, as_int=n % 2 == 1))
+    masks += [widened(rng, mask) for mask in masks[:3]]  # calls in any order: the same rows, wider
     expect_positions(ex, masks, "random left padding")
 
 
@@ -807,13 +816,16 @@ def expect_decode_masks(ex, cases, what):
 
 
 def check_decode_mask_random_padding(ex):
-    """Rows padded by different amounts and rows without padding, T = 1 and T > 1, bool and 0/1 masks."""
+    """Rows padded by different amounts and rows without padding, T = 1 and T > 1, bool and 0/1 masks; then
+    some of the same rows behind more padding, and a mask again with a smaller T."""
     rng, cases = ex.rng, []
     for n in range(10):
         B, S = odd_size_closed(rng, 2, 7), odd_size_closed(rng, 6, 70)
         T = 1 if n % 3 == 0 else int(rng.integers(2, S // 2))
         pads = [min(p, S - T) for p in _pads(rng, B, S)]
         cases.append((padded(pads, S, as_int=n % 2 == 1), T))
+    cases += [(widened(rng, mask), T) for mask, T in cases[:3]]  # calls in any order: the same rows, wider,
+    cases += [(mask, T - 1) for mask, T in cases[1:3] if T > 1]  # and the same mask with another T
     expect_decode_masks(ex, cases, "random left padding")
 
 
