@@ -85,9 +85,9 @@ class Driver:
     """A candidate cache, driven through the kit's ``prefix_driver`` in the candidate's process: one
     round trip per operation, returning its outcome and every observable after it."""
 
-    def __init__(self, ex, sizes):
+    def __init__(self, ex, sizes, typed=False):
         self.module = ex.helper("prefix_driver")
-        self.cache = ex.candidate.call("PrefixCache", *sizes)
+        self.cache = ex.candidate.call("PrefixCache", *(map(narrowest, sizes) if typed else sizes))
         self.slips: list[str] = []  # right values in the wrong container (hygiene)
         self.steps, self.prompts = 0, []  # operations sent; the add_request ones among them, in order
         self.changed: list[Op] = []  # those whose prompt a later call changed
@@ -148,11 +148,15 @@ class Failure:
         nb, bs = self.sizes
         return {"num_blocks": nb, "block_size": bs, "operations": describe_ops(self.ops, limit=24)}
 
+    def typed_case(self):
+        """``case`` of a run whose sizes went to PrefixCache as the narrowest numpy ints that hold them."""
+        return dict(self.case, sizes_sent_as=[type(narrowest(n)).__name__ for n in self.sizes])
+
 
 def play(ex, sizes, ops, typed=False, overwrite=False, slips=None) -> Failure | None:
     """Build a fresh cache and model, apply ``ops``, compare after each; the first difference.
     A passing run adds its hygiene slips (containers, changed prompts) to ``slips``."""
-    model, driver, trace = oracle.Model(*sizes), Driver(ex, sizes), []
+    model, driver, trace = oracle.Model(*sizes), Driver(ex, sizes, typed), []
     for i, op in enumerate(ops):
         want = model.apply(op)
         if want == ("raises", "ValueError"):  # a cut made by shrinking: invalid calls are another check's
@@ -255,7 +259,7 @@ def expect_sequences(ex, runs, typed=False, overwrite=False):
         cases = [((f.sizes, tuple(f.ops)), f.trace) for f in [shown, *(f for f in failures if f is not first)]
                  if f.kind in ("wrong", "corrupt") and f.observed]
         message += name_mistakes(ex, diagnosis.explain_sequences(cases, passes))
-    fail(message, dict(shown.case, seed=ex.seed), kind=shown.kind)
+    fail(message, dict(shown.typed_case() if typed else shown.case, seed=ex.seed), kind=shown.kind)
 
 
 # -- drawing operation sequences ------------------------------------------------------------------------
@@ -521,9 +525,11 @@ def check_big_prompts(ex):
 
 
 def check_integer_types(ex):
-    """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers."""
+    """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers, and the
+    cache's sizes as the narrowest numpy ints that hold them (int8 sizes whose products, such as the tokens
+    served, pass 127)."""
     runs = []
-    for sizes in ((8, 2), (9, 3)):
+    for sizes in ((8, 2), (9, 3), (9, 40)):
         drawer = Drawer(ex.rng, sizes)
         sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(24) for _ in range(3)]
         runs.append((sizes, [[_typed(op, n + i) for i, op in enumerate(ops)] for n, ops in enumerate(sequences)]))
@@ -531,6 +537,11 @@ def check_integer_types(ex):
 
 
 SIGNED = (np.int8, np.int16, np.int32, np.int64)
+
+
+def narrowest(value: int):
+    """``value`` as the narrowest signed numpy integer that holds it."""
+    return next(t(value) for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max)
 
 
 def _typed(op, n) -> Op:
