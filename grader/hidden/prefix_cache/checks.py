@@ -628,4 +628,4 @@ def check_rejected_calls_change_nothing(ex):
         got, _, after = driver.step(op, ids, {1})
         if got == ("raises", "ValueError") and after != before:
             fail(f"{op} raised ValueError but changed the cache (its counts or tables): validation comes first",
-                 {"sizes": sizes, "operations": describe_ops(setup + [op])}, kind="corrupt")
+                 {"sizes": sizes, "operations": describe_ops(setup + [op])}, kind="hygiene")

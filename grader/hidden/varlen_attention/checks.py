@@ -89,6 +89,19 @@ def mixed_batches(rng, count, max_k=40):
     return batches
 
 
+def resplit(rng, n_q, n_k):
+    """Two batches beside (n_q, n_k), each with one argument the same and the other split anew at the same
+    batch size and total: (other n_q, n_k) and (n_q, other n_k). Sent after the original, they catch a memo
+    keyed on part of the arguments (one cu_seqlens, a total, the batch size)."""
+    def compose(total, low, high):  # counts in [low, high] per sequence summing to total, drawn at random
+        counts, left = list(low), total - sum(low)
+        for _ in range(left):
+            counts[int(rng.choice([b for b in range(len(counts)) if counts[b] < high[b]]))] += 1
+        return counts
+    n_q, n_k = list(n_q), list(n_k)
+    return [(compose(sum(n_q), [0] * len(n_q), n_k), n_k), (n_q, compose(sum(n_k), n_q, [sum(n_k)] * len(n_k)))]
+
+
 def _short(a) -> str:
     a = [int(x) for x in a]
     return str(a) if len(a) <= 12 else f"[{', '.join(map(str, a[:12]))}, ...] ({len(a)} entries)"
@@ -200,7 +213,9 @@ def check_mask_prefill_batches(ex):
 
 def check_mask_mixed_batches(ex):
     """1 to 9 sequences mixing prefill, decode steps, chunks and idle ones, cu_seqlens in every form."""
-    batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 27))]
+    drawn = mixed_batches(ex.rng, 27)
+    drawn += [twin for n_q, n_k in drawn[2:8] for twin in resplit(ex.rng, n_q, n_k)]
+    batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(drawn)]
     expect_masks(ex, batches, "mixed batch")
 
 
@@ -354,9 +369,11 @@ def _busy(n_q, n_k):
 
 
 def check_attention_mixed_batches(ex):
-    """1 to 9 sequences mixing prefill, decode, chunks and idle ones: each equals its own attention."""
-    batches = [Packed(*_busy(n_q, n_k), FORMS[n % len(FORMS)])
-               for n, (n_q, n_k) in enumerate(mixed_batches(ex.rng, 18))]
+    """1 to 9 sequences mixing prefill, decode, chunks and idle ones: each equals its own attention; then
+    some batches again with one cu_seqlens split anew at the same totals (calls in any order)."""
+    drawn = [_busy(n_q, n_k) for n_q, n_k in mixed_batches(ex.rng, 18)]
+    drawn += [twin for n_q, n_k in drawn[2:6] for twin in resplit(ex.rng, n_q, n_k)]
+    batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(drawn)]
     expect_attention(ex, batches, "mixed batch")
 
 

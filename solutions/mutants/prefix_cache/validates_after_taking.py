@@ -7,7 +7,8 @@ import numpy as np
 from prefix_hash import block_hash
 
 EXPECTED_DIAGNOSIS = "accepts_invalid_arguments"  # a prompt too long and invalid: RuntimeError before the check
-EXPECTED_LEVEL = 'weak'  # the blocks left taken by the late ValueError
+EXPECTED_LEVEL = 'hire'  # the blocks left taken by the late ValueError: validation, which caps at hire in
+# every stateful exercise (a rejected ring step or gpt2 step that changed its cache is judged the same)
 
 
 def _int(value, what: str) -> int:
