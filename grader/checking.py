@@ -10,7 +10,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 
 - sizes: :func:`odd_size` (numpy's half-open range, never a power of two), :func:`chunk_sizes`;
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
-- invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named);
+- invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named),
+  :func:`misfit_shapes` (shapes numpy would broadcast, one argument at a time);
 - precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
@@ -388,6 +389,23 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
              kind="must_not")
     over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
     return value, over, list(stats.warnings)
+
+
+def misfit_shapes(axes):
+    """Every way to break one argument's shape that numpy would still broadcast against the others:
+    an axis whose name another axis shares set to 1, a shared leading axis dropped, a leading axis
+    of 1 added (each a shape check that compares only the last axis, or only
+    ndim, misses). ``axes``: each argument's axis names (one name, one size). Yields (argument index,
+    the change as a function of the array, what it did)."""
+    names = [name for arg in axes for name in arg]
+    shared = {name for name in names if names.count(name) > 1}
+    for i, arg in enumerate(axes):
+        for j, name in enumerate(arg):
+            if name in shared:
+                yield i, lambda x, j=j: x[(slice(None),) * j + (slice(0, 1),)], f"{name} = 1"
+        if arg and arg[0] in shared:
+            yield i, lambda x: x[0], "its leading axis dropped"
+        yield i, lambda x: x[None], "a leading axis of 1 added"
 
 
 def least_over(ex: ExerciseRun, target, name: str, *args, limit: int | None, **kwargs):

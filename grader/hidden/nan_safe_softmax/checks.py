@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, name_mistakes,
-                             odd_size, offset_scores, received, settle, slips_of)
+from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, misfit_shapes,
+                             name_mistakes, odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -633,8 +633,35 @@ def check_rejects_the_invalid_case_shown(ex):
                     call="masked_softmax(scores [2, 3], mask [2, 4])", diagnosis="accepts_bad_shapes", why=SHOWN)
 
 
+def _broadcast_misfits(rng):
+    """(function, arguments, call) for every array argument of every function, in turn given a shape
+    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_shapes``)."""
+    size = dict(zip(["A", "T", "n", "D", "Dv"], (int(x) for x in rng.choice(np.arange(3, 14), 5, replace=False))))
+
+    def make(kind):
+        return lambda names: {"f": lambda s: rng.standard_normal(s), "b": lambda s: rng.random(s) < 0.7,
+                              "l": lambda s: rng.uniform(0.5, 2.0, s)}[kind]([size[x] for x in names])
+
+    state_axes, state_kinds = [("T",), ("T",), ("T", "Dv")], "flf"
+    functions = [  # name, argument names, axes, kinds (f float, b bool, l positive), the call's arguments
+        ("masked_softmax", ["scores", "mask"], [("A", "T", "n")] * 2, "fb", lambda a: a),
+        ("partial_attention", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "Dv"), ("T", "n")], "fffb",
+         lambda a: a),  # v's width is free (the output's): only the names it shares are tied
+        ("merge_partials", ["a.m", "a.l", "a.o", "b.m", "b.l", "b.o"], state_axes * 2, state_kinds * 2,
+         lambda a: (tuple(a[:3]), tuple(a[3:]))),
+        ("finalize", ["m", "l", "o"], state_axes, state_kinds, lambda a: (tuple(a),)),
+    ]
+    for name, arg_names, axes, kinds, pack in functions:
+        arrays = [make(kind)(names) for kind, names in zip(kinds, axes)]
+        for i, change, what in misfit_shapes(axes):
+            args = arrays[:i] + [change(arrays[i])] + arrays[i + 1:]
+            shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
+            yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
+
+
 def check_rejects_bad_shapes(ex):
-    """Shapes that do not fit together raise ValueError, even where numpy would broadcast them."""
+    """Shapes that do not fit together raise ValueError, even where numpy would broadcast them: every array
+    argument of every function in turn with a shared axis of 1, its leading axis dropped or a leading 1 added."""
     rng = ex.rng
     f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     b = lambda *shape: np.ones(shape, bool)  # noqa: E731
@@ -654,9 +681,7 @@ def check_rejects_bad_shapes(ex):
         ("merge_partials", (oracle.empty_state(4, 1, F64), state4),
          "merge_partials(state with o [4, 1], state with o [4, 8])"),
     ]
-    for name, args, call in cases:
+    for name, args, call in cases + list(_broadcast_misfits(rng)):
         expect_rejected(ex, getattr(ex.candidate, name), *args, call=call, diagnosis="accepts_bad_shapes",
                         why="numpy broadcast the mismatched shapes and a caller's bug turned into a "
                             "plausible-looking answer", case={"seed": ex.seed})
-
-

@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, odd_size,
+from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, misfit_shapes, odd_size,
                              offset_scores, received, settle, slips_of, summarize)
 
 from grader.held import Held
@@ -616,8 +616,38 @@ def _warned(ex, fn: str, *args, situation: str) -> str | None:
         if caught else None
 
 
+def _far_from_zero(rng, sign, dtype):
+    """(split_kv_attention's arguments, what they are): caches whose scaled scores all lie 800 to 1e4 below 0
+    (``sign`` -1) or above it (+1), in n splits of which only split j holds keys the queries see, for every
+    j, then every split: a merge that starts from (or meets) an empty part has its exponent taken against
+    a far lse wherever the far part stands."""
+    T, S, D, n = 3, odd_size(rng, 9, 40), odd_size(rng, 3, 12), int(rng.integers(3, 6))
+    q, k = offset_scores(rng, sign * rng.uniform(800, 1e4, T), S, D, dtype)
+    v, q_pos = _normal(rng, S, D).astype(dtype), np.full(T, S + 5)  # every stored key is in the queries' past
+    scores = f"every scaled score {'below -800' if sign < 0 else 'above 800'}, {np.dtype(dtype).name}"
+    for j, (a, b) in enumerate(oracle.ranges(S, n)):
+        k_pos = np.full(S, -1)
+        k_pos[a:b] = np.arange(a, b)
+        yield (q, k, v, q_pos, k_pos, n), f"split_kv_attention ({scores}) where only split {j} of {n} sees keys"
+    yield (q, k, v, q_pos, np.arange(S), n), f"split_kv_attention ({scores}) where each of {n} splits sees keys"
+
+
+def _far_lse_parts(rng, sign):
+    """(merge_states' arguments, what they are): lse all 800 to 1e4 below or above 0, only part j live
+    (the others -inf) for every j, then every part live."""
+    N, T, D = 5, 4, 3
+    o, far = _normal(rng, N, T, D), sign * rng.uniform(800, 1e4, (N, T))
+    side = "below -800" if sign < 0 else "above 800"
+    for j in range(N):
+        lse = np.full((N, T), -np.inf)
+        lse[j] = far[j]
+        yield (o, lse), f"merge_states with lse {side} in part {j} of {N} only"
+    yield (o, far), f"merge_states with every lse {side}"
+
+
 def check_quiet_numpy(ex):
-    """No numpy warning from any function: empty rows and chunks, empty or NaN parts, huge lse, empty splits, P = 0."""
+    """No numpy warning from any function: empty rows and chunks, empty or NaN parts, huge lse, empty splits, P = 0,
+    and scores or lse all far below or far above 0, in any one split or part or in all."""
     rng, heard = ex.rng, []
     T, D = 5, 7
     q, k, v = _normal(rng, T, D), _normal(rng, 30, D), _normal(rng, 30, D)
@@ -635,6 +665,11 @@ def check_quiet_numpy(ex):
     for kv, n in [(_ring(rng, 4, 45, 120, D, 6), 44), (_decode(rng, 1, 23, D), 30)]:
         heard.append(_warned(ex, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n,
                              situation=f"split_kv_attention [{kv.label}] in {n} splits"))
+    for sign in (-1, 1):
+        calls = [("split_kv_attention", *c) for dtype in (np.float64, np.float32)
+                 for c in _far_from_zero(rng, sign, dtype)]
+        calls += [("merge_states", *c) for c in _far_lse_parts(rng, sign)]
+        heard += [_warned(ex, fn, *args, situation=what) for fn, args, what in calls]
     heard.append(_warned(ex, "shared_prefix_attention", _normal(rng, 2, 3, D), np.zeros((0, D)),
                          np.zeros((0, D)), _normal(rng, 2, 4, D), _normal(rng, 2, 4, D),
                          situation="shared_prefix_attention with P = 0"))
@@ -647,8 +682,38 @@ def check_quiet_numpy(ex):
 
 # ---- validation ----------------------------------------------------------------------------------
 
+def _broadcast_misfits(rng):
+    """(function, arguments, call) for every array argument of every function, in turn given a shape
+    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_shapes``)."""
+    size = dict(zip(["N", "T", "n", "D", "B", "P", "L"], (int(x) for x in rng.choice(np.arange(3, 14), 7,
+                                                                                      replace=False))))
+    size |= {"Dv": size["D"], "Tq": 2}  # a valid call before the change: v as wide as q, T <= L
+    f = lambda names: rng.standard_normal([size[x] for x in names])  # noqa: E731
+    functions = [  # name, argument names, axes (v's width Dv is tied only where it is shared), the call
+        ("attention_with_lse", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "Dv"), ("T", "n")],
+         lambda a: a),
+        ("merge_states", ["o", "lse"], [("N", "T", "D"), ("N", "T")], lambda a: a),
+        ("split_kv_attention", ["q", "k", "v", "q_positions", "k_positions"],
+         [("T", "D"), ("n", "D"), ("n", "Dv"), ("T",), ("n",)], lambda a: (*a, 2)),
+        ("shared_prefix_attention", ["q", "prefix_k", "prefix_v", "suffix_k", "suffix_v"],
+         [("B", "Tq", "D"), ("P", "D"), ("P", "Dv"), ("B", "L", "D"), ("B", "L", "Dv")], lambda a: a),
+    ]
+    for name, arg_names, axes, pack in functions:
+        arrays = [f(names) for names in axes]
+        if name == "attention_with_lse":
+            arrays[3] = rng.random(arrays[3].shape) < 0.7
+        if name == "split_kv_attention":  # every key visible to every query
+            arrays[3], arrays[4] = np.arange(size["n"], size["n"] + size["T"]), np.arange(size["n"])
+        for i, change, what in misfit_shapes(axes):
+            args = arrays[:i] + [change(arrays[i])] + arrays[i + 1:]
+            shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
+            yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
+
+
 def check_rejects_invalid_arguments(ex):
-    """Negative query positions, num_splits < 1 or not an int, S < 0, misfit shapes and T > L raise ValueError."""
+    """Negative query positions, num_splits < 1 or not an int, S < 0, misfit shapes and T > L raise ValueError;
+    so does every array argument of every function in turn with a shared axis of 1, its leading axis dropped
+    or a leading 1 added (shapes numpy would broadcast)."""
     rng, c = ex.rng, ex.candidate
     f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     cases = [
@@ -675,6 +740,7 @@ def check_rejects_invalid_arguments(ex):
         (c.shared_prefix_attention, (f(2, 2, 4), f(3, 4), f(3, 4), f(3, 4, 4), f(3, 4, 4)),
          "shared_prefix_attention with B = 2 queries but 3 suffixes"),
     ]
+    cases += [(getattr(c, name), args, call) for name, args, call in _broadcast_misfits(rng)]
     for fn, args, call in cases:
         expect_rejected(ex, fn, *args, call=call, diagnosis="accepts_invalid_arguments",
                         why="an invalid argument turned into a plausible-looking answer", case={"seed": ex.seed})

@@ -1,5 +1,5 @@
 """Known wrong: split_kv_attention keeps its int64 copy of k_positions in a module dict keyed on
-``id(k_positions)`` and the length ("a decode loop passes the same position buffer every step"):
+``id(k_positions)``, its shape and the length ("a decode loop passes the same position buffer every step"):
 a caller that rewrites its position buffer in place gets attention under the old positions.
 """
 import math
@@ -81,7 +81,7 @@ def split_kv_attention(q, k, v, q_positions, k_positions, num_splits):
     """Attention of q [T, D] over k, v [S, D] by positions, computed per split and merged."""
     q, k = _floats("q", q, 2), _floats("k", k, 2)
     q_pos = _positions("q_positions", q_positions, q.shape[0])  # [T]
-    key = (id(k_positions), k.shape[0])
+    key = (id(k_positions), np.shape(k_positions), k.shape[0])
     if key not in _K_POS:
         _K_POS[key] = _positions("k_positions", k_positions, k.shape[0])  # [S]
     k_pos = _K_POS[key]

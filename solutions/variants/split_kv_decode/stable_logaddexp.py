@@ -46,7 +46,7 @@ def split_ranges(S, num_splits):
 
 def split_kv_attention(q, k, v, q_positions, k_positions, num_splits):
     q_pos, k_pos = np.asarray(q_positions).astype(np.int64), np.asarray(k_positions).astype(np.int64)
-    if len(q_pos) != len(q) or len(k_pos) != len(k) or (q_pos < 0).any():
+    if q_pos.shape != (len(q),) or k_pos.shape != (len(k),) or (q_pos < 0).any():
         raise ValueError("need one position >= 0 per query and one position per key")
     parts = []
     for a, b in split_ranges(len(k), num_splits):
