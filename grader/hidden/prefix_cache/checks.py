@@ -54,7 +54,7 @@ from . import diagnosis, oracle
 INVALID = "accepts_invalid_arguments"
 MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
 SCRIBBLE = -7  # what the kit's driver writes into every writable table it is handed (prefix_driver.py)
-IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id
+IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1, 2**64 + 1, -2**70)  # any int is a seq_id, past int64 too
 
 
 # -- the candidate's side ----------------------------------------------------------------------------
@@ -314,8 +314,11 @@ class Drawer:
 
     def tokens(self, n, big=0.0) -> list:
         rng = self.rng
-        return [int(rng.integers(2**20, 2**40)) if rng.random() < big else int(rng.integers(0, self.vocab))
-                for _ in range(n)]
+        return [self.big() if rng.random() < big else int(rng.integers(0, self.vocab)) for _ in range(n)]
+
+    def big(self) -> int:
+        """A token far from the vocabulary: past 2^20, now and then past int64 (any int >= 0 is a token)."""
+        return int(self.rng.integers(2**20, 2**40)) + (2**64 if self.rng.random() < 0.25 else 0)
 
     def prompt(self) -> list:
         rng, bs = self.rng, self.bs
@@ -547,24 +550,30 @@ def narrowest(value: int):
 def _typed(op, n) -> Op:
     """``op`` with its ints as numpy integers and its prompt as a tuple or an array of a signed dtype
     that holds it (the n-th of each, in turn)."""
-    def signed(value):
-        fits = [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max]
+    def signed(value):  # an int past int64 stays a Python int
+        fits = [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max] or [int]
         return fits[n % len(fits)](value)
 
     if op.name != "add_request":
         return Op(op.name, tuple(signed(a) for a in op.args))
     prompt = op.args[1]
-    if n % 3 == 0:
+    fits = _holding(prompt)
+    if n % 3 == 0 or not fits:  # a token past int64 fits no array: a tuple
         return add(signed(op.args[0]), tuple(prompt))
-    fits = [t for t in SIGNED if np.iinfo(t).max >= max(prompt)]
     return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
+
+
+def _holding(prompt) -> list:
+    """The signed dtypes that hold every token of ``prompt`` (none when one is past int64)."""
+    return [t for t in SIGNED if np.iinfo(t).max >= max(prompt)]
 
 
 def _array_prompt(op, n) -> Op:
     """add_request with its prompt as an int array of the n-th signed dtype that holds it: the form a
-    cache may keep by reference (np.asarray copies a list, never an array), which the caller reuses."""
-    fits = [t for t in SIGNED if np.iinfo(t).max >= max(op.args[1])]
-    return add(op.args[0], np.array(op.args[1], dtype=fits[n % len(fits)]))
+    cache may keep by reference (np.asarray copies a list, never an array), which the caller reuses.
+    A prompt with a token past int64 stays a list."""
+    fits = _holding(op.args[1])
+    return add(op.args[0], np.array(op.args[1], dtype=fits[n % len(fits)]) if fits else op.args[1])
 
 
 def check_keeps_its_own_prompt(ex):

@@ -48,9 +48,9 @@ class PrefixCache:
         key = _int(seq_id, "seq_id")
         if key in self.seqs:
             raise ValueError(f"sequence {key} is live")
-        arr = np.asarray(prompt)
-        if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-            raise ValueError("prompt must be a non-empty 1-D sequence of ints")
+        arr = np.asarray(prompt) if isinstance(prompt, np.ndarray) else np.asarray(prompt, dtype=object)
+        if arr.ndim != 1 or arr.size == 0 or not all(isinstance(t, (int, np.integer)) for t in arr.tolist()):
+            raise ValueError("prompt must be a non-empty 1-D sequence of ints")  # any int: past int64 too
         tokens = [int(t) for t in arr.tolist()]
         if min(tokens) < 0:
             raise ValueError("tokens must be >= 0")
