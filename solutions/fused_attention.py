@@ -152,13 +152,15 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
     Returns (o [T, D], lse [T]). Query i sits at q_positions[i]; key j at kv.positions[j]
     (-1 = empty slot). Scale 1/sqrt(D). Raises ValueError on malformed arguments."""
     q_pos, k_pos = _validate(q, kv, q_positions, window, block_q, block_k)
-    block_q, block_k = int(block_q), int(block_k)  # numpy ints of any width: arithmetic in Python ints
-    window = None if window is None else int(window)
     (T, D), S = q.shape, len(k_pos)
     o = np.zeros((T, D), q.dtype)  # [T, D]
     lse = np.full(T, -np.inf, q.dtype)  # [T]
     if S == 0:
         return o, lse
+    # sizes may pass 2^63 (Python ints): a block past T or S is one tile, and a window past every query's
+    # position limits nothing, so neither reaches int64 arithmetic with positions
+    block_q, block_k = min(int(block_q), T), min(int(block_k), S)
+    window = None if window is None or window > int(q_pos.max()) else int(window)
     classes = classify(q_pos, k_pos, block_q, block_k, window)  # [nq, nk]
     for a, row0 in enumerate(range(0, T, block_q)):
         rows = slice(row0, min(row0 + block_q, T))

@@ -6,7 +6,8 @@ every figure a verdict rests on (memory, time) is measured by the grader. Every 
 back carries the id of the request it answers.
 Objects that cannot cross the wire (a cache instance, a bound method) stay here and travel
 as handles. Objects the grader lends (``{"$host": ...}``, such as a KV source) become local
-stand-ins whose methods ask the grader over the same pipes.
+stand-ins whose methods ask the grader over the same pipes; the object lent last, lent again, is
+the same stand-in (a caller's source called again: a cache keyed on its identity shows).
 """
 import builtins
 import collections
@@ -79,6 +80,7 @@ class Host:
         self.lent = None  # the memory the grader lends as a caller's own buffers (grader/sandbox/shared.py)
         self.lent_arrays = {}  # (offset, dtype, shape) -> the one array over that memory: the same object each call
         self.drivers = {}  # kit drivers by name, loaded privately (load_private)
+        self.stand_in = (None, None, None)  # (token, stand-in, its state) of the object lent last (make_host_proxy)
 
     def map_lent(self, shared):
         """Map the grader's shared memory ([descriptor, size] from the load request), then close the descriptor."""
@@ -132,14 +134,22 @@ class Host:
 
 
 def make_host_proxy(host, tagged, arrays):
-    """A local stand-in for an object the grader lends, e.g. the KV source of a kernel."""
+    """A local stand-in for an object the grader lends, e.g. the KV source of a kernel. The object
+    lent last, lent again (its token ``same``), is the same stand-in with its attributes read anew,
+    as a caller's object called again is the same object; only that one is kept (its memory is one
+    argument's)."""
     attrs = wire.decode(tagged.get("attrs", {}), arrays, host.resolve)
-    namespace = {"__module__": LENT}
-    for name in tagged.get("methods", []):
-        namespace[name] = (lambda n: lambda self, *a: host.callback(tagged["$host"], n, a))(name)
-    if "len" in tagged:
-        namespace["__len__"] = lambda self: tagged["len"]
-    proxy = type(str(tagged.get("type", "HostObject")), (), namespace)()
+    token, proxy, state = host.stand_in
+    if token is None or token != tagged.get("same"):
+        state = {}  # the handle of this request (handles are per request) and the length
+        namespace = {"__module__": LENT}
+        for name in tagged.get("methods", []):
+            namespace[name] = (lambda n: lambda self, *a: host.callback(state["host"], n, a))(name)
+        if "len" in tagged:
+            namespace["__len__"] = lambda self: state["len"]
+        proxy = type(str(tagged.get("type", "HostObject")), (), namespace)()
+        host.stand_in = (tagged.get("same"), proxy, state)
+    state.update(host=tagged["$host"], len=tagged.get("len"))
     for key, value in attrs.items():
         setattr(proxy, key, value)
     return proxy

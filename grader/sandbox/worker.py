@@ -7,11 +7,13 @@ candidate's and can never shift later replies. Every wait has a deadline.
 from __future__ import annotations
 
 import enum
+import itertools
 import os
 import select
 import signal
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,9 @@ from .errors import BadValue, CandidateCrashed, CandidateLoadError, CandidateRai
 from .launch import Child, Limits, Scratch, describe_exit, exit_status, kill, spawn
 from .remote import CallStats, Lent, RemoteObject
 from .shared import Arena, SharedArray
+
+# each lent object's token, for as long as the grader holds it: lent again, it is the child's same stand-in
+_TOKENS, _TOKEN_OF = itertools.count(1), weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -134,7 +139,8 @@ class Worker:
             self.hosts[handle] = value
             arrays: list = []
             attrs = wire.encode(value.wire_attrs(), arrays)
-            return {"$host": handle, "type": value.wire_type, "methods": list(value.wire_methods),
+            same = _TOKEN_OF.setdefault(value, next(_TOKENS))  # handles are per request; this is per object
+            return {"$host": handle, "same": same, "type": value.wire_type, "methods": list(value.wire_methods),
                     "attrs": attrs, "len": value.wire_len(), "_arrays": arrays}
         if isinstance(value, RemoteObject):
             if value.handle is None:  # the module, or one of its functions called by name (remote.ModuleFunction)

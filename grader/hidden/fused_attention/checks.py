@@ -11,13 +11,16 @@ this process and logs every load; outputs are compared with the row-by-row oracl
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
 | queries at their positions, keys at kv.positions (-1 empty), window W keys | plain_decode .. ring_buffer_window |
 | loads only the tiles some query may see | loads_exactly_visible_tiles |
+| (section 1) calls in any order: the same source rewritten in place, a fresh one | loads_exactly_visible_tiles |
 | never a T x S allocation | no_dense_allocation |
-| long contexts, positions past 2^31, numpy integers, list positions | long_context, numpy_integer_arguments |
+| long contexts, positions past 2^31; sizes as large as memory allows (windows, blocks past 2^63) | long_context |
+| numpy integers, list positions | numpy_integer_arguments |
 | a row that sees nothing: o = 0, lse = -inf, no warning | rows_that_see_nothing |
 | malformed arguments raise ValueError | rejects_invalid_arguments |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 
-Held elsewhere: ownership, calls in any order, integer dtypes (the general checks).
+Held elsewhere: ownership, calls in any order, integer dtypes (the general checks; they replay no call
+with a lent source, so the loads check calls the kernel again itself).
 """
 from __future__ import annotations
 
@@ -124,13 +127,14 @@ def holed(rng, T, S, D, label, holes, block_q=64, block_k=128) -> Case:
     return case
 
 
-def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=None):
+def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=None, source=None):
     """Call the kernel on ``case``; (o, lse, source, peak bytes or None, warnings) once the outputs
     have the right form. ``kinds``: the types sizes and q_positions are sent as (numpy ints, a list).
     ``measured`` takes the call through checking.least_over (warnings, and the peak with ``memory``);
-    ``limit``: a must-not's bound, through checking.least_over (the call made again when the peak reaches it)."""
+    ``limit``: a must-not's bound, through checking.least_over (the call made again when the peak reaches it).
+    ``source``: a KVSource lent before, holding ``case``'s keys and values now (a new one if None)."""
     as_int, as_positions = kinds
-    source = KVSource(case.k, case.v, case.k_pos)
+    source = KVSource(case.k, case.v, case.k_pos) if source is None else source
     window = None if case.window is None else as_int(case.window)
     args = (case.q, source, as_positions(case.q_pos))
     kwargs = dict(window=window, block_q=as_int(case.block_q), block_k=as_int(case.block_k))
@@ -406,21 +410,47 @@ def _expect_not_contiguous_layout(ex, case, times, allowed, where, picture):
          "positions need", where, picture, kind="must_not")
 
 
+def _called_again(rng, case, source):
+    """(case, source) for two more calls alike in all the kernel is given but the keys' and values'
+    contents, which only a load reads: ``source`` itself after the caller rewrote its k and v in place
+    (as a ring buffer writes its slots), then a fresh source. A tile or answer kept from an earlier
+    call, keyed on anything the kernel can see (the source's id, its length, the tile's bounds or
+    positions, q), is stale there."""
+    def other(how):
+        k, v = (rng.standard_normal(a.shape).astype(a.dtype) for a in (case.k, case.v))
+        return replace(case, k=k, v=v, label=f"{case.label}, {how}")
+    rewritten = other("the same KVSource again after the caller rewrote its keys and values in place")
+    source.k[...], source.v[...] = rewritten.k, rewritten.v
+    source.loads.clear()
+    yield rewritten, source
+    fresh = other("a fresh KVSource with other keys and values at the same positions")
+    yield fresh, KVSource(fresh.k.copy(), fresh.v.copy(), fresh.k_pos)
+
+
 def check_loads_exactly_visible_tiles(ex):
-    """Loads exactly the key tiles some query of the query tile may see, never a skipped one."""
+    """Loads exactly the key tiles some query of the query tile may see, never a skipped one, and answers
+    from what it loads: each case is called again on the same source after the caller rewrote its keys and
+    values in place, then on a fresh source with other values at the same positions (calls in any order)."""
     rng = ex.rng
     S = odd_size(rng, 1_000, 2_000)
     cases = [contiguous(rng, 1, S, 8, "decode", block_k=64),
              contiguous(rng, 75, 75, 8, "prefill", block_q=16, block_k=10),
              contiguous(rng, 61, S, 8, "chunk, window", window=101, block_q=16, block_k=32),
              contiguous(rng, 1, S, 8, "decode, window", window=300, block_k=50),
+             contiguous(rng, 1, S, 8, "decode, window inside a tile or two", window=odd_size(rng, 5, 40),
+                        block_k=64),  # a call that reads one or two tiles: a cache of any size holds them all
              ring(rng, 97, 1_000, 20, 8, "ring buffer, window", window=40, block_q=8, block_k=9),
              ring(rng, 97, 60, 6, 8, "ring buffer, not yet full", block_q=3, block_k=10, holes=5),
              ring(rng, 67, 0, 3, 8, "empty ring buffer", block_q=2, block_k=10)]
     cases[-1].q_pos = np.array([0, 1, 2], dtype=np.int64)
     for case in cases:
-        _, _, source, *_ = run(ex, case)
+        o, lse, source, *_ = run(ex, case)
         _expect_loads(ex, case, source)
+        expect_outputs(ex, case, o, lse)
+        for again, lent in _called_again(rng, case, source):  # the values first: a stale tile is a wrong answer
+            o, lse, *_ = run(ex, again, source=lent)
+            expect_outputs(ex, again, o, lse)
+            _expect_loads(ex, again, lent)
 
 
 def _dense_cases(rng):
@@ -469,14 +499,26 @@ def check_no_dense_allocation(ex):
 
 
 def check_long_context(ex):
-    """A cache of hundreds of thousands of keys, and positions past 2^16 and 2^31 in a ring buffer."""
+    """A cache of hundreds of thousands of keys, positions past 2^16, 2^31 and 2^62 in a ring buffer, and
+    windows and block sizes past 2^63 (a window past every position limits nothing, a block past T or S is
+    one tile: Python ints hold them, int64 does not)."""
     rng = ex.rng
     S = odd_size(rng, 150_000, 250_000)
     long = contiguous(rng, 3, S, 8, "long context, window", window=odd_size(rng, 3_000, 9_000), block_k=1024)
     far = [ring(rng, 301, written, 9, 8, label, window=200, block_q=4, block_k=37)
            for written, label in ((2**16 + odd_size(rng, 100, 999), "ring buffer past 2^16"),
                                   (2**31 + odd_size(rng, 100, 999), "ring buffer past 2^31"))]
-    expect_cases(ex, [long] + far)
+    written = 2**62 + odd_size(rng, 1_000, 9_999)  # a key plus this window passes 2^63
+    huge = [ring(rng, 301, written, 9, 8, "ring buffer past 2^62, window past 2^62", window=written - 150, block_q=4,
+                 block_k=37),
+            ring(rng, 67, 300, 30, 8, "ring buffer, window past 2^63", window=2**63 + odd_size(rng, 1, 999),
+                 block_q=7, block_k=10, holes=9),
+            contiguous(rng, 9, odd_size(rng, 100, 300), 8, "window 2^70", window=2**70, block_q=4, block_k=16),
+            contiguous(rng, 7, 45, 8, "block sizes past 2^63", block_q=2**63 + odd_size(rng, 1, 999),
+                       block_k=2**64 + odd_size(rng, 1, 999)),
+            contiguous(rng, 1, odd_size(rng, 100, 300), 8, "decode, window and block_k past 2^63",
+                       window=2**63 + odd_size(rng, 1, 999), block_k=2**63 + odd_size(rng, 1, 999))]
+    expect_cases(ex, [long] + far + huge)
 
 
 def check_numpy_integer_arguments(ex):
@@ -525,10 +567,14 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Malformed q, q_positions, window or block sizes raise ValueError."""
+    """Malformed q (1-D, 3-D, ints), q_positions, window or block sizes raise ValueError."""
     rng = ex.rng
     good = contiguous(rng, 3, 20, 4, "contiguous")
     bad = [("q is 1-D", dict(q=good.q[0])),
+           # shapes a lenient reading would fit to the other arguments (atleast_2d, squeeze, reshape(-1, D))
+           ("q is 1-D, one query's D values beside one position", dict(q=good.q[-1], q_pos=good.q_pos[-1:])),
+           ("q is 3-D [1, T, D]", dict(q=good.q[None])),
+           ("q is 3-D [T, 1, D]", dict(q=good.q[:, None])),
            ("q holds ints", dict(q=np.ones((3, 4), dtype=np.int64))),
            ("q_positions has 2 entries for 3 rows", dict(q_pos=good.q_pos[:2])),
            ("q_positions has 1 entry for 3 rows (numpy would broadcast it)", dict(q_pos=good.q_pos[:1])),

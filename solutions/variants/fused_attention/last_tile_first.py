@@ -30,6 +30,8 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
     S = len(kv)
     k_pos = np.asarray(kv.positions, dtype=np.int64)
     q, q_pos = q.astype(np.float64), q_pos.astype(np.int64)
+    if window is not None and T and window > int(q_pos.max()):
+        window = None  # wider than every query's past: no limit, and no int64 past 2^63
     o, lse = np.zeros((T, D)), np.full(T, -np.inf)
     for a in range(0, T, int(block_q)):
         rows = slice(a, min(a + int(block_q), T))
