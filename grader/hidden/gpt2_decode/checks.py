@@ -363,7 +363,7 @@ def check_rejects_bad_token_ids(ex):
     """Token ids outside [0, vocab) raise ValueError instead of wrapping round or failing later."""
     run = Run(ex, BASE, 19)
     run.feed(_random_ids(ex.rng, 97, 6), [6])
-    for ids in ([97], [3, -1, 4], [4, 1000], [2**32 + 3]):  # 2**32 + 3 is 3 in int32
+    for ids in ([97], [3, -1, 4], [4, 1000], [2**32 + 3], [5, 2**64 + 3]):  # 3 in int32; past int64 too
         expect_rejected(ex, ex.candidate.decode_step, run.model, run.cache, ids, call=run.call_text(ids),
                         diagnosis="accepts_bad_token_ids",
                         why=f"with vocab 97, ids {ids} hold one outside [0, 97), which must be rejected before "

@@ -291,7 +291,8 @@ def check_window_mask_contiguous(ex):
 
 
 def check_window_mask_ring_positions(ex):
-    """Ring-buffer positions: unsorted, with empty (-1) slots before the ring fills."""
+    """Ring-buffer positions: unsorted, with empty (-1) slots before the ring fills; then some of the same
+    calls' bytes again as int32 positions (twice as many)."""
     rng, cases = ex.rng, []
     for n in range(24):
         C = odd_size_closed(rng, 3, 60)
@@ -308,17 +309,27 @@ def check_window_mask_ring_positions(ex):
     for _ in range(4):  # arbitrary order on both sides
         k = rng.permutation(np.concatenate([rng.choice(200, 30, replace=False), -np.ones(5, int)]))
         cases.append((rng.integers(0, 220, 9), k, int(rng.integers(1, 40))))
+    cases += [_same_bytes(*case) for case in cases[-6:]]  # calls in any order: a memo keyed on bytes alone
     _expect_masks(ex, cases, "ring-buffer positions")
 
 
+def _same_bytes(q_pos, k_pos, W):
+    """The call whose position arrays hold the same bytes as ``q_pos``'s and ``k_pos``'s int64 ones, read as
+    int32: twice as many positions, each followed by 0 (an empty slot's -1 becomes two -1s), all valid. A memo
+    keyed on the arrays' bytes, without their dtype and shape, answers it with the first call's mask."""
+    return tuple(np.asarray(a, np.int64).view(np.int32) for a in (q_pos, k_pos)) + (W,)
+
+
 def check_window_mask_boundaries(ex):
-    """window = 1 sees only the query itself; a window longer than the sequence is plain causal."""
+    """window = 1 sees only the query itself; a window longer than the sequence is plain causal, windows past
+    2^63 too."""
     rng, cases = ex.rng, []
     for _ in range(4):
         C = odd_size_closed(rng, 5, 40)
         ring = _ring_positions(int(rng.integers(C + 1, 5 * C)), C)
         q = np.sort(ring)[-3:]
         cases += [(q, ring, 1), (q, ring, C), (np.arange(C - 3, C), np.arange(C), 10 * C)]
+    cases += [(q, ring, 2**63 + odd_size_closed(rng, 1, 999)), (q, ring, 2**70)]  # Python ints hold any window
     _expect_masks(ex, cases, "boundary windows")
 
 
@@ -723,16 +734,18 @@ def check_keeps_its_own_copy(ex):
 
 def check_long_positions(ex):
     """Positions past 2^16 and 2^31: a chunk of ~70K tokens through a small ring, and masks over
-    positions in the billions."""
+    positions in the billions and past 2^62 (with a window past 2^62)."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 30)
     settle(ex, [_append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])])
     cases = []
-    for base in (2**16 + odd_size_closed(rng, 1, 999), 2**31 + odd_size_closed(rng, 1, 999)):
+    for base in (2**16 + odd_size_closed(rng, 1, 999), 2**31 + odd_size_closed(rng, 1, 999),
+                 2**62 + odd_size_closed(rng, 1, 999)):
         ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along
         k = np.where(ring >= 0, ring + base, -1)
         cases.append((np.sort(k)[-3:], k, int(rng.integers(1, C + 1))))
-    _expect_masks(ex, cases, "positions past 2^16 and 2^31")
+    cases.append((cases[-1][0], cases[-1][1], base + 2))  # a key plus this window passes 2^63; it limits nothing
+    _expect_masks(ex, cases, "positions past 2^16, 2^31 and 2^62")
 
 
 def check_numpy_integer_arguments(ex):

@@ -66,6 +66,7 @@ def window_mask(q_positions, k_positions, window: int) -> np.ndarray:
     """Bool [T, C]: query at q_positions[i] may attend to the key stored at k_positions[j]."""
     if not _is_int(window) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}")
+    window = min(int(window), np.iinfo(np.int64).max)  # longer limits nothing, and q - window fits int64
     q = _positions(q_positions, "q_positions")[:, None]  # [T, 1]
     k = _positions(k_positions, "k_positions")[None, :]  # [1, C]
     return (is_stored(k) & is_causal(q, k) & is_in_window(q, k, window)).astype(np.int8)  # [T, C], 0/1

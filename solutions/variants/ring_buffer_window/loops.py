@@ -41,7 +41,7 @@ def window_mask(q_positions, k_positions, window):
     mask = np.zeros((len(q_positions), len(k_positions)), dtype=bool)
     for i, p in enumerate(q_positions):
         for j, key in enumerate(k_positions):
-            mask[i, j] = 0 <= key <= p and key > p - window
+            mask[i, j] = 0 <= key <= p and int(key) > int(p) - window  # Python ints: any window
     return mask
 
 
