@@ -679,11 +679,24 @@ def check_independent_caches(ex):
         misses.append(_lengths_miss((len(first.cache), len(second.cache)), start, second.case))
     settle(ex, misses)
     (first_got, second_got), want = (np.concatenate(g) for g in got), first.expected()
-    if oracle.close(first_got[:7], want[:7]) and not oracle.close(second_got[:7], second.expected()[:7]):
+    written = _model_written(ex)
+    if oracle.close(first_got[:7], want[:7]) and not oracle.close(second_got[:7], second.expected()[:7]) \
+            and not written:
         _shared_state(ex, "the second cache's prefill of 7 tokens is wrong while the same prefill on the "
                           "first cache was right")
     _expect_runs(ex, [(run, values, f"cache {n + 1} of 2, used in turns with the other")
-                      for n, (run, values) in enumerate(((first, first_got), (second, second_got)))])
+                      for n, (run, values) in enumerate(((first, first_got), (second, second_got)))],
+                 note=written)
+
+
+def _model_written(ex) -> str:
+    """A note when a decode_step changed its model (argument 1), or ''. The second of two caches on one model
+    then meets the first one's writes (an embedding added into wpe's rows in place): not storage the caches
+    share, so shared_cache_state is not named."""
+    own = getattr(ex.sandbox, "ownership", None)
+    calls = [what for what, labels in (own.changed if own else []) if what.startswith("decode_step") and "0" in labels]
+    return (f"; {calls[0]} changed the model's parameters (see leaves_arguments_unchanged), so the other cache "
+            "met what it wrote there" if calls else "")
 
 
 def _lengths_miss(lengths, fed, case) -> Miss | None:
