@@ -10,6 +10,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 
 - sizes: :func:`odd_size` (numpy's half-open range, never a power of two), :func:`chunk_sizes`;
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
+- sizes past int64: :func:`past_int64` (asked, and a failure there is hygiene);
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named),
   :func:`misfit_shapes` (shapes numpy would broadcast, one argument at a time);
 - precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
@@ -389,6 +390,22 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
              kind="must_not")
     over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
     return value, over, list(stats.warnings)
+
+
+@contextlib.contextmanager
+def past_int64(what: str):
+    """Cases whose sizes, or the sums an answer forms from them, pass int64 (a window of 2^63, S = 2^63 - 1
+    with blocks of 2^62). Section 1 allows them, so they are asked; an answer right for every size int64
+    holds is not wrong for any input a model meets, so a failure here, a wrong value or an error, is a
+    hygiene failure (it caps at hire), and says so."""
+    try:
+        yield
+    except CheckFailure as failure:
+        fail(f"{failure.message} [{what}: right for sizes int64 holds, not past it: hygiene, caps at hire]",
+             failure.case, failure.picture, kind="hygiene")
+    except CandidateRaised as error:
+        fail(f"{error} [{what}: Python ints hold any size; arithmetic in int64 overflows past 2^63 - 1: "
+             "hygiene, caps at hire]", kind="hygiene")
 
 
 def misfit_shapes(axes):

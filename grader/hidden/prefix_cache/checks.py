@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checking import SHOWN, describe, expect_rejected, fail, name_mistakes
+from grader.checking import SHOWN, describe, expect_rejected, fail, name_mistakes, past_int64
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -54,7 +54,7 @@ from . import diagnosis, oracle
 INVALID = "accepts_invalid_arguments"
 MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
 SCRIBBLE = -7  # what the kit's driver writes into every writable table it is handed (prefix_driver.py)
-IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1, 2**64 + 1, -2**70)  # any int is a seq_id, past int64 too
+IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id (past int64: integer_types)
 
 
 # -- the candidate's side ----------------------------------------------------------------------------
@@ -317,8 +317,8 @@ class Drawer:
         return [self.big() if rng.random() < big else int(rng.integers(0, self.vocab)) for _ in range(n)]
 
     def big(self) -> int:
-        """A token far from the vocabulary: past 2^20, now and then past int64 (any int >= 0 is a token)."""
-        return int(self.rng.integers(2**20, 2**40)) + (2**64 if self.rng.random() < 0.25 else 0)
+        """A token far from the vocabulary, past 2^20 (any int >= 0 is a token; past int64: integer_types)."""
+        return int(self.rng.integers(2**20, 2**40))
 
     def prompt(self) -> list:
         rng, bs = self.rng, self.bs
@@ -530,13 +530,20 @@ def check_big_prompts(ex):
 def check_integer_types(ex):
     """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers, and the
     cache's sizes as the narrowest numpy ints that hold them (int8 sizes whose products, such as the tokens
-    served, pass 127)."""
+    served, pass 127); then ids and tokens past int64, where a failure is hygiene."""
     runs = []
     for sizes in ((8, 2), (9, 3), (9, 40)):
         drawer = Drawer(ex.rng, sizes)
         sequences = [drawer.chat(1, 2, turns=3) + drawer.sequence(24) for _ in range(3)]
         runs.append((sizes, [[_typed(op, n + i) for i, op in enumerate(ops)] for n, ops in enumerate(sequences)]))
     expect_sequences(ex, runs, typed=True)
+    with past_int64("ids and tokens past int64"):
+        expect_sequences(ex, [((6, 2), [PAST_INT64])])
+
+
+BIG = 2**64 + 5
+PAST_INT64 = [add(BIG, [1, 2, BIG, 3, 4]), append(BIG, 2**65), add(-2**70, [1, 2, BIG, 3, 9]), free(BIG),
+              add(BIG, [1, 2, BIG, 3, 4, 7])]  # a seq_id is any int, a token any int >= 0
 
 
 SIGNED = (np.int8, np.int16, np.int32, np.int64)

@@ -63,6 +63,7 @@ from grader.checking import (
     off_by,
     offset_scores,
     other_argument_types,
+    past_int64,
     settle,
 )
 from grader.held import ARGUMENT_CHANGED, Held
@@ -335,16 +336,17 @@ def _same_bytes(q_pos, k_pos, W):
 
 
 def check_window_mask_boundaries(ex):
-    """window = 1 sees only the query itself; a window longer than the sequence is plain causal, windows past
-    2^63 too."""
+    """window = 1 sees only the query itself; a window longer than the sequence is plain causal; windows past
+    2^63 too, where a failure is hygiene."""
     rng, cases = ex.rng, []
     for _ in range(4):
         C = odd_size_closed(rng, 5, 40)
         ring = _ring_positions(int(rng.integers(C + 1, 5 * C)), C)
         q = np.sort(ring)[-3:]
         cases += [(q, ring, 1), (q, ring, C), (np.arange(C - 3, C), np.arange(C), 10 * C)]
-    cases += [(q, ring, 2**63 + odd_size_closed(rng, 1, 999)), (q, ring, 2**70)]  # Python ints hold any window
     _expect_masks(ex, cases, "boundary windows")
+    with past_int64("windows past int64"):  # Python ints hold any window
+        _expect_masks(ex, [(q, ring, 2**63 + odd_size_closed(rng, 1, 999)), (q, ring, 2**70)], "boundary windows")
 
 
 # -- windowed_attention_step on streams ------------------------------------------------------
@@ -748,7 +750,7 @@ def check_keeps_its_own_copy(ex):
 
 def check_long_positions(ex):
     """Positions past 2^16 and 2^31: a chunk of ~70K tokens through a small ring, and masks over
-    positions in the billions and past 2^62 (with a window past 2^62)."""
+    positions in the billions and past 2^62; with a window past 2^62 too, where a failure is hygiene."""
     rng = ex.rng
     C = odd_size_closed(rng, 5, 30)
     settle(ex, [_append_stream(ex, C, 2, [odd_size_closed(rng, 2**16 + 1, 70_000), 1, C + 2])])
@@ -758,8 +760,9 @@ def check_long_positions(ex):
         ring = _ring_positions(C + 3, C)  # a wrapped ring, moved far along
         k = np.where(ring >= 0, ring + base, -1)
         cases.append((np.sort(k)[-3:], k, int(rng.integers(1, C + 1))))
-    cases.append((cases[-1][0], cases[-1][1], base + 2))  # a key plus this window passes 2^63; it limits nothing
     _expect_masks(ex, cases, "positions past 2^16, 2^31 and 2^62")
+    with past_int64("a key plus the window past int64"):  # the window limits nothing there
+        _expect_masks(ex, [(cases[-1][0], cases[-1][1], base + 2)], "positions past 2^62, a window past 2^62")
 
 
 def check_numpy_integer_arguments(ex):
