@@ -12,7 +12,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - values: :func:`expect_array`, :func:`expect_raises`, :func:`describe`;
 - sizes past int64: :func:`past_int64` (asked, and a failure there is hygiene);
 - invalid arguments: :func:`expect_rejected` (ValueError, or the exercise's diagnosis is named),
-  :func:`misfit_shapes` (shapes numpy would broadcast, one argument at a time);
+  :func:`misfit_calls` (shapes numpy would broadcast, one argument at a time);
 - precision: :func:`close` / :func:`off_by` (section 1's rule, constant :data:`PRECISION`);
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
@@ -408,21 +408,24 @@ def past_int64(what: str):
              "hygiene, caps at hire]", kind="hygiene")
 
 
-def misfit_shapes(axes):
-    """Every way to break one argument's shape that numpy would still broadcast against the others:
-    an axis whose name another axis shares set to 1, a shared leading axis dropped, a leading axis
-    of 1 added (each a shape check that compares only the last axis, or only
-    ndim, misses). ``axes``: each argument's axis names (one name, one size). Yields (argument index,
-    the change as a function of the array, what it did)."""
-    names = [name for arg in axes for name in arg]
-    shared = {name for name in names if names.count(name) > 1}
+def misfit_calls(name: str, arg_names: list, axes: list, arrays: list, pack: Callable):
+    """(function name, arguments, call text) for every way to break one argument's shape that numpy would
+    still broadcast against the others: an axis whose name another argument's axis shares set to 1, a shared
+    leading axis dropped, a leading axis of 1 added (each a shape check that compares only the last axis,
+    or only ndim, misses). ``axes``: each argument's axis names (one name, one size); ``arrays``: a valid
+    call's arguments; ``pack`` turns the list of arrays into the call's arguments."""
+    names = [axis for arg in axes for axis in arg]
+    shared = {axis for axis in names if names.count(axis) > 1}
     for i, arg in enumerate(axes):
-        for j, name in enumerate(arg):
-            if name in shared:
-                yield i, lambda x, j=j: x[(slice(None),) * j + (slice(0, 1),)], f"{name} = 1"
+        changes = [(lambda x, j=j: x[(slice(None),) * j + (slice(0, 1),)], f"{axis} = 1")
+                   for j, axis in enumerate(arg) if axis in shared]
         if arg and arg[0] in shared:
-            yield i, lambda x: x[0], "its leading axis dropped"
-        yield i, lambda x: x[None], "a leading axis of 1 added"
+            changes.append((lambda x: x[0], "its leading axis dropped"))
+        changes.append((lambda x: x[None], "a leading axis of 1 added"))
+        for change, what in changes:
+            args = arrays[:i] + [change(arrays[i])] + arrays[i + 1:]
+            shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
+            yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
 
 
 def least_over(ex: ExerciseRun, target, name: str, *args, limit: int | None, **kwargs):

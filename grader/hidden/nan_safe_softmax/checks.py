@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, misfit_shapes,
+from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, misfit_calls,
                              name_mistakes, odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
@@ -635,7 +635,7 @@ def check_rejects_the_invalid_case_shown(ex):
 
 def _broadcast_misfits(rng):
     """(function, arguments, call) for every array argument of every function, in turn given a shape
-    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_shapes``)."""
+    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_calls``)."""
     size = dict(zip(["A", "T", "n", "D", "Dv"], (int(x) for x in rng.choice(np.arange(3, 14), 5, replace=False))))
 
     def make(kind):
@@ -653,10 +653,7 @@ def _broadcast_misfits(rng):
     ]
     for name, arg_names, axes, kinds, pack in functions:
         arrays = [make(kind)(names) for kind, names in zip(kinds, axes)]
-        for i, change, what in misfit_shapes(axes):
-            args = arrays[:i] + [change(arrays[i])] + arrays[i + 1:]
-            shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
-            yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
+        yield from misfit_calls(name, arg_names, axes, arrays, pack)
 
 
 def check_rejects_bad_shapes(ex):

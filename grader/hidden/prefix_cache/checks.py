@@ -314,11 +314,8 @@ class Drawer:
 
     def tokens(self, n, big=0.0) -> list:
         rng = self.rng
-        return [self.big() if rng.random() < big else int(rng.integers(0, self.vocab)) for _ in range(n)]
-
-    def big(self) -> int:
-        """A token far from the vocabulary, past 2^20 (any int >= 0 is a token; past int64: integer_types)."""
-        return int(self.rng.integers(2**20, 2**40))
+        return [int(rng.integers(2**20, 2**40)) if rng.random() < big else int(rng.integers(0, self.vocab))
+                for _ in range(n)]
 
     def prompt(self) -> list:
         rng, bs = self.rng, self.bs
@@ -549,38 +546,37 @@ PAST_INT64 = [add(BIG, [1, 2, BIG, 3, 4]), append(BIG, 2**65), add(-2**70, [1, 2
 SIGNED = (np.int8, np.int16, np.int32, np.int64)
 
 
+def _holding(value: int) -> list:
+    """The signed dtypes that hold ``value``, narrowest first (the typed runs draw no int past int64)."""
+    return [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max]
+
+
 def narrowest(value: int):
     """``value`` as the narrowest signed numpy integer that holds it."""
-    return next(t(value) for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max)
+    return _holding(value)[0](value)
 
 
 def _typed(op, n) -> Op:
     """``op`` with its ints as numpy integers and its prompt as a tuple or an array of a signed dtype
     that holds it (the n-th of each, in turn)."""
-    def signed(value):  # an int past int64 stays a Python int
-        fits = [t for t in SIGNED if np.iinfo(t).min <= value <= np.iinfo(t).max] or [int]
+    def signed(value):
+        fits = _holding(value)
         return fits[n % len(fits)](value)
 
     if op.name != "add_request":
         return Op(op.name, tuple(signed(a) for a in op.args))
     prompt = op.args[1]
-    fits = _holding(prompt)
-    if n % 3 == 0 or not fits:  # a token past int64 fits no array: a tuple
+    if n % 3 == 0:
         return add(signed(op.args[0]), tuple(prompt))
+    fits = _holding(max(prompt))
     return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
-
-
-def _holding(prompt) -> list:
-    """The signed dtypes that hold every token of ``prompt`` (none when one is past int64)."""
-    return [t for t in SIGNED if np.iinfo(t).max >= max(prompt)]
 
 
 def _array_prompt(op, n) -> Op:
     """add_request with its prompt as an int array of the n-th signed dtype that holds it: the form a
-    cache may keep by reference (np.asarray copies a list, never an array), which the caller reuses.
-    A prompt with a token past int64 stays a list."""
-    fits = _holding(op.args[1])
-    return add(op.args[0], np.array(op.args[1], dtype=fits[n % len(fits)]) if fits else op.args[1])
+    cache may keep by reference (np.asarray copies a list, never an array), which the caller reuses."""
+    fits = _holding(max(op.args[1]))
+    return add(op.args[0], np.array(op.args[1], dtype=fits[n % len(fits)]))
 
 
 def check_keeps_its_own_prompt(ex):

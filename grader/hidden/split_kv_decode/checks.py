@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, misfit_shapes, odd_size,
+from grader.checking import (Miss, expect_rejected, fail, garbage, in_usual_types, measure, misfit_calls, odd_size,
                              offset_scores, received, settle, slips_of, summarize)
 
 from grader.held import Held
@@ -684,7 +684,7 @@ def check_quiet_numpy(ex):
 
 def _broadcast_misfits(rng):
     """(function, arguments, call) for every array argument of every function, in turn given a shape
-    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_shapes``)."""
+    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_calls``)."""
     size = dict(zip(["N", "T", "n", "D", "B", "P", "L"], (int(x) for x in rng.choice(np.arange(3, 14), 7,
                                                                                       replace=False))))
     size |= {"Dv": size["D"], "Tq": 2}  # a valid call before the change: v as wide as q, T <= L
@@ -704,10 +704,7 @@ def _broadcast_misfits(rng):
             arrays[3] = rng.random(arrays[3].shape) < 0.7
         if name == "split_kv_attention":  # every key visible to every query
             arrays[3], arrays[4] = np.arange(size["n"], size["n"] + size["T"]), np.arange(size["n"])
-        for i, change, what in misfit_shapes(axes):
-            args = arrays[:i] + [change(arrays[i])] + arrays[i + 1:]
-            shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
-            yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
+        yield from misfit_calls(name, arg_names, axes, arrays, pack)
 
 
 def check_rejects_invalid_arguments(ex):
