@@ -533,18 +533,28 @@ def fits(variant: Variant, case, got, right: Callable | None = None, same: Calla
 
 
 def explain(variants: list, failures: list, right: Callable | None = None,
-            same: Callable = _equal) -> Explanation:
+            same: Callable = _equal, passes: list = ()) -> Explanation:
     """Which known mistakes explain ``failures``, a list of (case, submitted output)?
 
     ``same(got, wrong, case)`` compares (exact by default); a variant equal to ``right(case)``
-    fits nothing there. The naming rule is :func:`explain_fits`'.
+    fits nothing there. ``passes``, cases the submission got right, refute any variant that
+    would have got one of them wrong: a mistake the answer made would have shown there too.
+    The naming rule is :func:`explain_fits`'.
     """
+    if right is not None:
+        variants = [v for v in variants if not any(_wrong_on(v, case, right, same) for case in passes)]
     fitted: dict[str, list] = {}
     for v in variants:
         row = [v.sentence(case) if fits(v, case, got, right, same) else None for case, got in failures]
         merged = fitted.setdefault(v.id, [None] * len(failures))  # two variants of one id: either may fit
         fitted[v.id] = [a if a is not None else b for a, b in zip(merged, row)]
     return explain_fits(fitted)
+
+
+def _wrong_on(variant: Variant, case, right: Callable, same: Callable) -> bool:
+    """Would ``variant`` (an exact one) have answered ``case`` differently from the right answer?"""
+    wrong = variant.build(case)
+    return wrong is not None and not callable(wrong) and not same(right(case), wrong, case)
 
 
 def explain_fits(fitted: dict[str, list]) -> Explanation:

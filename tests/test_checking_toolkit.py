@@ -48,6 +48,14 @@ def test_a_mistake_that_agrees_with_the_right_answer_is_not_named():
     assert explain(_variants(), [(0, 0)], right=lambda c: c).named == []  # 0 doubled is still 0
 
 
+def test_a_mistake_that_would_have_failed_a_passing_case_is_not_named():
+    """Adding two and doubling both give 4 on 2; the answer got 0 right, which adding two would not."""
+    both = [Variant("plus_two", lambda c: c + 2, lambda c: f"plus two {c}"),
+            Variant("doubled", lambda c: 2 * c, lambda c: f"doubled {c}")]
+    assert [i for i, _ in explain(both, [(2, 4)], right=lambda c: c).named] == ["plus_two", "doubled"]
+    assert explain(both, [(2, 4)], right=lambda c: c, passes=[0]).named == [("doubled", "doubled 2")]
+
+
 def test_settle_names_by_the_same_rule_and_fails_with_the_smallest_miss():
     class Ex:
         named = []

@@ -98,7 +98,9 @@ def test_prompt_worked_example():
 
 # Cases to try each known mistake on: decode, chunks, prefill, ragged tiles and windows.
 CASES = [(5, 37, 4, 8, None), (20, 45, 4, 6, None), (9, 17, 4, 6, None), (6, 16, 3, 5, None),
-         (6, 15, 3, 5, None), (1, 50, 1, 8, 3), (7, 40, 3, 5, 9), (13, 13, 5, 6, None)]
+         (6, 15, 3, 5, None), (1, 50, 1, 8, 3), (7, 40, 3, 5, 9), (13, 13, 5, 6, None),
+         (4, 20, 1, 3, None), (6, 6, 5, 1, 3)]  # a ragged key tile a one-row query tile sees whole;
+# a ragged query tile whose window still takes a whole key tile
 
 
 EXTRA = [(15, 23, 7, 8, None)]  # ragged tiles that only the ragged mistake explains
@@ -128,6 +130,22 @@ def test_two_mistakes_that_give_the_same_grid_are_both_named():
     case = (1, 50, 1, 8, 3)  # top-left and tile-index diagonals coincide for this single decode query
     found = diagnosis.explain_grids([(case, diagnosis._top_left(*case))])
     assert [i for i, _ in found.named] == ["top_left_alignment", "tile_index_diagonal"]
+
+
+def test_an_unclamped_last_query_tile_is_named_for_that_edge_and_never_as_a_diagonal_slip():
+    """Only the query edge left unclamped: a case it got right (a ragged key tile that a one-row query
+    tile sees whole) refutes the both-edges variant, and the sentence asks to clamp to T only."""
+    def query_unclamped(case):
+        return diagnosis._ragged_as_full(False, True)(*case)
+    cases = [(6, 6, 5, 1, 3), (1, 97, 4, 10, 9), (6, 102, 24, 24, 46), (4, 20, 1, 3, None), (8, 30, 4, 7, None)]
+    right = {c: np.array_equal(query_unclamped(c), oracle.classify_tiles(*c)) for c in cases}
+    failures = [(c, query_unclamped(c)) for c in cases if not right[c]]
+    passes = [c for c in cases if right[c]]
+    assert len(failures) == 3 and len(passes) == 2
+    named = dict(diagnosis.explain_grids(failures, passes).named)
+    assert "diagonal_bound_off_by_one" not in named
+    assert named["ragged_tiles_as_full_size"].endswith("clamp tile ends to T")
+    assert "the last query tile holds 1 of 5 rows" in named["ragged_tiles_as_full_size"]
 
 
 def test_top_left_sentence_gives_concrete_figures():

@@ -55,11 +55,13 @@ def _tile_text(case, a, b):
 def _expect_cases(ex, cases, context="", as_type=int):
     """Compare every case with the oracle; report the smallest failing one, which draws best, and
     name a mistake only when it explains every failing case."""
-    failures = []
+    failures, passes = [], []
     for case in cases:
         got, want = _grid(ex, case, as_type), oracle.classify_tiles(*case)
         if not np.array_equal(got, want):
             failures.append((case, want, got))
+        else:
+            passes.append(case)
     if not failures:
         return
     failures.sort(key=lambda f: (f[1].size, f[0][0] * f[0][1]))
@@ -69,7 +71,7 @@ def _expect_cases(ex, cases, context="", as_type=int):
                f"{int((want != got).sum())} of {want.size} tiles; first {_tile_text(case, a, b)}: "
                f"expected {_name(want[a, b])}, got {_name(got[a, b])}"
                + (f" ({len(failures)} of {len(cases)} cases wrong)" if len(cases) > 1 else ""))
-    message += name_mistakes(ex, diagnosis.explain_grids([(c, g) for c, _, g in failures]))
+    message += name_mistakes(ex, diagnosis.explain_grids([(c, g) for c, _, g in failures], passes))
     fail(message, case=case.details(ex.seed),
          picture=grid_picture(want, got, f"{case.call}: rows are query tiles, columns key tiles "
                                           "(. SKIP, / PARTIAL, # FULL)", labels=LABELS, keep_corner=True))

@@ -10,13 +10,13 @@ from grader.checking import Explanation, Variant, explain
 SKIP, PARTIAL, FULL = 0, 1, 2
 
 
-def _edges(T, S, block_q, block_k, offset=None, ragged=True):
+def _edges(T, S, block_q, block_k, offset=None, clamp_q=True, clamp_k=True):
     """Inclusive (q_first, q_last) per query tile [nq, 1] and (k_first, k_last) per key tile [1, nk]."""
     offset = S - T if offset is None else offset
     a = np.arange(-(-T // block_q))[:, None]
     b = np.arange(-(-S // block_k))[None, :]
-    q_stop = np.minimum((a + 1) * block_q, T) if ragged else (a + 1) * block_q
-    k_stop = np.minimum((b + 1) * block_k, S) if ragged else (b + 1) * block_k
+    q_stop = np.minimum((a + 1) * block_q, T) if clamp_q else (a + 1) * block_q
+    k_stop = np.minimum((b + 1) * block_k, S) if clamp_k else (b + 1) * block_k
     return offset + a * block_q, offset + q_stop - 1, b * block_k, k_stop - 1
 
 
@@ -41,8 +41,11 @@ def _top_left(T, S, block_q, block_k, window):
     return _by_edges(*_edges(T, S, block_q, block_k, offset=0), window)
 
 
-def _ragged_as_full(T, S, block_q, block_k, window):
-    return _by_edges(*_edges(T, S, block_q, block_k, ragged=False), window)
+def _ragged_as_full(clamp_q, clamp_k):
+    """The last query tile, key tile or both unclamped (one mistake, made on either edge or both)."""
+    def build(T, S, block_q, block_k, window):
+        return _by_edges(*_edges(T, S, block_q, block_k, clamp_q=clamp_q, clamp_k=clamp_k), window)
+    return build
 
 
 def _window_plus_one(T, S, block_q, block_k, window):
@@ -98,14 +101,17 @@ def _over_masked(T, S, block_q, block_k, window):
     return shows
 
 
-def _sentence_ragged(T, S, block_q, block_k):
-    short = []
-    if S % block_k:
-        short.append(f"the last key tile holds {S % block_k} of {block_k} keys")
-    if T % block_q:
-        short.append(f"the last query tile holds {T % block_q} of {block_q} rows")
-    return (f"the last tiles are treated as full-size: with T = {T}, S = {S}, block_q = {block_q}, "
-            f"block_k = {block_k}, {' and '.join(short)}; clamp tile ends to T and S")
+def _sentence_ragged(clamp_q, clamp_k):
+    def sentence(T, S, block_q, block_k, window):
+        short = []
+        if S % block_k and not clamp_k:
+            short.append(f"the last key tile holds {S % block_k} of {block_k} keys")
+        if T % block_q and not clamp_q:
+            short.append(f"the last query tile holds {T % block_q} of {block_q} rows")
+        ends = " and ".join(what for what, clamped in (("T", clamp_q), ("S", clamp_k)) if not clamped)
+        return (f"the last tiles are treated as full-size: with T = {T}, S = {S}, block_q = {block_q}, "
+                f"block_k = {block_k}, {' and '.join(short)}; clamp tile ends to {ends}")
+    return sentence
 
 
 def _w(window):
@@ -121,7 +127,8 @@ _TABLE = [  # (diagnosis id, known-wrong classification or None when it does not
      lambda T, S, bq, bk, w: f"tiles are classified by comparing tile indices (b < a FULL, b == a PARTIAL, "
                              f"b > a SKIP), which holds only for square prefill with equal tiles; here "
                              f"T = {T}, S = {S}, block_q = {bq}, block_k = {bk}: compare positions instead"),
-    ("ragged_tiles_as_full_size", _ragged_as_full, lambda T, S, bq, bk, w: _sentence_ragged(T, S, bq, bk)),
+    *(("ragged_tiles_as_full_size", _ragged_as_full(q, k), _sentence_ragged(q, k))
+      for q, k in ((False, False), (False, True), (True, False))),
     ("window_off_by_one", _window_plus_one,
      lambda T, S, bq, bk, w: f"the window admits {w + 1} keys instead of {w}: a query at position p sees "
                              f"keys p - {w - 1} .. p (k > p - W), not p - {w} .. p"),
@@ -156,6 +163,7 @@ VARIANTS = [Variant(i, lambda case, f=build: f(*case), lambda case, f=sentence: 
             for i, build, sentence in _TABLE]  # a case is (T, S, block_q, block_k, window)
 
 
-def explain_grids(failures) -> Explanation:
-    """Which known mistakes explain every failing (case, submitted grid)."""
-    return explain(VARIANTS, failures, right=lambda case: right(*case))
+def explain_grids(failures, passes=()) -> Explanation:
+    """Which known mistakes explain every failing (case, submitted grid), and none of the cases the
+    submission got right (``passes``) would have shown."""
+    return explain(VARIANTS, failures, right=lambda case: right(*case), passes=passes)
