@@ -111,7 +111,12 @@ def test_valid_covers_of_other_sizes_are_conventions_named_for_what_they_follow(
     assert not oracle.is_cover([(0, 4), (5, 7), (7, 10)], 10, 3)  # a gap
     remainder, flash = [(0, 3), (3, 6), (6, 10)], [(0, 4), (4, 8), (8, 10)]
     assert oracle.is_cover(remainder, 10, 3) and oracle.is_cover(flash, 10, 3)
-    assert [i for i, _ in diagnosis.naming_convention(remainder, 10, 3)] == ["remainder_in_last_split"]
+    assert [i for i, _ in diagnosis.naming_convention(remainder, 10, 3)] == ["remainder_in_last_split",
+                                                                              "other_split_sizes"]  # [3, 3, 4]: both
+    assert [i for i, _ in diagnosis.naming_convention([(0, 3), (3, 6), (6, 11)], 11, 3)] == ["remainder_in_last_split"]
+    longer_last = dict(diagnosis.naming_convention([(0, 3), (3, 7), (7, 11)], 11, 3))
+    assert longer_last == {"other_split_sizes": "split_ranges(11, 3) keeps sizes within one but puts the 2 longer "
+                                                "ranges last rather than first"}
     assert [i for i, _ in diagnosis.naming_convention(flash, 10, 3)] == ["ceil_split_sizes"]
     assert diagnosis.ceil_ranges(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]  # later splits may be empty
     assert [i for i, _ in diagnosis.naming_convention([(0, 1), (1, 5), (5, 10)], 10, 3)] == ["other_split_sizes"]

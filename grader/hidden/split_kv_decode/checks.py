@@ -287,7 +287,7 @@ def check_split_ranges_rule(ex):
         found = diagnosis.naming_convention(got, int(S), int(n))  # any other valid cover: a convention
         misses.append(Miss(case["S"] + case["num_splits"], f"{call} returned a valid cover of 0 .. {int(S)} with "
                            f"range sizes {[b - a for a, b in got][:8]}, not this kit's (sizes within one, longer "
-                           f"first: {[b - a for a, b in want][:8]}); {found[0][1]}", case, kind="hygiene",
+                           f"first: {[b - a for a, b in want][:8]})", case, kind="hygiene",
                            found=found))
     settle(ex, misses)
 

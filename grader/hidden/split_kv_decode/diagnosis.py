@@ -238,15 +238,29 @@ def explaining_ranges(got, S, n):
     return []
 
 
+def longer_last_ranges(S, n):
+    """Sizes within one, as asked, but the longer ranges at the end."""
+    sizes = [S // n + (i >= n - S % n) for i in range(n)]
+    stops = np.cumsum(sizes).tolist()
+    return [(stop - size, stop) for size, stop in zip(sizes, stops)]
+
+
 def naming_convention(got, S, n):
-    """[(id, sentence)]: the convention a valid cover of other sizes follows (section 1 caps it at hire)."""
+    """[(id, sentence)]: every convention a valid cover of other sizes follows (section 1 caps it at hire);
+    a small case can fit two ([0, 0, 1] is both the remainder in the last and the longer last), and the
+    check names the one that fits every case."""
+    found = []
     if got == ceil_ranges(S, n):
-        return [("ceil_split_sizes", f"split_ranges({S}, {n}) follows FlashAttention's convention, ceil(S / n) = "
-                                     f"{-(-S // n)} keys per split with the remainder in the last")]
+        found.append(("ceil_split_sizes", f"split_ranges({S}, {n}) follows FlashAttention's convention, "
+                                          f"ceil(S / n) = {-(-S // n)} keys per split with the remainder in the last"))
     if got == remainder_last_ranges(S, n):
-        return [("remainder_in_last_split", f"split_ranges({S}, {n}) gives every range S // n = {S // n} keys and "
-                                            f"the last one the {S % n} left over as well")]
-    return [("other_split_sizes", "its sizes follow a convention of its own")]
+        found.append(("remainder_in_last_split", f"split_ranges({S}, {n}) gives every range S // n = {S // n} keys "
+                                                 f"and the last one the {S % n} left over as well"))
+    if got == longer_last_ranges(S, n):
+        longer = "the longer range" if S % n == 1 else f"the {S % n} longer ranges"
+        found.append(("other_split_sizes", f"split_ranges({S}, {n}) keeps sizes within one but puts {longer} "
+                                           "last rather than first"))
+    return found or [("other_split_sizes", "its sizes follow a convention of its own")]
 
 
 # ---- split_kv_attention ------------------------------------------------------------------------
