@@ -153,7 +153,7 @@ def expect_raises(fn, *args, exception: str = "ValueError", call: str, case=None
         value = fn(*args, **kwargs)
     except CandidateRaised as exc:
         if exc.is_a(exception):
-            return exc
+            return _said_what(exc, call)
         _raised_instead(None, exc, call, exception, case)
     fail(f"{call} returned {summarize(value)}; expected it to raise {exception}", case, kind="hygiene")
 
@@ -181,10 +181,17 @@ def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
         value = fn(*args, **kwargs)
     except CandidateRaised as exc:
         if exc.is_a("ValueError"):
-            return exc
+            return _said_what(exc, call)
         _raised_instead(ex, exc, call, "ValueError", case, diagnosis, why)
     ex.diagnose(diagnosis, f"{call} did not raise ValueError: {why}")
     fail(f"{call} returned {summarize(value)}; expected it to raise ValueError", case, kind="hygiene")
+
+
+def _said_what(exc: CandidateRaised, call: str) -> CandidateRaised:
+    """A rejection with no message is a hygiene slip: section 1 asks for one that says what is wrong."""
+    if not exc.message.strip():
+        note_slip(f"{call} raised {exc.type_name} with no message; the contract asks for one that says what is wrong")
+    return exc
 
 
 def _raised_instead(ex, exc: CandidateRaised, call: str, expected: str, case, diagnosis=None, why=""):

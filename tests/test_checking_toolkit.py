@@ -133,9 +133,9 @@ def test_running_out_of_memory_is_a_broken_must_not_only_when_memory_is_measured
         measure(None, _Target(oom), "f", memory=False)
 
 
-def _raising(type_name, *mro):
+def _raising(type_name, *mro, message="bad n"):
     def call(*args, **kwargs):
-        raise CandidateRaised("f()", {"type": type_name, "mro": [type_name, *mro], "message": "bad n"})
+        raise CandidateRaised("f()", {"type": type_name, "mro": [type_name, *mro], "message": message})
     return call
 
 
@@ -148,6 +148,16 @@ def test_a_rejected_call_passes_and_names_nothing():
     raised = expect_rejected(ex, _raising("SizeError", "ValueError"), -1, call="f(-1)",
                              diagnosis="accepts_invalid_arguments")
     assert raised.type_name == "SizeError" and ex.diagnoses == {}
+
+
+def test_a_rejection_with_no_message_is_a_slip_of_the_running_check():
+    ex = _run()
+    ex.begin_check("rejects_invalid_sizes")
+    for message in ("bad n", " "):
+        expect_rejected(ex, _raising("ValueError", message=message), -1, call="f(-1)",
+                        diagnosis="accepts_invalid_sizes")
+    assert ex.slips == ["f(-1) raised ValueError with no message; the contract asks for one that says what is wrong"]
+    assert ex.slip_failure().kind == "hygiene" and ex.diagnoses == {}
 
 
 @pytest.mark.parametrize("fn, said", [(lambda n, window: [n, window], "returned a list of length 2")])

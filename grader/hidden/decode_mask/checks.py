@@ -152,9 +152,11 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_sizes(ex):
-    """T < 1, S < 1, T > S or a size that is not an int (an integral float too) raise ValueError."""
-    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0), (2.5, 5), (2, 4.5), (3.0, 8), (2, np.float64(6.0))]:
-        expect_rejected(ex, ex.candidate.decode_causal_mask, T, S, call=f"decode_causal_mask({T}, {S})",
+    """T < 1, S < 1, T > S or a size that is not an int (an integral float, a string or None too) raise
+    ValueError, with a message."""
+    for T, S in [(0, 5), (6, 5), (-2, 4), (1, 0), (0, 0), (2.5, 5), (2, 4.5), (3.0, 8), (2, np.float64(6.0)),
+                 ("2", 4), (None, 3), (2, "5")]:
+        expect_rejected(ex, ex.candidate.decode_causal_mask, T, S, call=f"decode_causal_mask({T!r}, {S!r})",
                         diagnosis="accepts_invalid_sizes", why="sizes outside 1 <= T <= S give a silent answer",
                         case={"T": T, "S": S})
 
