@@ -616,8 +616,9 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Sizes below 1, unknown or reused ids, empty prompts, negative tokens: ValueError."""
-    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1)]:
+    """Sizes below 1 or not ints (2.5, a string, None), unknown or reused ids, empty prompts, negative
+    tokens: ValueError."""
+    for sizes in [(0, 4), (3, 0), (-2, 4), (3, -1), (2.5, 4), ("3", 4), (3, None)]:
         expect_rejected(ex, ex.candidate.call, "PrefixCache", *sizes, call=f"PrefixCache{sizes}",
                         diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
     sizes, setup, bad = _invalid_calls(ex)
