@@ -499,9 +499,10 @@ def check_no_dense_allocation(ex):
 
 
 def check_long_context(ex):
-    """A cache of hundreds of thousands of keys and positions past 2^16 and 2^31 in a ring buffer; then
-    positions past 2^62 and windows and block sizes past 2^63 (a window past every position limits nothing,
-    a block past T or S is one tile), where a failure is hygiene: Python ints hold them, int64 does not."""
+    """A cache of hundreds of thousands of keys and positions past 2^16 and 2^31 in a ring buffer, and a window
+    of 2^63 - 1 (sys.maxsize) over a short one; then positions past 2^62 and windows and block sizes past 2^63
+    (a window past every position limits nothing, a block past T or S is one tile), where a failure is hygiene:
+    Python ints hold them, int64 does not."""
     rng = ex.rng
     S = odd_size(rng, 150_000, 250_000)
     long = contiguous(rng, 3, S, 8, "long context, window", window=odd_size(rng, 3_000, 9_000), block_k=1024)
@@ -518,14 +519,17 @@ def check_long_context(ex):
                        block_k=2**64 + odd_size(rng, 1, 999)),
             contiguous(rng, 1, odd_size(rng, 100, 300), 8, "decode, window and block_k past 2^63",
                        window=2**63 + odd_size(rng, 1, 999), block_k=2**63 + odd_size(rng, 1, 999))]
-    expect_cases(ex, [long] + far)
+    no_limit = contiguous(rng, 5, odd_size(rng, 60, 200), 8, "window 2^63 - 1 (sys.maxsize, no limit)",
+                          window=2**63 - 1, block_q=4, block_k=16)  # int64 holds it: judged like any window
+    expect_cases(ex, [long] + far + [no_limit])
     with past_int64("sizes past int64"):
         expect_cases(ex, huge)
 
 
 def check_numpy_integer_arguments(ex):
     """window and block sizes as numpy integers (np.int64, np.int32, and int8 / int16 beside positions that
-    reach those dtypes' tops), q_positions as a list or an array of those dtypes."""
+    reach those dtypes' tops), q_positions as a list or an array of those dtypes; then int8, int16 and
+    int32 q_positions near their dtype's top with a window (a Python int) wider than that dtype holds."""
     rng = ex.rng
     cases = [contiguous(rng, 7, 45, 8, "contiguous", window=9, block_q=3, block_k=8),
              ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", window=30, block_q=4, block_k=6, holes=7)]
@@ -539,6 +543,12 @@ def check_numpy_integer_arguments(ex):
         edge = ring(rng, 23, top, 5, 8, f"ring buffer, positions up to {top - 1}, q_positions {np.dtype(dtype).name}",
                     window=19, block_q=2, block_k=4, holes=3)
         expect_cases(ex, [edge], kinds=(dtype, lambda positions, dtype=dtype: np.asarray(positions, dtype)))
+    for dtype in (np.int8, np.int16, np.int32):  # q_positions - window in their own dtype overflows or wraps
+        top = int(np.iinfo(dtype).max) + 1
+        wide = ring(rng, 23, top - int(rng.integers(0, 20)), 5, 8, f"ring buffer, q_positions {np.dtype(dtype).name} "
+                    "near its top, a window wider than that dtype", window=top + int(rng.integers(0, 3 * top)),
+                    block_q=2, block_k=4, holes=3)
+        expect_cases(ex, [wide], kinds=(int, lambda positions, dtype=dtype: np.asarray(positions, dtype)))
 
 
 def check_rows_that_see_nothing(ex):

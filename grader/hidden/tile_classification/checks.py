@@ -193,15 +193,33 @@ def _sample_tiles(rng, case, count=100):
 
 def check_huge_sizes(ex):
     """Sizes past 2^31, 2^53 and 2^62 with blocks as large (a small grid), every tile from the tiles' bounds in
-    Python ints; then sizes whose sums pass int64 (S = 2^63 - 1, windows past 2^63), where a failure is hygiene."""
+    Python ints; windows int64 holds (up to 2^63 - 1) over small positions, whose sum with a key passes it, judged
+    like any size; then sizes whose sums pass int64 (S = 2^63 - 1, windows past 2^63, windows of 2^62 over
+    positions past 2^62), where a failure is hygiene."""
     rng = ex.rng
     def odd(n):
         return n + int(rng.integers(1, 1000)) * 2 + 1
     _expect_bounds(ex, [Case(3, odd(2**31), 2, 2**29), Case(5, odd(2**60), 4, 2**58, window=odd(2**59)),
                         Case(2, odd(2**62), 1, 2**60, window=odd(2**61)), Case(7, 9 * 2**53 + 1, 3, 2**53)])
-    with past_int64("sizes past int64"):  # a tile's end (first + block) or a key plus the window passes int64
-        _expect_bounds(ex, [Case(3, 100, 2, 16, window=2**63 + 5), Case(4, odd(2**40), 3, 2**38, window=2**70),
-                            Case(1, 2**63 - 1, 1, 2**62), Case(3, 2**63 - odd(0), 2, 2**61, window=odd(2**62))])
+    past = [Case(3, 100, 2, 16, window=2**63 + 5), Case(4, odd(2**40), 3, 2**38, window=2**70),
+            Case(1, 2**63 - 1, 1, 2**62), Case(3, 2**63 - odd(0), 2, 2**61, window=odd(2**62))]
+    held, unreal = _windows_int64_holds(rng, odd)
+    _expect_bounds(ex, held)  # before the past-int64 cases: a failure here is wrong
+    with past_int64("sizes past int64"):  # a tile's end (first + block) or a key plus a window past 2^63
+        _expect_bounds(ex, past + unreal)
+
+
+def _windows_int64_holds(rng, odd):
+    """Windows that fit in int64 but a key plus the window does not. Over positions a model reaches, a
+    window up to 2^63 - 1 (sys.maxsize, Python's "no limit") is judged like any size: an answer that adds
+    it to a key in int64 wraps on an input section 1 allows (weak). Over positions past 2^62 the same sum
+    is one more size past int64 (the second list: hygiene, as ring_buffer_window's)."""
+    top, S = 2**63 - 1, odd_size(rng, 20, 60)
+    held = [Case(5, 40, 4, 8, window=top), Case(3, S, 2, 7, window=top - int(rng.integers(0, S))),
+            Case(1, S, 1, 5, window=2**63 - int(rng.integers(1, S + 1))), Case(4, S, 3, 6, window=2**63 - S)]
+    unreal = [Case(4, odd(2**62), 3, 2**60, window=odd(2**62)),  # the window wider than S, a key plus it past 2^63
+              Case(3, odd(3 * 2**61), 2, 2**60, window=odd(2**62))]  # narrower than S: it cuts, and still wraps
+    return held, unreal
 
 
 def _expect_bounds(ex, cases):
@@ -214,7 +232,7 @@ def _expect_bounds(ex, cases):
             a, b = (int(i) for i in np.argwhere(got != want)[0])
             fail(f"{case.call} is wrong in {int((got != want).sum())} of {want.size} tiles; first "
                  f"{_tile_text(case, a, b)}: expected {_name(want[a, b])}, got {_name(got[a, b])} (sizes may be as "
-                 "large as the grid allows: Python ints hold them, float64 and int32 do not)",
+                 "large as the grid allows: Python ints hold them; float64, int32 and int64 sums do not)",
                  case=case.details(ex.seed))
 
 

@@ -65,7 +65,8 @@ def _case(ex, parents, P) -> dict:
 
 def _call(name, parents, P) -> str:
     shown = [int(p) for p in parents] if len(parents) <= 16 else f"<{len(parents)} parents>"
-    return f"{name}({shown}, {P})"
+    as_array = f"{parents.dtype} array " if isinstance(parents, np.ndarray) else ""  # same values, another dtype
+    return f"{name}({as_array}{shown}, {P})"
 
 
 def _positions(ex, parents, P, as_given=None):
@@ -209,12 +210,28 @@ def check_chains_thousands_deep(ex):
 
 
 def check_every_argument_counts(ex):
-    """Trees of one size with other shapes, and one tree after other cache lengths, each get their own answer."""
+    """Trees of one size with other shapes, and one tree after other cache lengths, each get their own answer;
+    so do parents arrays that hold the same bytes in another dtype (a list beside an int32 array twice as
+    long, int16 beside int8, int32 beside int16, int64 beside int8), the wider or the narrower asked first."""
     T = odd_size(ex.rng, 6, 14)
     first, other = random_tree(ex.rng, T), chain(T)
     P = odd_size(ex.rng, 3, 40)
     _expect(ex, [(first, P), (other, P), (first, P + 5), (other, 0), (first, P)],
             context=" (after calls that differ in one argument)")
+    twins = [_same_bytes(random_tree(ex.rng, T), wide, narrow)
+             for wide, narrow in ((np.int64, np.int32), (np.int16, np.int8), (np.int32, np.int16), (np.int64, np.int8))]
+    twins[0] = ([int(p) for p in twins[0][0]], twins[0][1])  # a list is read as int64: its bytes are the int32's
+    pairs = [pair if n % 2 == 0 else pair[::-1] for n, pair in enumerate(twins)]  # both orders
+    _expect(ex, [(parents, P) for pair in pairs for parents in pair],
+            context=" (right after a call whose parents hold the same bytes in another dtype)")
+
+
+def _same_bytes(parents, wide, narrow):
+    """``parents`` as a ``wide`` array, and its bytes read as ``narrow``: each parent followed by its sign's
+    bytes (0 or -1), a valid tree with more drafts (parents under 128). A memo keyed on the array's bytes,
+    without its dtype or length, answers one with the other's tree."""
+    array = np.array(parents, wide)
+    return array, array.view(narrow).copy()
 
 
 def check_tree_attention_matches_path_decoding(ex):
