@@ -25,7 +25,8 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | empty slots never attended | before_the_ring_fills |
 | never-attended slots hold any finite value (1e30) | slots_outside_the_window |
 | positions of any size (2^31) | long_positions |
-| numpy integers for ints, lists for index arrays | numpy_integer_arguments |
+| numpy integers for ints (int8 too), lists for index arrays | numpy_integer_arguments |
+| positions of any signed dtype, a window wider than it | |
 | invalid arguments (float sizes too): ValueError, nothing changed | rejects_invalid_arguments |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | right values in another container or dtype: hygiene | returns_arrays |
@@ -34,7 +35,8 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | the cache keeps its own copy: a caller reusing its q, k, v after a call changes nothing; | keeps_its_own_copy |
 | no later call changes an argument (a view of a chunk kept as the cache's keys included) | |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
-| calls in any order: float64 caches after a float32 one's steps (no dtype kept) | float32_cache_first |
+| calls in any order: float64 caches after a float32 one's steps (no dtype kept); | float32_cache_first |
+| float32 calls (first, midway, refused) in one cache whose storage stays float64 | |
 | each cache is its own: three of one size, steps interleaved, one made midway | caches_side_by_side |
 | window is each step's own: a new window every step on one cache | window_changes_between_steps |
 
@@ -67,6 +69,7 @@ from grader.checking import (
     settle,
 )
 from grader.held import ARGUMENT_CHANGED, Held
+from grader.sandbox import CandidateRaised
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
@@ -135,7 +138,10 @@ def _append_stream(ex, C, D, sizes) -> Miss | None:
 def check_float32_cache_first(ex):
     """The module's first steps are on a float32 cache, the next on float64 ones: nothing kept from an
     earlier call (a score buffer, a mask) carries its dtype into another cache's steps. It runs first,
-    so no earlier check has fixed any such dtype."""
+    so no earlier check has fixed any such dtype. Then single caches fed float32 calls among float64
+    ones (first, midway, and refused ones): the storage stays float64, as the prompt has it, so the
+    cache holds every token exactly after each call, and outputs whose window holds float64 tokens
+    only are judged at float64's precision."""
     rng, streams = ex.rng, []
     for dtype in (np.float32, np.float64, np.float64):
         C = odd_size_closed(rng, 9, 40)
@@ -144,6 +150,93 @@ def check_float32_cache_first(ex):
         streams.append((Stream(C, W, s.chunks, *(x.astype(dtype) for x in (s.q, s.k, s.v))),
                         f"{np.dtype(dtype)} inputs, after a float32 cache's steps"))
     expect_streams(ex, streams)
+    misses = []
+    for first in (("refused", "append"), ("step",)):  # the storage set by a refused call, or the first write
+        C = odd_size_closed(rng, 5, 11)
+        W = int(rng.integers(2, C))  # W < C: windows move past a float32 chunk within the ring
+        misses.append(_mixed_dtype_miss(ex, C, W, _mixed_plan(rng, C, W, first)))
+    settle(ex, misses)
+
+
+def _mixed_plan(rng, C, W, first) -> list[tuple[str, int, type]]:
+    """(call, T, dtype) for one cache: the calls ``first`` in float32, then float64 steps past a window, a
+    refused float32 step, a float32 append, a float32 step, each followed by float64 steps past a window
+    (so any call's dtype, whenever it comes, has float64 tokens to round and windows free of float32)."""
+    def float64_steps():
+        return [("step", T, np.float64) for T in chunk_sizes(rng, W + 3, 1, C - W + 1)]
+    plan = [(call, int(rng.integers(1, C)), np.float32) for call in first] + float64_steps()
+    for call in ("refused", "append", "step"):
+        plan += [(call, int(rng.integers(1, C)), np.float32)] + float64_steps()
+    return plan
+
+
+def _mixed_dtype_miss(ex, C, W, plan) -> Miss | None:
+    """Feed ``plan`` to one cache ("refused": a step with window capacity + 1). After each float32 call, the
+    call after it and the last, the cache must hold every token as passed (float64 ones unrounded); a step's
+    rows are judged at float32's precision when their window holds a float32 token, else at float64's."""
+    rng, D = ex.rng, odd_size_closed(ex.rng, 3, 9)
+    sizes = [T for call, T, _ in plan if call != "refused"]
+    q, k, v = (rng.standard_normal((sum(sizes), D)) for _ in range(3))
+    low = np.repeat([dtype == np.float32 for call, _, dtype in plan if call != "refused"], sizes)
+    for x in (q, k, v):
+        x[low] = x[low].astype(np.float32)  # exactly the values passed in float32
+    want, m = oracle.sliding_window_attention(q, k, v, W), diagnosis.magnitude(q, k)
+    cache, ring, start = ex.candidate.call("RingKVCache", C, D), oracle.Ring(C, D), 0
+    calls = [f"{call} {np.dtype(dtype)} T={T}" + (f" window={C + 1}" if call == "refused" else "")
+             for call, T, dtype in plan]
+    for n, (call, T, dtype) in enumerate(plan):
+        case = {"capacity": C, "head_dim": D, "window": W, "calls": calls[:n + 1], "seed": ex.seed}
+        part = slice(start, start + T)
+        q32, k32, v32 = (x[part].astype(dtype) for x in (q, k, v))
+        said = f"{', '.join(calls[:n + 1])} (window {W}) on RingKVCache({C}, {D})"
+        if call == "refused":
+            try:
+                ex.candidate.windowed_attention_step(cache, q32, k32, v32, C + 1)
+            except CandidateRaised:  # a refusal of any kind: what follows must not feel its dtype
+                if len(cache) == ring.length:
+                    continue
+            return None  # accepted, or refused after a write: rejects_invalid_arguments says so
+        if call == "append":
+            cache.call("append", k32, v32)
+        else:
+            out = ex.candidate.call("windowed_attention_step", cache, q32, k32, v32, W)
+            got = as_array(out, call=f"the last step of {said}", shape=(T, D), kind="f", case=case)
+            wrong = _mixed_row_miss(got, want[part], low, start, W, m)
+            if wrong:
+                return Miss(n, f"the last step of {said} {wrong}" + _storage(cache, lead=False), case,
+                            kind="wrong" if np.isfinite(got).all() else "nan")
+        ring.append(k[part], v[part])
+        near = any(dtype == np.float32 for _, _, dtype in plan[max(0, n - 1):n + 1]) or n == len(plan) - 1
+        miss = _state_miss(cache, ring, case, f"after {said}") if near else None  # a rounding shows by then
+        if miss:
+            miss.message = _storage(cache, lead=True) + miss.message
+            return miss
+        start += T
+    return None
+
+
+def _mixed_row_miss(got, want, low, start, W, m) -> str:
+    """What is wrong with the first row of a step's outputs off beyond its precision, or '': float32's
+    when the row's window holds a float32 token (``low``), float64's when it holds float64 ones only."""
+    for row, p in enumerate(range(start, start + len(got))):
+        eps = np.float32(0) if low[max(0, p - W + 1):p + 1].any() else np.float64(0)
+        if off_by(got[row], want[row], (eps,), m).any():
+            error = np.nan_to_num(np.abs(got[row] - want[row]), nan=np.inf).max()
+            return (f"differs from sliding-window attention at position {p} by {error:.3g}, beyond "
+                    f"{eps.dtype}'s precision" + ("" if eps.dtype == np.float32 else
+                                                 " (its window holds float64 tokens only: an earlier float32 "
+                                                 "call must not set the dtype of later float64 steps)"))
+    return ""
+
+
+def _storage(cache, lead: bool) -> str:
+    """A sentence on the cache's storage dtype when it is not the prompt's float64, else ''."""
+    dtypes = {np.asarray(getattr(cache, name)).dtype for name in ("keys", "values")}
+    if dtypes == {np.dtype(np.float64)}:
+        return ""
+    sentence = (f"cache.keys/values are {'/'.join(sorted(map(str, dtypes)))}: the prompt stores float64 whatever "
+                "a call passes (a storage dtype taken from one call's inputs rounds the float64 tokens)")
+    return f"{sentence}; " if lead else f"; {sentence}"
 
 
 def check_caches_side_by_side(ex):
@@ -269,16 +362,23 @@ def _expect_masks(ex, cases, what):
                                                 f"(positions {_short(k_pos)})"))
 
 
+_NARROWED = [  # (past what, the positions as kept, what is said): positions kept too narrow for their size
+    (2**31 - 1, lambda a: a.astype(np.int32).astype(np.int64), "positions kept in int32, which wrap past 2^31"),
+    (2**53, lambda a: a.astype(np.float64), "positions computed in float64, which rounds integers past 2^53"),
+]
+
+
 def _narrow_positions(failures) -> str:
-    """A hint, or '': every failing mask is the rule's on the positions wrapped to int32, and some pass 2^31.
-    Slot-index readings can fit such masks too, so none is named then."""
-    def wrapped(q_pos, k_pos, W):
-        return oracle.window_mask(*(np.asarray(a, np.int64).astype(np.int32).astype(np.int64)
-                                    for a in (q_pos, k_pos)), W)
-    far = any(np.abs(np.asarray(a, np.int64)).max(initial=0) > 2**31 - 1 for f in failures for a in f[1:3])
-    if far and all(np.array_equal(f[4], wrapped(*f[1:4])) for f in failures):
-        return ("; consistent with positions kept in int32, which wrap past 2^31 (positions are as large as the "
-                "sequence: keep them in int64 or Python ints)")
+    """A hint, or '': every failing mask is the rule's on the positions as int32 wraps them or float64 rounds
+    them, and some pass 2^31 or 2^53. Slot-index and window readings can fit such masks too (positions that
+    wrap or round alike look unordered or the same), so none is named then."""
+    far = max(np.abs(np.asarray(a, np.int64)).max(initial=0) for f in failures for a in f[1:3])
+    for limit, kept, what in _NARROWED:
+        if far > limit and all(np.array_equal(f[4], oracle.window_mask(*(kept(np.asarray(a, np.int64))
+                                                                          for a in f[1:3]), f[3]))
+                               for f in failures):
+            return (f"; consistent with {what} (positions are as large as the sequence: keep them in int64 or "
+                    "Python ints)")
     return ""
 
 
@@ -766,7 +866,8 @@ def check_long_positions(ex):
 
 
 def check_numpy_integer_arguments(ex):
-    """capacity, head_dim and window as numpy integers; positions given to window_mask as lists and small int arrays."""
+    """capacity, head_dim and window as numpy integers (int8 ones too, over positions past 127); positions
+    given to window_mask as lists and small int arrays, with windows too wide for the arrays' dtype too."""
     rng = ex.rng
     C, D, W = odd_size_closed(rng, 7, 20), odd_size_closed(rng, 3, 9), 5
     tokens = [tuple(rng.standard_normal((T, D)) for _ in range(3)) for T in (3, 1, C + 2, 2)]
@@ -777,6 +878,19 @@ def check_numpy_integer_arguments(ex):
     _expect_masks(ex, [(np.array([5, 6, 7], np.int8), np.array([4, 5, 6, 7, -1], np.int16), np.int8(2)),
                        (np.array([300, 301], np.int16), np.array([299, 300, 301, -1], np.int32), 2)],
                   "positions given as int8, int16 and int32 arrays (where int64 works)")
+    # a window is any int >= 1 whatever the positions' dtype: p - W or k + W in that dtype overflows
+    _expect_masks(ex, [_narrow_wide(rng, dtype) for dtype in (np.int8, np.int16, np.int32)],
+                  "positions given as int8, int16 and int32 arrays, with a window wider than their dtype holds")
+    long = tokens + [tuple(rng.standard_normal((T, D)) for _ in range(3)) for T in (130, 1)]
+    _numpy_stream(ex, np.int8, C, D, W, long)  # the window an int8, the positions past its top
+
+
+def _narrow_wide(rng, dtype):
+    """window_mask's arguments: positions of ``dtype`` near 0 and near its top (-1 among the keys), both sides
+    in random order, and a window past that top (within int64): the rule there is plain causal."""
+    top = int(np.iinfo(dtype).max)
+    k = rng.permutation(np.array([-1, 0, 1, 2, top - 3, top - 2, top - 1, top], dtype))
+    return rng.permutation(np.array([0, 2, top - 1, top], dtype)), k, int(rng.integers(top + 1, 2 * top))
 
 
 def _numpy_stream(ex, as_int, C, D, W, tokens):
@@ -791,7 +905,7 @@ def _numpy_stream(ex, as_int, C, D, W, tokens):
         want = oracle.masked_attention(q, np.concatenate([ring.keys, k]), np.concatenate([ring.values, v]),
                                        oracle.window_mask(start + np.arange(T), stored, W))
         ring.append(k, v)
-        said = "Python int sizes" if as_int is int else "numpy integer sizes"
+        said = "Python int sizes" if as_int is int else f"numpy {np.dtype(as_int)} sizes"
         got = as_array(out, call=f"windowed_attention_step with {said}", shape=(T, D), kind="f")
         if not close(got, want, (q, k, v), diagnosis.magnitude(q, k)):
             fail(f"windowed_attention_step(cache, q [{T}, {D}], k, v, window={W}) on RingKVCache({C}, {D}), "
