@@ -19,17 +19,20 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | cached keys never rotated again; stored keys are part of the answer | every script (keys compared after every step), |
 | | decode_step_memory |
 | parents: drafts at len + depth(i), see the cache, ancestors, itself; nothing appended | tree_after_prefill |
+| ... parents of any signed dtype: int8 ones with depths past 127 | tree_after_prefill |
 | T = 0 returns [0, H, D], changes nothing | one_token_at_a_time, random_chunks |
 | float32 or float64 inputs; outputs float64 or the inputs' dtype | random_chunks, rope_values, returns_arrays |
-| precision follows the inputs (float32 angles at 1e5 are wrong) | rope_values (oracle.tolerance) |
+| precision follows the inputs (float32 angles at 1e5, or from positions past 2^24, are wrong) | rope_values |
+| ... float64 steps after float32 ones (accepted or refused) keep float64 | random_chunks, rejects_invalid_arguments |
 | lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, numpy_integer_arguments |
 | right values in another container: hygiene | returns_arrays |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
+| ... the cache keeps its own copy: a caller reusing q, k, v, parents changes nothing | keeps_its_own_copy |
 | scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
 | plain steps and trees in any order | steps_and_trees_interleaved |
 
-Sentences no check here holds as such: "keys and values may be properties" (a freedom); trees
-thousands deep (the trees here are at most a dozen drafts: the oracle decodes each branch).
+Sentences no check here holds as such: "keys and values may be properties" (a freedom). Trees
+thousands deep are chains only (tree_after_prefill): the oracle decodes every other tree branch by branch.
 """
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
@@ -49,6 +52,7 @@ from grader.checking import (
     other_argument_types,
     settle,
 )
+from grader.held import ARGUMENT_CHANGED, Held
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
@@ -93,17 +97,29 @@ class Script:
     steps: list
     label: str
     numpy_sizes: bool = False
+    exact_float32: bool = False  # its float32 steps hold what float64 holds exactly: see tol_at
 
     @cached_property
     def tol(self) -> float:
         """Section 1's tolerance for every output, key and value of the script (oracle.tolerance)."""
+        return self._tolerance([a for s in self.steps for a in (s.q, s.k, s.v) if len(a)])
+
+    def tol_at(self, n: int) -> float:
+        """The tolerance of step n's outputs and of the cache after it: the script's, or with ``exact_float32``
+        (float32 steps whose keys are zero or at position 0, so that rotating and storing them is exact)
+        that of step n's own inputs: a float64 step after float32 ones is judged at float64 precision."""
+        step = self.steps[n - 1]
+        return self._tolerance([a for a in (step.q, step.k, step.v) if len(a)]) if self.exact_float32 else self.tol
+
+    def _tolerance(self, arrays) -> float:
+        """oracle.tolerance at the precision of ``arrays``, for the angles, values and scores of the whole script."""
         plain = sum(len(s.q) for s in self.steps if s.parents is None)
         angle = plain + max((len(s.q) for s in self.steps if s.parents is not None), default=0)
-        arrays = [a for s in self.steps for a in (s.q, s.k, s.v) if len(a)]
-        if not arrays:
+        every = [a for s in self.steps for a in (s.q, s.k, s.v) if len(a)]
+        if not every:
             return oracle.tolerance((), 1.0, 1.0)
         norm = [max(float(np.linalg.norm(getattr(s, a), axis=-1).max(initial=0)) for s in self.steps) for a in "qk"]
-        scale = max(float(np.abs(a).max()) for a in arrays)
+        scale = max(float(np.abs(a).max()) for a in every)
         return oracle.tolerance(arrays, angle, scale, norm[0] * norm[1] / np.sqrt(self.D))
 
     def case(self, seed, upto=None) -> dict:
@@ -117,12 +133,12 @@ def plain_steps(rng, chunks, H, D, dtype=np.float64) -> list[Step]:
     return [Step(*(_tokens(rng, T, H, D, dtype) for _ in range(3))) for T in chunks]
 
 
-def tree_step(rng, parents, H, D, as_array=False, dtype=None) -> Step:
-    """A tree of drafts; ``as_array``: parents as a numpy array of ``dtype``, or of a signed dtype drawn
-    from int8 .. int64."""
+def tree_step(rng, parents, H, D, as_array=False, dtype=None, floats=np.float64) -> Step:
+    """A tree of drafts (q, k, v of ``floats``); ``as_array``: parents as a numpy array of ``dtype``, or of a
+    signed dtype drawn from int8 .. int64."""
     T = len(parents)
     dtype = dtype or (rng.choice([np.int8, np.int16, np.int32, np.int64]) if as_array else None)
-    return Step(*(_tokens(rng, T, H, D) for _ in range(3)), np.array(parents, dtype) if as_array else parents)
+    return Step(*(_tokens(rng, T, H, D, floats) for _ in range(3)), np.array(parents, dtype) if as_array else parents)
 
 
 def expected(script: Script) -> list[Seen]:
@@ -158,7 +174,10 @@ def _describe(step: Step, cached: int) -> str:
     T = len(step.q)
     if step.parents is None:
         return f"T = {T} after {cached} cached"
-    return f"a tree of {T} drafts with parents {[int(p) for p in step.parents]} after {cached} cached"
+    parents = [int(p) for p in step.parents]
+    if T > 12:  # a chain thousands deep
+        parents = f"[{', '.join(map(str, parents[:8]))}, ..., {parents[-1]}]"
+    return f"a tree of {T} drafts with parents {parents} after {cached} cached"
 
 
 def _output_message(step: Step, n, cached, got, want, tol) -> str:
@@ -201,16 +220,17 @@ def _step(ex, cache, step: Step, call: str):
                           what=f"{call} with parents as {type(step.parents).__name__}")
 
 
-def run_script(ex, script: Script) -> Miss | None:
-    """Feed ``script`` to a fresh candidate cache, checking every step; a Miss at the first wrong one."""
+def run_script(ex, script: Script, held: Held | None = None) -> Miss | None:
+    """Feed ``script`` to a fresh candidate cache, checking every step; a Miss at the first wrong one.
+    With ``held``, every step's arrays are the caller's own, rewritten with other values as soon as it returns."""
     want = expected(script)
     H, D = (np.int64(script.H), np.int64(script.D)) if script.numpy_sizes else (script.H, script.D)
     cache = ex.candidate.call("RopeKVCache", H, D, script.base)
-    got, cached = [], 0
+    got, cached, boxes = [], 0, []
     for n, (step, w) in enumerate(zip(script.steps, want), start=1):
-        case = script.case(ex.seed, n)
+        case, tol = script.case(ex.seed, n), script.tol_at(n)
         call = f"rope_attention_step(cache, q, k, v{'' if step.parents is None else ', parents'}) at step {n}"
-        out = _step(ex, cache, step, call)
+        out = _step(ex, cache, step, call) if held is None else _held_step(ex, held, cache, step, boxes)
         out = as_array(out, call=call, shape=step.q.shape, kind="f", case=case)
         length = len(cache)
         keys, values = (as_array(getattr(cache, name), call=f"cache.{name} after step {n}",
@@ -218,16 +238,44 @@ def run_script(ex, script: Script) -> Miss | None:
                         for name in ("keys", "values"))
         got.append(Seen(out, length, keys, values))
         prefix = f"RopeKVCache({script.H}, {script.D}, base={script.base:g}) fed {script.label}: "
-        if (_err(out, w.out) > script.tol).any() or not np.isfinite(out).all():
+        if (_err(out, w.out) > tol).any() or not np.isfinite(out).all():
             kind = "nan" if np.isnan(out).any() else "wrong"
-            message = prefix + _output_message(step, n, cached, out, w.out, script.tol)
+            message = prefix + _output_message(step, n, cached, out, w.out, tol)
         else:
-            message = _state_message(step, n, cached, got[-1], w, script.tol)
+            message = _state_message(step, n, cached, got[-1], w, tol)
             message, kind = (prefix + message, "corrupt") if message else (None, None)
         if message:
-            found = diagnosis.explaining_script(got, script.steps, script.H, script.D, script.base, script.tol)
-            return Miss(sum(len(s.q) for s in script.steps[:n]) * script.H * script.D, message, case, kind, found)
+            found = diagnosis.explaining_script(got, script.steps, script.H, script.D, script.base, tol)
+            return Miss(sum(len(s.q) for s in script.steps[:n]) * script.H * script.D,
+                        message + (OWN_COPY if held else ""), case, kind, found)
         cached = w.length
+    return _written_into(boxes, script)
+
+
+OWN_COPY = (", once the caller had written other values into the arrays it passed to every earlier call (as a "
+            "caller that reuses its buffers may): the cache must keep its own copy of what it stores, never the "
+            "caller's array")
+
+
+def _held_step(ex, held, cache, step: Step, boxes: list):
+    """The step made on arrays the caller owns, which it rewrites with other values (other tokens, other parents)
+    as soon as the call returns; (box, indexes, values written) kept in ``boxes``."""
+    args = (cache, step.q, step.k, step.v) + (() if step.parents is None else (step.parents,))
+    out, box = held.call(ex.candidate.rope_attention_step, *args)
+    lent = [box.lent[i] for i in box.arrays]
+    written = [ex.rng.standard_normal(a.shape).astype(a.dtype) if a.dtype.kind == "f" else
+               np.full(a.shape, -1, a.dtype) for a in lent]  # parents: every draft a root
+    held.overwrite(box, box.arrays, written)
+    boxes.append((box, box.arrays, written, len(boxes) + 1))
+    return out
+
+
+def _written_into(boxes, script) -> Miss | None:
+    """A Miss when a later call wrote into an array the caller passed to an earlier one (after every wrong answer)."""
+    for box, at, written, n in boxes:
+        if not Held.still_holds(box, at, written):
+            return Miss(10**9, f"an array the caller passed to rope_attention_step at step {n} of {script.label} "
+                               f"{ARGUMENT_CHANGED}", {"script": script.label}, kind="hygiene")
     return None
 
 
@@ -239,9 +287,11 @@ def _expect_scripts(ex, scripts):
 
 def _rope_cases(rng):
     """(x, positions as passed, base): D = 2, D not a power of two, odd heads, unsorted and large
-    positions (past 2^16 and 10^5), a list of positions, an int base, float32, T = 0. Positions in
-    int16 and int32 arrays; numpy integer scalars are check_numpy_integer_arguments' and the general
-    integer-type check's, which blame the type only where Python ints were answered."""
+    positions (past 2^16 and 10^5; with float32 x, odd ones past 2^24 up to 2^40, which no float32
+    holds: angles from positions in x's dtype turn by another position's angle), a list of positions,
+    an int base, float32, T = 0. Positions in int16 and int32 arrays; numpy integer scalars are
+    check_numpy_integer_arguments' and the general integer-type check's, which blame the type only
+    where Python ints were answered."""
     T = odd_size(rng, 5, 40)
     return [
         (_tokens(rng, 1, 1, 2), [1], 10000.0),
@@ -252,12 +302,15 @@ def _rope_cases(rng):
         (_tokens(rng, T, 7, _head_dim(rng)), rng.integers(0, 300, T), 10),
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(0, 1000, T).astype(np.int16), 10000.0),
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(60_000, 140_000, T).astype(np.int32), 10000.0),
+        (_tokens(rng, 5, 1, 2, np.float32), 2**24 + 2 * rng.permutation(5) + 1, 10000.0),  # odd: no float32 holds them
+        (_tokens(rng, T, 3, _head_dim(rng), np.float32), 2 * rng.integers(2**23, 2**39, T) + 1, 10000.0),
         (_tokens(rng, 0, 3, _head_dim(rng)), np.zeros(0, np.int64), 10000.0),
     ]
 
 
 def check_rope_values(ex):
-    """rope matches the rotate-half formula: D = 2, D not a power of two, odd head counts, unsorted, large positions."""
+    """rope matches the rotate-half formula: D = 2, D not a power of two, odd head counts, unsorted, large positions
+    (float32 inputs at positions past 2^24 too)."""
     misses = []
     for x, positions, base in _rope_cases(ex.rng):
         p = np.asarray(positions, np.int64)
@@ -348,7 +401,8 @@ def check_one_token_at_a_time(ex):
 
 
 def check_random_chunks(ex):
-    """Chunks of random sizes (T = 0, 1 and more, float32 inputs too): outputs and the cache after every step."""
+    """Chunks of random sizes (T = 0, 1 and more, float32 inputs too): outputs and the cache after every step;
+    float64 chunks after and between float32 ones (the first and larger ones) in one cache, judged at float64."""
     rng = ex.rng
     scripts = []
     for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, 10000.0)]:
@@ -357,7 +411,23 @@ def check_random_chunks(ex):
         chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
         script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})")
         scripts.append(script)
-    _expect_scripts(ex, scripts)
+    _expect_scripts(ex, scripts + [_mixed_dtypes(rng)])
+
+
+def _mixed_dtypes(rng) -> Script:
+    """float32 calls first (T = 0, then one token at position 0), then float64 and float32 chunks in turn, each
+    float32 one longer than the cache (it makes any storage grow). Storage kept in the dtype of the call that made
+    it rounds the float64 keys: float32 keys are zero past position 0, so rotating and storing them is exact and
+    every float64 step is judged at float64 precision."""
+    H, D = _heads(rng), _head_dim(rng, 6, 20)
+    steps = plain_steps(rng, [0, 1], H, D, np.float32)
+    for _ in range(4):
+        steps += plain_steps(rng, [int(rng.integers(1, 6))], H, D)
+        (wide,) = plain_steps(rng, [sum(len(s.q) for s in steps) + int(rng.integers(1, 4))], H, D, np.float32)
+        steps.append(replace(wide, k=np.zeros_like(wide.k)))
+    steps += plain_steps(rng, [int(rng.integers(1, 6))], H, D)
+    return Script(H, D, 10000.0, steps, "float32 steps first (T = 0, 1), then float64 and float32 chunks in turn "
+                  "(float32 keys zero past position 0)", exact_float32=True)
 
 
 def check_extreme_scores(ex):
@@ -379,8 +449,8 @@ LONG_CHAIN = 1_200  # drafts in one chain: deeper than Python's default recursio
 
 
 def check_tree_after_prefill(ex):
-    """Trees of drafts after a prefill (chains, one thousands deep, several roots, bushy, empty): each draft's
-    output, the cache kept."""
+    """Trees of drafts after a prefill (chains, one thousands deep, one 129 deep in int8 parents, several roots,
+    bushy, empty): each draft's output, the cache kept."""
     rng = ex.rng
     H, D = _heads(rng), _head_dim(rng)
     P = odd_size(rng, 10, 40)
@@ -396,9 +466,10 @@ def check_tree_after_prefill(ex):
     H2 = _heads(rng)
     scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
                           "a prefill of 7 tokens, a step of 1, then a tree (D = 2)"))
-    deep = tree_step(rng, [-1, 0, 1, 2, 3, 4], H2, 2, as_array=True, dtype=np.int8)  # positions 124..129:
-    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [124], H2, 2) + [deep],  # past int8's top
-                          "a prefill of 124 tokens, then a chain of 6 drafts with int8 parents (D = 2)"))
+    # int8 parents up to 127, positions 124..252: past int8's top after 4 drafts (len + depth) and depth 128 itself
+    deep = tree_step(rng, list(range(-1, 128)), H2, 2, as_array=True, dtype=np.int8)
+    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [124], H2, 2) + [deep],
+                          "a prefill of 124 tokens, then a chain of 129 drafts with int8 parents (D = 2)"))
     long = tree_step(rng, list(range(-1, LONG_CHAIN - 1)), 1, 2)  # section 1: recursion depth is no limit
     scripts.append(Script(1, 2, 10000.0, plain_steps(rng, [5], 1, 2) + [long],
                           f"a prefill of 5 tokens, then a chain of {LONG_CHAIN:,} drafts"))
@@ -408,7 +479,7 @@ def check_tree_after_prefill(ex):
 # ---- random sequences of steps and trees (grader.stateful) ---------------------------------------
 
 
-def _random_steps(rng, H, D, count) -> list[Step]:
+def _random_steps(rng, H, D, count, dtype=np.float64) -> list[Step]:
     """Plain steps of every size (T = 0, 1, a few, a long chunk) and trees of every shape, interleaved."""
     steps = []
     for _ in range(count):
@@ -418,10 +489,10 @@ def _random_steps(rng, H, D, count) -> list[Step]:
             parents = (list(range(-1, T - 1)) if shape == "chain" else
                        [-1] + [int(rng.integers(0, max(1, i // 2 + 1))) for i in range(1, T)] if shape == "bushy" else
                        random_tree(rng, T))
-            steps.append(tree_step(rng, parents, H, D, as_array=rng.random() < 0.5))
+            steps.append(tree_step(rng, parents, H, D, as_array=rng.random() < 0.5, floats=dtype))
         else:
             T = int(rng.choice([0, 1, 1, 2, 3, int(rng.integers(4, 12)), int(rng.integers(12, 30))]))
-            steps += plain_steps(rng, [T], H, D)
+            steps += plain_steps(rng, [T], H, D, dtype)
     return steps
 
 
@@ -449,6 +520,22 @@ def check_steps_and_trees_interleaved(ex):
         settle(ex, [shrink(*failing[0], play)[1]] + [miss for _, miss in failing])
 
 
+def check_keeps_its_own_copy(ex):
+    """The caller reuses its q, k, v and parents arrays as soon as a step returns (a prefill, T = 1, chunks and
+    trees, float64 and float32): the later outputs and the stored keys and values do not change, and no later
+    call writes into an array the caller passed."""
+    rng, held, scripts = ex.rng, Held(ex), []
+    for dtype, first in ((np.float64, odd_size(rng, 5, 20)), (np.float32, 1)):  # a first chunk may become storage
+        H, D = _heads(rng), _head_dim(rng, 6, 20)
+        steps = plain_steps(rng, [first], H, D, dtype) + _playable(_random_steps(rng, H, D, 10, dtype))
+        steps = [s if s.parents is None else replace(s, parents=np.asarray([int(p) for p in s.parents]))
+                 for s in steps]  # as arrays: the caller can rewrite those
+        label = (f"a first chunk of {first}, then steps and trees ({np.dtype(dtype)}), the caller writing other "
+                 "values into its arrays after every call")
+        scripts.append(Script(H, D, 10000.0, steps, label))
+    settle(ex, [run_script(ex, s, held) for s in scripts])
+
+
 # ---- invalid arguments ---------------------------------------------------------------------------
 
 def check_numpy_integer_arguments(ex):
@@ -465,7 +552,8 @@ def check_numpy_integer_arguments(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing."""
+    """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing
+    (a refused float32 first call included: later float64 steps keep float64 precision)."""
     rng, c = ex.rng, ex.candidate
     x = _tokens(rng, 3, 2, 6)
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
@@ -481,6 +569,11 @@ def check_rejects_invalid_arguments(ex):
         expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})", diagnosis=INVALID)
     H, D = 3, 4
     cache = c.call("RopeKVCache", H, D)
+    wrong = _tokens(rng, 2, 2, D, np.float32)  # a fresh cache's first call, float32, refused: storage it made
+    what = "float32 q, k, v of 2 heads for a cache of 3, its first call"  # in float32 would round every later key
+    expect_rejected(ex, c.rope_attention_step, cache, wrong, wrong, wrong, call=f"rope_attention_step with {what}",
+                    diagnosis=INVALID)
+    _unchanged(cache, (0, np.zeros((0, H, D)), np.zeros((0, H, D))), f"rope_attention_step with {what}")
     first = _tokens(rng, 4, H, D)
     c.call("rope_attention_step", cache, first, first, first)
     before = (len(cache), np.array(cache.keys), np.array(cache.values))
@@ -515,8 +608,9 @@ def _after_rejections(ex, cache, script) -> str | None:
     keys = as_array(cache.keys, call="cache.keys", shape=(len(cache), script.H, script.D), kind="f")
     if (_err(out, want.out) > script.tol).any() or keys.shape != want.keys.shape or (
             _err(keys, want.keys) > script.tol).any():
-        return (f"{call} differs from rope attention over the 6 tokens at positions 0..5: the rejected calls left "
-                "something changed (a position counter moved before the arguments were checked?)")
+        return (f"{call} differs from rope attention over the 6 tokens at positions 0..5, within float64 precision: "
+                "the rejected calls left something changed (a position counter moved, or storage made in a refused "
+                "float32 call's dtype, before the arguments were checked?)")
     return None
 
 
@@ -602,8 +696,6 @@ def check_decode_step_memory(ex):
 
 
 def integer_edges():
-    """rope calls whose positions reach the top of int8 and int16, for the general integer-type
-    check. Not int32's: a table of the angles of every position up to the largest is a correct
-    answer (the variant angle_table_per_step)."""
+    """rope calls whose positions reach the top of int8, int16 and int32, for the general integer-type check."""
     x = np.linspace(-1.0, 1.0, 4 * 2 * 8).reshape(4, 2, 8)
-    return [("rope", (x, list(range(top - 3, top + 1))), {}) for top in (127, 32767)]
+    return [("rope", (x, list(range(top - 3, top + 1))), {}) for top in (127, 32767, 2**31 - 1)]

@@ -1,6 +1,7 @@
 """Correct: every step builds a table of the angles of every position so far (0 .. len + T - 1) and
 reads its rows for the new tokens. Wasteful in time, but a table per position is no copy of the
-cache: it does not grow with the number of heads, so cache_copied_each_step is not named."""
+cache: it does not grow with the number of heads, so cache_copied_each_step is not named. rope()
+computes its angles directly: its positions may be anywhere up to 2^40, far past any cache."""
 import math
 import operator
 from typing import Sequence
@@ -51,12 +52,15 @@ def _tokens(name: str, x, H: int | None = None, D: int | None = None) -> np.ndar
     return x.astype(np.float64, copy=False)
 
 
-def _rotate(x: np.ndarray, positions: np.ndarray, base: float) -> np.ndarray:
-    """x [T, H, D] turned pair by pair at each row's position (arguments already checked)."""
+def _rotate(x: np.ndarray, positions: np.ndarray, base: float, table: bool = False) -> np.ndarray:
+    """x [T, H, D] turned pair by pair at each row's position (arguments already checked); ``table``: the
+    angles read from a table of every position up to the largest."""
     half = x.shape[-1] // 2
     freq = base ** (-2.0 * np.arange(half) / x.shape[-1])  # [D/2]
-    table = np.outer(np.arange(int(positions.max(initial=0)) + 1), freq)  # [every position so far, D/2]
-    angle = table[positions][:, None, :]  # [T, 1, D/2]
+    if table:
+        angle = np.outer(np.arange(int(positions.max(initial=0)) + 1), freq)[positions][:, None, :]  # [T, 1, D/2]
+    else:
+        angle = positions[:, None, None] * freq  # [T, 1, D/2]
     cos, sin = np.cos(angle), np.sin(angle)
     x1, x2 = x[..., :half], x[..., half:]  # [T, H, D/2] each
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)  # [T, H, D]
@@ -141,7 +145,7 @@ def rope_attention_step(cache: RopeKVCache, q: np.ndarray, k: np.ndarray, v: np.
     out = np.zeros((T, H, D))
     if T == 0:
         return out
-    q_rot, k_rot = _rotate(q, positions, cache.base), _rotate(k, positions, cache.base)  # [T, H, D]
+    q_rot, k_rot = _rotate(q, positions, cache.base, True), _rotate(k, positions, cache.base, True)  # [T, H, D]
     for h in range(H):  # the cached keys are read where they lie, never copied or turned again
         cached = q_rot[:, h] @ cache.keys[:, h].T  # every cached key precedes every new token  [T, S]
         new = np.where(own, q_rot[:, h] @ k_rot[:, h].T, -np.inf)  # [T, T]

@@ -93,5 +93,5 @@ def rope_attention_step(cache, q, k, v, parents=None):
     w /= w.sum(axis=-1, keepdims=True)
     if parents is None:
         cache._k.append(kr)
-        cache._v.append(v)
+        cache._v.append(v.copy())  # its own copy: v may be the caller's array
     return np.einsum("hts,shd->thd", w, values)

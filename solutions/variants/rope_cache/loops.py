@@ -81,5 +81,5 @@ def rope_attention_step(cache, q, k, v, parents=None):
             out[i, h] = w @ vs / w.sum()
     if parents is None:
         cache.key_rows += new_k
-        cache.value_rows += [v[i] for i in range(T)]
+        cache.value_rows += [v[i].copy() for i in range(T)]  # its own copy: v may be the caller's array
     return out
