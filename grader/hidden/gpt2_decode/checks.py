@@ -18,10 +18,13 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, |
 | | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
-| | uses_the_weights_it_is_handed (every weight changed between steps; the cache stays as computed), |
+| | uses_the_weights_it_is_handed (every weight changed between steps, in place or as another model, |
+| | one with the id of a freed one; the cache stays as computed), |
 | | step_cost_does_not_grow_with_the_past (the child's CPU time of one-token steps, long past and short) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
+| (section 1) precision follows the inputs: every wpe entry offset by thousands, the | large_attention_scores |
+| tolerance times the offset over the smallest spread a layer norm divides by | |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | token ids: a sequence of ints (numpy integers, arrays of any signed dtype) | numpy_token_ids, rejects_bad_token_ids |
@@ -417,19 +420,21 @@ def check_projects_only_new_tokens(ex):
 
 def check_uses_the_weights_it_is_handed(ex):
     """A model whose weights all change between steps, in place or as another model object handed to the same
-    cache: each step computes its new tokens with the weights of the model it is called with, over the keys
-    and values cached before, as they were computed."""
+    cache (built where the last one lived once that one is freed, so it has its id): each step computes its new
+    tokens with the weights of the model it is called with, over the keys and values cached before, as they
+    were computed."""
     run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
-    chunks = _random_chunks(ex.rng, 20, 6, largest=4)
+    chunks = _random_chunks(ex.rng, 20, 6, largest=4)  # 5 steps at least: models at steps 2 and 4
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
+    other = _Models(ex, run)
     for n, T in enumerate(chunks):
         P, model = len(run.ids), None
         weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
         if n % 2:  # every weight moves, in place in the lent memory the model's parameters live in, by the
             run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
-        elif n:  # another model object: a cache that kept the first model's parameters reads stale ones
-            model = run.gpt2.GPT2(run.config_handle, weights[n])
+        elif n:  # another model object: a cache that kept the first model's parameters reads stale ones, a
+            model = other.new(n, weights[n])  # memo keyed on id(model) the last one's (from step 4 on, its id)
         if n:
             history = history.with_weights(weights[n])
         got.append(run.step(ids[P:P + T], model=model))
@@ -451,7 +456,52 @@ def check_uses_the_weights_it_is_handed(ex):
          f"{_tokens(P)} cached and {T} new does not give the logits of its new tokens under the weights it was "
          "handed, over the keys and values cached before; a step that projects cached tokens again (from "
          "stored hidden states, say), or that uses weights kept from an earlier step, differs "
-         f"({len(wrong)} of {len(steps)} steps wrong)", case=run.case, kind="must_not" if recomputed else "wrong")
+         f"({len(wrong)} of {len(steps)} steps wrong){other.note(wrong)}", case=run.case,
+         kind="must_not" if recomputed else "wrong")
+
+
+class _Models:
+    """The other model objects of uses_the_weights_it_is_handed, each one but the first built where the one
+    before it lived, so it has its id: a memo keyed on id(model) takes it for the last one, whatever the seed.
+
+    The grader's handle to the last model gives way to a deque in the child, its only holder. One request then
+    runs, in the child and with nothing in between: (1) the last model's attributes are cleared, so what it
+    held is freed now; (2) FILLERS bare GPT2 objects are made (the model's own size), filling every partly used
+    pool of the allocator's size class, the holes (1) made too; (3) the deque is emptied, the model freed: its
+    pool, full, goes first, the model's memory at the head of its free list; (4) GPT2.__new__ takes that memory.
+    A later request runs GPT2.__init__(config, weights) on it: what decode_step is handed is an ordinary model.
+    ``same_id``: the steps whose model got the id (checked with id(); CPython's allocator has the last word)."""
+
+    FILLERS = 1 << 16  # more than the holes of one size class in a child's pools (4 MiB, a few ms)
+
+    def __init__(self, ex, run):
+        self.ex, self.run, self.last, self.same_id, self.kept = ex, run, None, [], []
+
+    def new(self, step: int, weights: dict):
+        helper, gpt2, config = self.ex.helper, self.run.gpt2, self.run.config_handle
+        if self.last is None:
+            self.last = gpt2.GPT2(config, weights)
+            return self.last
+        builtins, itertools, deque = helper("builtins"), helper("itertools"), helper("collections").deque
+        freed, holder, fillers = builtins.id(self.last), deque([self.last]), deque()
+        self.last = None  # the deque holds it now: the handle is released with the next request
+        new = builtins.getattr(builtins.object, "__new__")
+        clear = builtins.map(builtins.getattr(builtins.dict, "clear"), builtins.map(builtins.vars, holder))
+        bare = itertools.starmap(new, itertools.repeat((gpt2.GPT2,), self.FILLERS))
+        steps = itertools.starmap(builtins.getattr(helper("operator"), "call"),  # a proxy's .call is its own
+                                  [(deque, clear, 0), (fillers.extend, bare), (holder.clear,), (new, gpt2.GPT2)])
+        self.last = builtins.list(steps)[3]  # (1) to (4) in one request
+        builtins.getattr(gpt2.GPT2, "__init__")(self.last, config, weights)
+        if builtins.id(self.last) == freed:
+            self.same_id.append(step)
+        self.kept.append(fillers)  # let go with the check
+        return self.last
+
+    def note(self, wrong: list) -> str:
+        """The wrong steps whose model had the id of the one before it, in words ('' when none)."""
+        steps = [n for n in wrong if n in self.same_id]
+        return (f"; the model of step {', '.join(str(n + 1) for n in steps)} had the id of the model handed two steps "
+                "before, freed by then (a memo keyed on id(model) reads the freed model's weights)" if steps else "")
 
 
 # step_cost_does_not_grow_with_the_past's model: a long context and a narrow model, so a forward pass over
@@ -591,9 +641,13 @@ def _scaled_attention(params: dict, factor: float) -> dict:
 def check_large_attention_scores(ex):
     """A model whose scaled attention scores reach thousands, and 1e4 over 60 tokens (section 1: any finite
     value; rows whose scores all sit far below another row's or head's, later keys far above earlier
-    ones, a future key of the chunk far above the visible ones): the logits still match forward, no NaN."""
+    ones, a future key of the chunk far above the visible ones): the logits still match forward, no NaN.
+    Also a model whose position embeddings all carry one offset of thousands, which every layer norm removes:
+    the logits match within section 1's tolerance times the offset over the smallest spread of a row a layer
+    norm divides by (what a two-pass variance loses; E[x^2] - E[x]^2 loses that ratio squared)."""
     for N, top, largest in ((20, TOP_SCORE, 4), (60, 1e4, 9)):
         _expect_large_scores(ex, N, top, largest)
+    _expect_offset_stream(ex)
 
 
 def _expect_large_scores(ex, N, top, largest):
@@ -618,6 +672,34 @@ def _expect_large_scores(ex, N, top, largest):
          f"{len(run.chunks)} steps wrong. A softmax stays finite when it subtracts each row's own maximum, per "
          "head (one maximum over all rows or heads underflows a row far below it to 0 / 0)",
          case=dict(run.case, qk_scale=factor), kind="wrong" if np.isfinite(got).all() else "nan")
+
+
+def _expect_offset_stream(ex, N=24):
+    """Every entry of wpe plus one offset c in [3000, 10000]: the residual stream of every token carries c in
+    every entry, each layer norm subtracts it (the logits are the model's without it), and a float64 row
+    holds its spread to eps * c. The tolerance is section 1's, times c over the smallest spread of a row a
+    layer norm normalises (the oracle's figure for the case, not any answer's error)."""
+    seeded = _seeded(ex, BASE, 27)
+    offset = float(ex.rng.uniform(3e3, 1e4))
+    run = Run(ex, BASE, 27, params=dict(seeded, **{"wpe.weight": seeded["wpe.weight"] + offset}))
+    ids = _random_ids(ex.rng, 97, N)
+    got = run.feed(ids, _random_chunks(ex.rng, N, 5, largest=5))
+    history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
+    ratio = max(history.top_score, offset / history.narrowest)  # how ill-conditioned the case is, read from it
+    if oracle.close(got, want, ratio):
+        return
+    wrong = [(P, T) for P, T in oracle.schedule_steps(run.chunks)
+             if not oracle.close(got[P:P + T], want[P:P + T], ratio)]
+    P, T = wrong[0]
+    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    fail(f"with every position embedding offset by {offset:.0f} (each layer norm removes it; the rows it normalises "
+         f"spread by {history.narrowest:.2g} at least): decode_step with {_tokens(P)} cached and {T} new returned "
+         f"logits that differ from the forward pass by up to {error:.3g} (tolerance "
+         f"{tolerance((), ratio, float(np.abs(want[P:P + T]).max())):.2g}, section 1's times the offset over the "
+         f"spread, {ratio:.0f}); {len(wrong)} of {len(run.chunks)} steps wrong. A layer norm that subtracts the "
+         "mean before squaring loses about that ratio in ulps; a variance taken as the mean of squares minus the "
+         "squared mean loses its square", case=dict(run.case, wpe_offset=offset),
+         kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 def check_numpy_token_ids(ex):

@@ -22,6 +22,11 @@ def _layer_norm(rows, gain, bias):  # each row [..., C] on its own
     return (rows - mean) / np.sqrt(var + 1e-5) * gain + bias
 
 
+def _spread(rows) -> float:
+    """The smallest standard deviation of the rows: a layer norm divides by it."""
+    return float(np.sqrt(((rows - rows.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1)).min())
+
+
 def _gelu(values):  # GPT-2's tanh approximation, elementwise
     return 0.5 * values * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (values + 0.044715 * values ** 3)))
 
@@ -46,6 +51,7 @@ class Tokens:
         self.keys = [np.zeros((0, self.p["wte.weight"].shape[1])) for _ in range(self.n_layer)]  # [n, C]
         self.values = list(self.keys)
         self.top_score = 0.0  # the largest magnitude of a scaled score so far: section 1's m
+        self.narrowest = math.inf  # the smallest standard deviation of a row a layer norm normalised
 
     def with_weights(self, params: dict) -> "Tokens":
         """The same cached keys and values, later tokens computed with other weights (a model
@@ -70,10 +76,12 @@ class Tokens:
                 raise IndexError(f"new token {i} at position {position} has no position embedding")
         after = Tokens.__new__(Tokens)
         after.p, after.n_head, after.n_layer, after.top_score = p, self.n_head, self.n_layer, self.top_score
+        after.narrowest = self.narrowest
         after.keys, after.values = [], []
         x = np.array([p["wte.weight"][ids[n]] + p["wpe.weight"][positions[n]] for n in range(N)]).reshape(N, C)
         for layer in range(self.n_layer):
             h = f"h.{layer}."
+            after.narrowest = min(after.narrowest, _spread(x))
             qkv = _layer_norm(x, p[h + "ln_1.weight"], p[h + "ln_1.bias"]) @ p[h + "attn.c_attn.weight"] \
                 + p[h + "attn.c_attn.bias"]  # [N, 3C]: rows are independent here
             q = qkv[:, :C]
@@ -91,9 +99,11 @@ class Tokens:
                     weights = np.exp(scores - scores.max())
                     heads[n, cols] = weights / weights.sum() @ v[seen, cols]
             x = x + heads @ p[h + "attn.c_proj.weight"] + p[h + "attn.c_proj.bias"]
+            after.narrowest = min(after.narrowest, _spread(x))
             m = _layer_norm(x, p[h + "ln_2.weight"], p[h + "ln_2.bias"])  # the MLP, each token on its own
             hidden = _gelu(m @ p[h + "mlp.c_fc.weight"] + p[h + "mlp.c_fc.bias"])
             x = x + hidden @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
+        after.narrowest = min(after.narrowest, _spread(x))
         final = _layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
         return after, final.reshape(N, C) @ p["wte.weight"].T
 
