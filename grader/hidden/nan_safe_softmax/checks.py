@@ -254,8 +254,11 @@ def check_softmax_fully_masked_rows(ex):
 
 
 def _large_logit_scores(rng, dtype):
-    """Rows of huge scores: mixed signs, all huge and equal, all hugely negative, all hugely positive."""
-    sizes = [1e4, 3e4, 1e5, 1e10, 1e20] if dtype == F32 else [1e4, 1e5, 1e30, 1e100, 1e300]
+    """Rows of huge scores: mixed signs, all huge and equal, all hugely negative, all hugely positive;
+    every row masks something. float64 also asks rows between 2e9 and 1e11, where its tolerance still
+    judges a probability (float32's does not past ~1e4): a finite fill for the masked entries (such as
+    -1e9) above every allowed score of a row takes its max and leaves it all zeros."""
+    sizes = [1e4, 3e4, 1e5, 1e10, 1e20] if dtype == F32 else [1e4, 1e5, rng.uniform(2e9, 1e11), 1e30, 1e100, 1e300]
     S = odd_size(rng, 5, 45)
     rows = []
     for big in sizes:
@@ -264,11 +267,14 @@ def _large_logit_scores(rng, dtype):
         rows.append(-big + rng.uniform(0, 3, S))  # every allowed score far below 0
         rows.append(big - rng.uniform(0, 3, S))  # every allowed score far above 0
     scores = np.array(rows).astype(dtype)
-    return scores, _mask(rng, len(rows), S, share=0.7)
+    mask = _mask(rng, len(rows), S, share=0.7)
+    mask[mask.all(axis=1), 0] = False  # a masked entry in every row: what a fill value stands in for
+    return scores, mask
 
 
 def check_softmax_large_logits(ex):
-    """Scores of +-1e4 and far beyond, in float32 and float64, give the right probabilities."""
+    """Scores of +-1e4 and far beyond (float64 rows from 2e9 to 1e11 among them), in float32 and float64, beside
+    masked entries, give the right probabilities."""
     judged = []
     for dtype in (F32, F64):
         scores, mask = _large_logit_scores(ex.rng, dtype)

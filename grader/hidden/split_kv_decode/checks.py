@@ -540,6 +540,23 @@ def _rewritten_cases(rng):
             ("shared_prefix_attention", cascade(), cascade(), oracle.shared_prefix)]
 
 
+def _narrowed(args) -> tuple:
+    """``args`` with float arrays in float32 and int arrays in int32: the dtypes an answer converts, whose
+    converted copy it may keep (keyed on the array's identity, it is met again after the rewrite)."""
+    def narrow(a):
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "fi":
+            return a
+        return a.astype(np.float32 if a.dtype.kind == "f" else np.int32)
+    return tuple(narrow(a) for a in args)
+
+
+def _exact(dense, args):
+    """The oracle's answer to ``args`` from their values in float64 (float32 values are float64 values):
+    the merge's oracle computes in its inputs' dtype."""
+    return _flat(dense(*(a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                         for a in args)))
+
+
 def _flat(want):
     """An oracle's answer as (o [rows, D], lse [rows] or None): the cascade's [B, T, D] has no lse."""
     return want if isinstance(want, tuple) else (want.reshape(-1, want.shape[-1]), None)
@@ -556,13 +573,16 @@ def _answer_of(name, value, args, case, call, slips):
 
 def check_buffers_rewritten_in_place(ex):
     """Each function answers its arguments as they are now: the same arrays, rewritten in place by the
-    caller between two calls, give the new values' answer (no memo keyed on identity or part of them)."""
+    caller between two calls, give the new values' answer (no memo keyed on identity or part of them);
+    every function in float64 and int64, then again in float32 and int32."""
     rng, held, misses = ex.rng, Held(ex), []
-    for name, before, after, dense in _rewritten_cases(rng):
+    cases = _rewritten_cases(rng)
+    for name, before, after, dense in cases + [(n, _narrowed(b), _narrowed(a), d) for n, b, a, d in cases]:
         fn = getattr(ex.candidate, name)
         dense = dense or oracle.merged
         first, box = held.call(fn, *before)
-        case = {"function": name, "shapes": [list(before[i].shape) for i in box.arrays], "seed": ex.seed}
+        case = {"function": name, "shapes": [list(before[i].shape) for i in box.arrays],
+                "dtypes": [str(before[i].dtype) for i in box.arrays], "seed": ex.seed}
         held.overwrite(box, box.arrays, [np.asarray(after[i], dtype=before[i].dtype) for i in box.arrays])
         answers = [first, held.again(fn, box)]
         now = tuple(after) + tuple(before[len(after):])
@@ -572,12 +592,12 @@ def check_buffers_rewritten_in_place(ex):
                 call += (" called again on the same arrays after the caller rewrote every one of them in place "
                          "(new values, same shapes)")
             got = _answer_of(name, value, args, case, call, slips_of(ex))
-            want = _flat(dense(*args))
+            want = _exact(dense, args)
             tol = Tol.of(tuple(a for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"), want)
             miss = _compare(got, want, tol, call, case | {"call": "second" if step else "first"},
                             sum(a.size for a in args if isinstance(a, np.ndarray)))
             if miss is not None and step:
-                stale = not diagnosis.off_rows(*got, *_flat(dense(*before)), tol).any()
+                stale = not diagnosis.off_rows(*got, *_exact(dense, before), tol).any()
                 miss.message += ((": it is the answer for the values they held before" if stale else "")
                                  + "; a function that holds no state answers its arguments as they are now (a "
                                  "memo keyed on an argument's identity, or on part of the arguments, does not)")

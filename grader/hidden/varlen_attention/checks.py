@@ -325,17 +325,19 @@ def settle_attention(ex, failures, what, variants=diagnosis.MASK_VARIANTS, note=
 
 def check_buffers_rewritten_in_place(ex):
     """A serving loop's persistent buffers: the same q, k, v and cu_seqlens arrays, rewritten in place with
-    the next step's batch (the same totals, sequences of other lengths), get the next batch's answer."""
+    the next step's batch (the same totals, sequences of other lengths), get the next batch's answer; in
+    float64 and int64, then in float32 and int32 (whose converted copies an answer may keep)."""
     rng, held = ex.rng, Held(ex)
-    for kinds in (["prefill", "decode", "chunk"], ["decode", "chunk", "prefill", "decode", "idle"]):
+    for kinds, floats, ints in [(["prefill", "decode", "chunk"], np.float64, np.int64),
+                                (["decode", "chunk", "prefill", "decode", "idle"], np.float32, np.int32)]:
         first = Packed(*counts(rng, kinds))
         order = rng.permutation(len(kinds))
         while len(kinds) > 1 and (np.diff(first.cu_q)[order] == np.diff(first.cu_q)).all():
             order = rng.permutation(len(kinds))
         second = Packed(np.diff(first.cu_q)[order], np.diff(first.cu_k)[order])
         D = odd_size_closed(rng, 3, 24)
-        before, after = _qkv(rng, first, D), _qkv(rng, second, D)
-        _, box = held.call(ex.candidate.varlen_attention, *before, *first.inputs)
+        before, after = _qkv(rng, first, D, floats), _qkv(rng, second, D, floats)
+        _, box = held.call(ex.candidate.varlen_attention, *before, *(cu.astype(ints) for cu in first.inputs))
         held.overwrite(box, (0, 1, 2, 3, 4), [*after, *second.inputs])
         call = (f"varlen_attention called again on the arrays of {first.call('varlen_attention')}, rewritten in place "
                 f"with the batch {_short(second.cu_q)}, {_short(second.cu_k)}")
@@ -471,12 +473,22 @@ def check_attention_far_scores(ex):
                                "since scores anywhere in [-1e4, 1e4] are allowed"))
 
 
+def many_queries(rng, n_q, n_k) -> Packed:
+    """Short sequences, then one of 1,030 to 1,400 queries over up to 400 more keys: past every common
+    block size (128 .. 1024) of queries and keys, packed after other sequences' rows, so a
+    tiling that loses a block's start or stops at a block's end shows. (Attention only: a memo of
+    varlen_mask's answers, which a mask this size would join, is judged by its memory elsewhere.)"""
+    many = odd_size_closed(rng, 1_030, 1_400)
+    return Packed(n_q + [many], n_k + [many + int(rng.integers(0, 400))], "int64")
+
+
 def check_attention_long_next_to_short(ex):
-    """A sequence of more than 2**16 keys decoding next to short ones."""
+    """A sequence of more than 2**16 keys decoding next to short ones; one of more than 1,024 queries
+    (past every common query block size) after short ones."""
     rng = ex.rng
     n_q, n_k = counts(rng, ["chunk", "decode", "prefill"], max_k=30)
     batches = [Packed([odd_size_closed(rng, 2, 7)] + n_q, [LONG] + n_k, "int32"),
-               Packed(n_q + [1], n_k + [LONG], "numpy scalars")]
+               Packed(n_q + [1], n_k + [LONG], "numpy scalars"), many_queries(rng, n_q, n_k)]
     expect_attention(ex, batches, "a long sequence beside short ones")
 
 
@@ -711,10 +723,17 @@ def _grown(g: Growth) -> str:
 # -- left padding ---------------------------------------------------------------------------
 
 
-def padded(pads, L, as_int=False):
-    """attention_mask [B, L]: row b has pads[b] padding columns, then real tokens."""
+def padded(pads, L, as_int=False, dtype=np.int64):
+    """attention_mask [B, L]: row b has pads[b] padding columns, then real tokens (0/1 in ``dtype`` if ``as_int``)."""
     mask = np.arange(L)[None, :] >= np.asarray(pads)[:, None]
-    return mask.astype(np.int64) if as_int else mask
+    return mask.astype(dtype) if as_int else mask
+
+
+def past_int8(rng):
+    """An int8 0/1 mask of 130 to 400 columns, a row of them all real: a count of real tokens kept in the
+    mask's own dtype wraps at 128 (masks may be 0/1 of any signed dtype)."""
+    B, L = odd_size_closed(rng, 2, 5), odd_size_closed(rng, 130, 400)
+    return padded(_pads(rng, B, L), L, as_int=True, dtype=np.int8)
 
 
 def widened(rng, mask):
@@ -783,7 +802,8 @@ def _pads(rng, B, L):
 
 def check_positions_random_padding(ex):
     """Rows padded by different amounts, rows without padding, a row of padding only; bool and 0/1 masks;
-    then some of the same rows again behind more padding."""
+    then some of the same rows again behind more padding; an int8 0/1 mask with more than 127 real tokens
+    in a row."""
     rng, masks = ex.rng, []
     for n in range(8):
         B, L = odd_size_closed(rng, 3, 9), odd_size_closed(rng, 5, 60)
@@ -791,7 +811,7 @@ def check_positions_random_padding(ex):
         pads[(pads.index(0) + 1) % B] = L  # a row of padding only (an empty suffix)
         masks.append(padded(pads, L, as_int=n % 2 == 1))
     masks += [widened(rng, mask) for mask in masks[:3]]  # calls in any order: the same rows, wider
-    expect_positions(ex, masks, "random left padding")
+    expect_positions(ex, masks + [past_int8(rng)], "random left padding")
 
 
 def check_positions_without_padding(ex):
@@ -801,9 +821,12 @@ def check_positions_without_padding(ex):
 
 
 def check_positions_long_rows(ex):
-    """Rows longer than 2**16 columns, padded by more than 2**15 on some."""
+    """Rows longer than 2**16 columns, padded by more than 2**15 on some; an int16 0/1 mask with more than
+    2**15 real tokens in a row (a count kept in the mask's dtype wraps)."""
     rng = ex.rng
-    expect_positions(ex, [padded([0, 40_000, int(rng.integers(1, 1000))], LONG)], "long rows")
+    L = odd_size_closed(rng, 32_800, 34_000)
+    expect_positions(ex, [padded([0, 40_000, int(rng.integers(1, 1000))], LONG),
+                          padded([0, int(rng.integers(1, 1000))], L, as_int=True, dtype=np.int16)], "long rows")
 
 
 def _decode_mask(ex, mask, T):
@@ -834,7 +857,8 @@ def expect_decode_masks(ex, cases, what):
 
 def check_decode_mask_random_padding(ex):
     """Rows padded by different amounts and rows without padding, T = 1 and T > 1, bool and 0/1 masks; then
-    some of the same rows behind more padding, and a mask again with a smaller T."""
+    some of the same rows behind more padding, a mask again with a smaller T, and an int8 0/1 mask with
+    more than 127 real tokens in a row."""
     rng, cases = ex.rng, []
     for n in range(10):
         B, S = odd_size_closed(rng, 2, 7), odd_size_closed(rng, 6, 70)
@@ -843,7 +867,9 @@ def check_decode_mask_random_padding(ex):
         cases.append((padded(pads, S, as_int=n % 2 == 1), T))
     cases += [(widened(rng, mask), T) for mask, T in cases[:3]]  # calls in any order: the same rows, wider,
     cases += [(mask, T - 1) for mask, T in cases[1:3] if T > 1]  # and the same mask with another T
-    expect_decode_masks(ex, cases, "random left padding")
+    wide = past_int8(rng)
+    wide[:, -3:] = 1  # the newest T = 3 columns real in every row
+    expect_decode_masks(ex, cases + [(wide, 3)], "random left padding")
 
 
 def check_decode_mask_without_padding(ex):
