@@ -735,6 +735,14 @@ def settle(ex, misses: list):
 GARBAGE_MAGNITUDE = 1e30  # section 1: a slot never attended may hold any finite value, 1e30 included
 
 
+def same_bytes(values, wide=np.int64, narrow=np.int32) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` as a ``wide`` integer array, and its bytes read as ``narrow`` (more, smaller integers, each
+    value followed by its sign's bytes): two calls that a memo keyed on an array's bytes, without its dtype
+    or length, takes for one (calls in any order)."""
+    array = np.array(values, wide)
+    return array, array.view(narrow).copy()
+
+
 def garbage(rng: np.random.Generator, shape, dtype=np.float64) -> np.ndarray:
     """Finite values of every magnitude up to 1e30, both signs, for slots no query may attend
     (masked keys, empty or stale slots, padding, beyond a sequence's length)."""

@@ -66,6 +66,7 @@ from grader.checking import (
     offset_scores,
     other_argument_types,
     past_int64,
+    same_bytes,
     settle,
 )
 from grader.held import ARGUMENT_CHANGED, Held
@@ -432,7 +433,7 @@ def _same_bytes(q_pos, k_pos, W):
     """The call whose position arrays hold the same bytes as ``q_pos``'s and ``k_pos``'s int64 ones, read as
     int32: twice as many positions, each followed by 0 (an empty slot's -1 becomes two -1s), all valid. A memo
     keyed on the arrays' bytes, without their dtype and shape, answers it with the first call's mask."""
-    return tuple(np.asarray(a, np.int64).view(np.int32) for a in (q_pos, k_pos)) + (W,)
+    return tuple(same_bytes(a)[1] for a in (q_pos, k_pos)) + (W,)
 
 
 def check_window_mask_boundaries(ex):

@@ -239,10 +239,9 @@ def explaining_ranges(got, S, n):
 
 
 def longer_last_ranges(S, n):
-    """Sizes within one, as asked, but the longer ranges at the end."""
-    sizes = [S // n + (i >= n - S % n) for i in range(n)]
-    stops = np.cumsum(sizes).tolist()
-    return [(stop - size, stop) for size, stop in zip(sizes, stops)]
+    """The oracle's sizes (within one, as asked) in reverse order: the longer ranges at the end."""
+    stops = np.cumsum([b - a for a, b in oracle.ranges(S, n)][::-1]).tolist()
+    return list(zip([0] + stops[:-1], stops))
 
 
 def naming_convention(got, S, n):

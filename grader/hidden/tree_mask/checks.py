@@ -2,7 +2,7 @@
 import numpy as np
 
 from grader.checking import (SHOWN, expect_array, expect_raises, expect_rejected, fail, grid_picture, name_mistakes,
-                             odd_size, other_argument_types)
+                             odd_size, other_argument_types, same_bytes)
 from grader.hidden.decode_mask import oracle as decode_oracle
 from grader.sandbox import CandidateRaised, CandidateTimeout
 
@@ -218,20 +218,12 @@ def check_every_argument_counts(ex):
     P = odd_size(ex.rng, 3, 40)
     _expect(ex, [(first, P), (other, P), (first, P + 5), (other, 0), (first, P)],
             context=" (after calls that differ in one argument)")
-    twins = [_same_bytes(random_tree(ex.rng, T), wide, narrow)
+    twins = [same_bytes(random_tree(ex.rng, T), wide, narrow)  # the narrow one a valid tree: parents under 128
              for wide, narrow in ((np.int64, np.int32), (np.int16, np.int8), (np.int32, np.int16), (np.int64, np.int8))]
     twins[0] = ([int(p) for p in twins[0][0]], twins[0][1])  # a list is read as int64: its bytes are the int32's
     pairs = [pair if n % 2 == 0 else pair[::-1] for n, pair in enumerate(twins)]  # both orders
     _expect(ex, [(parents, P) for pair in pairs for parents in pair],
             context=" (right after a call whose parents hold the same bytes in another dtype)")
-
-
-def _same_bytes(parents, wide, narrow):
-    """``parents`` as a ``wide`` array, and its bytes read as ``narrow``: each parent followed by its sign's
-    bytes (0 or -1), a valid tree with more drafts (parents under 128). A memo keyed on the array's bytes,
-    without its dtype or length, answers one with the other's tree."""
-    array = np.array(parents, wide)
-    return array, array.view(narrow).copy()
 
 
 def check_tree_attention_matches_path_decoding(ex):
