@@ -578,7 +578,7 @@ def decode_step(model, cache, token_ids):
 def test_recomputing_until_the_weights_move_is_seen_by_its_cost(tmp_path, flat):
     """A submission that recomputes the past at every step while the weights stay put, and fills a real cache
     from a copy of the old weights once they move, gives right answers under every weight schedule (strong_hire
-    on e277ec5). The child's CPU time gives it away: a one-token step after ~750 cached tokens costs tens of
+    on e277ec5). The child's CPU time gives it away: a one-token step after ~530 cached tokens costs tens of
     times one after a few, and (flat: every step padded to n_ctx, the same cost at any length) several times
     what one layer's attention weights over the sequence cost the grader."""
     source = (SOLUTIONS / "gpt2_decode.py").read_text() + f"\nFLAT = {flat}\n" + RECOMPUTES_WHILE_WEIGHTS_STAY

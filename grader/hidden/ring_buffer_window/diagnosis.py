@@ -120,8 +120,9 @@ def variant_mask(m: Mistakes, q_positions, k_positions, window: int, capacity: i
     k = np.arange(len(k_positions)) if m.key_index else np.asarray(k_positions, dtype=np.int64)
     q, k = q[:, None], k[None, :]
     seen = k <= q
-    if not m.no_lower_bound:
-        seen &= k > q - ((capacity if m.window_is_capacity else window) + m.window_delta)
+    if not m.no_lower_bound:  # q - k, not q - W: a window of 2^63 - 1 plus one would leave int64
+        reach = (capacity if m.window_is_capacity else window) + m.window_delta
+        seen &= (q - k) < min(reach, np.iinfo(np.int64).max)
     if not (m.empty_visible or m.key_index):
         seen &= k >= 0
     return seen
@@ -132,6 +133,8 @@ def variant_mask(m: Mistakes, q_positions, k_positions, window: int, capacity: i
 
 def positions_text(positions) -> str:
     """'4 keys (positions 3..6)', '10 keys (positions 8..16, 18)', plus empty slots; 'no key at all'."""
+    if isinstance(positions, range) and len(positions) > 1:  # a window's positions: 2^62 of them, say
+        return f"{len(positions)} keys (positions {positions[0]}..{positions[-1]})"
     positions = [int(p) for p in positions]
     real = sorted(p for p in positions if p >= 0)
     empty = len(positions) - len(real)
@@ -153,8 +156,9 @@ def positions_text(positions) -> str:
     return text or "no key at all"
 
 
-def wanted_positions(p: int, window: int) -> list[int]:
-    return list(range(max(0, p - window + 1), p + 1))
+def wanted_positions(p: int, window: int) -> range:
+    """The positions the query at ``p`` sees under ``window``: a range, never a list (windows reach 2^63)."""
+    return range(max(0, p - window + 1), p + 1)
 
 
 @dataclass
@@ -226,19 +230,25 @@ def _first_difference(mask, want, q_positions, k_positions, window) -> Example |
     return Example(int(q_positions[i]), list(np.asarray(k_positions)[mask[i]]), window)
 
 
-def diagnose_masks(cases) -> list[tuple[str, str]]:
+def diagnose_masks(cases, passes=()) -> list[tuple[str, str]]:
     """[(id, sentence)] for the known mistake that explains every (mask, q_positions, k_positions,
-    window) case, or [] when none does or when the fewest-mistake explanations disagree."""
-    matching = None
+    window) case, or [] when none does or when the fewest-mistake explanations disagree. ``passes``,
+    (q_positions, k_positions, window) calls the answer got right, refute a mistake that would have
+    got one wrong (as checking.explain's do)."""
+    if not cases:
+        return []
+    matching = [(v, None) for v in mask_variants()
+                if all(np.array_equal(variant_mask(v.mistakes, q, k, w), oracle.window_mask(q, k, w))
+                       for q, k, w in passes)]
     for mask, q_positions, k_positions, window in cases:
         want = oracle.window_mask(q_positions, k_positions, window)
         here = []
-        for variant in mask_variants():
+        for variant, _ in matching:
             candidate = variant_mask(variant.mistakes, q_positions, k_positions, window)
             if np.array_equal(mask, candidate) and not np.array_equal(candidate, want):
                 here.append((variant, _first_difference(candidate, want, q_positions, k_positions, window)))
-        matching = here if matching is None else [(v, e) for v, e in matching if v in dict(here)]
-    chosen = _unambiguous(matching or [])
+        matching = here
+    chosen = _unambiguous(matching)
     return sentences(*chosen) if chosen else []
 
 
@@ -322,7 +332,7 @@ def replay(variants, capacity, window, q, k, v, chunks, submitted=None):
             outputs.append(out)
             if example is None:
                 rows = [(int(p), sorted(int(x) for x in k_pos[mask[i]])) for i, p in enumerate(q_pos)]
-                wrong = [(p, seen) for p, seen in rows if seen != wanted_positions(p, window)]
+                wrong = [(p, seen) for p, seen in rows if seen != list(wanted_positions(p, window))]
                 if wrong:
                     example = Example(wrong[0][0], wrong[0][1], window, capacity, start, T, rows)
             alive[var] = (outputs, example)
