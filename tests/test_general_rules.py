@@ -318,6 +318,18 @@ def test_the_child_reports_an_argument_kept_by_reference_that_a_later_call_chang
         sandbox.close()
 
 
+@pytest.mark.slow
+def test_a_cache_that_keeps_the_callers_arrays_is_blamed_for_that_not_for_what_the_grader_wrote(tmp_path):
+    """A ring that keeps views of the caller's k and v fails keeps_its_own_copy; when the grader (as the
+    caller) rewrites those arrays between calls, no later call of the candidate's is said to have changed
+    them (fe61769 blamed RingKVCache(1, 3) in leaves_arguments_unchanged)."""
+    mutant = SOLUTIONS / "mutants" / "ring_buffer_window" / "defers_writes_by_reference.py"
+    (tmp_path / "ring_buffer_window.py").write_text(mutant.read_text())
+    _, checks = _graded(tmp_path, "ring_buffer_window")
+    assert not checks["keeps_its_own_copy"].passed
+    assert checks["leaves_arguments_unchanged"].passed, checks["leaves_arguments_unchanged"].message
+
+
 def test_kept_arguments_are_forgotten_once_the_candidate_lets_go():
     """In-process: the probe holds an argument only while candidate code holds it too."""
     import sys
@@ -335,8 +347,12 @@ def test_kept_arguments_are_forgotten_once_the_candidate_lets_go():
         probes.report(before, args, {}, n)
         del args
     assert [e[0] for e in probes.kept] == [0], "only the argument the candidate kept is watched"
-    store[0].append(7)
-    assert probes.report(probes.before([], {}), [], {}, 2)["aliased"] == [[0, "0"]]
+    store[0].append(6)  # between calls: the caller's change (lent memory the grader rewrites), no call's
+    before = probes.before([], {})
+    assert probes.report(before, [], {}, 2)["aliased"] == [], "a change made between calls blames no call"
+    before = probes.before([], {})
+    store[0].append(7)  # during the call
+    assert probes.report(before, [], {}, 2)["aliased"] == [[0, "0"]]
     store.clear()
     assert len(probes.prune()) == 0
     args = [np.frombuffer(bytearray(48), dtype=np.float64).reshape(2, 3)]  # as the wire builds one

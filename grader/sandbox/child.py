@@ -253,6 +253,9 @@ class Probes:
         self.kept = collections.deque()  # (request id, label, argument, digest)
 
     def before(self, args, kwargs):
+        """This call's arguments as they come in. Kept arguments are digested afresh: one lent by the grader
+        may have been rewritten since, as a caller may; only a change made during a call is the call's."""
+        self.kept = collections.deque((*entry[:3], digest(entry[2], self.kit_modules)) for entry in self.prune())
         return [(label, digest(value, self.kit_modules), _holders(value)) for label, value in _labels(args, kwargs)]
 
     def report(self, before, args, kwargs, request_id=None) -> dict:
