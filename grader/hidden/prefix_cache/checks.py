@@ -525,9 +525,10 @@ def check_big_prompts(ex):
 
 
 def check_integer_types(ex):
-    """Prompts as tuples and numpy arrays of every signed dtype, ids and tokens as numpy integers, and the
-    cache's sizes as the narrowest numpy ints that hold them (int8 sizes whose products, such as the tokens
-    served, pass 127); then ids and tokens past int64, where a failure is hygiene."""
+    """Prompts as tuples, lists and numpy arrays of every signed dtype, lists and tuples of numpy integers, ids
+    and tokens as numpy integers, and the cache's sizes as the narrowest numpy ints that hold them (int8 sizes
+    whose products, such as the tokens served, pass 127); then ids and tokens past int64, where a failure is
+    hygiene."""
     runs = []
     for sizes in ((8, 2), (9, 3), (9, 40)):
         drawer = Drawer(ex.rng, sizes)
@@ -557,19 +558,18 @@ def narrowest(value: int):
 
 
 def _typed(op, n) -> Op:
-    """``op`` with its ints as numpy integers and its prompt as a tuple or an array of a signed dtype
-    that holds it (the n-th of each, in turn)."""
+    """``op`` with its ints as numpy integers and its prompt as a tuple, an array of a signed dtype that holds
+    it, a list, or a list or tuple of numpy integers (the n-th of each, in turn; dtypes mixed by value)."""
     def signed(value):
         fits = _holding(value)
         return fits[n % len(fits)](value)
 
     if op.name != "add_request":
         return Op(op.name, tuple(signed(a) for a in op.args))
-    prompt = op.args[1]
-    if n % 3 == 0:
-        return add(signed(op.args[0]), tuple(prompt))
-    fits = _holding(max(prompt))
-    return add(signed(op.args[0]), np.array(prompt, dtype=fits[n % len(fits)]) if n % 3 == 1 else prompt)
+    prompt, form, fits = op.args[1], n % 5, _holding(max(op.args[1]))
+    typed = [tuple(prompt), np.array(prompt, dtype=fits[n % len(fits)]), prompt,
+             [signed(t) for t in prompt], tuple(signed(t) for t in prompt)]  # numpy ints in a list, a tuple too
+    return add(signed(op.args[0]), typed[form])
 
 
 def _array_prompt(op, n) -> Op:

@@ -328,13 +328,15 @@ INVALID_PARENTS = [  # (parents, what is wrong); a draft that is its own parent 
     (np.array([-1.0, 0.0, 0.0, 2.0, 1.0, 4.0, 4.0, 3.0, 7.0]), "parents are a float array (of whole numbers)"),
     ([-1, 0, 1, 1, 3.0, 0, 5, 6, 3], "parents[4] = 3.0 is a float (of a whole number), not an int"),
     (np.array([[-1, 0, 1, 1, 3, 0, 5, 6, 2]]), "parents are a 2-D array, not a one-dimensional one"),
+    ([-1, 0, 2**63], "parents[2] = 2^63 is past the last of 3 drafts (and past int64)"),
+    ([-1, -2**63 - 1, 0], "parents[1] = -2^63 - 1 is below -1 (and past int64)"),
     ([-1, 0, 2], "parents[2] = 2 is the draft itself"),
 ]
 
 
 def check_rejects_invalid_parents(ex):
-    """A parent that is the draft itself, a later draft, below -1, out of range or not an int (a float, a whole
-    float too; a 2-D array) raises ValueError."""
+    """A parent that is the draft itself, a later draft, below -1, out of range (past int64 too: a Python int
+    any size) or not an int (a float, a whole float too; a 2-D array) raises ValueError."""
     for parents, wrong in INVALID_PARENTS:
         for name in ("tree_positions", "tree_attention_mask"):
             call, case = f"{name}({parents}, 3)", {"parents": parents, "P": 3}
