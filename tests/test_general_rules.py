@@ -217,6 +217,9 @@ def test_integers_are_retyped_to_the_narrowest_signed_dtype_that_holds_them():
     assert retyped[2].dtype == np.int8 and retyped[2].tolist() == [3, 4]  # an index list as an array
     assert type(retyped[3][0]) is np.int8 and retyped[3][1] == 2.5 and retyped[3][2] is True
     assert _general._narrowest(_general._widest([np.array([-129])])) is np.int16
+    each = _general._retyped_each(([5, 300, 2**40], 7, 2**40))  # a list of numpy ints, each its own dtype
+    assert [type(v) for v in each[0]] == [np.int8, np.int16, np.int64] and each[0] == [5, 300, 2**40]
+    assert type(each[1]) is np.int8 and type(each[2]) is int
 
 
 def test_answers_compare_by_structure_exact_integers_and_floats_within_precision():

@@ -26,7 +26,8 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
 - Integer types, retyped two ways: every int of the call in the one narrowest signed dtype that
   holds them all (ints become numpy scalars, int arrays and lists of ints arrays), and each int
   in its own narrowest dtype beside the widest left as Python ints (``np.int8(2)`` with
-  ``32767``, which NumPy 2 refuses to mix). The sandbox keeps copies of up to
+  ``32767``, which NumPy 2 refuses to mix), lists of ints becoming lists of numpy integers of mixed
+  dtypes. The sandbox keeps copies of up to
   ``client.RECORDED_PER_FUNCTION`` small module-level calls per function that took data only
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
   first and shuffled, and compare with the answers first given. An exercise's ``integer_edges()``
@@ -329,7 +330,7 @@ def _expect_same_retyped(ex, name, args, kwargs, want, given: str, retype, wraps
     try:
         got = call(*narrow_args, **narrow_kwargs)
     except CandidateRaised as exc:
-        refused = rejects_argument_type(exc) and _refuses_int64_too(call, args, kwargs)
+        refused = rejects_argument_type(exc) and _refuses_int64_too(call, narrow_args, narrow_kwargs)
         said = (f"{what} raised {exc.type_name} ({exc.message[:120]}), where {given} were answered: integers of "
                 "any signed dtype that holds them are valid")
         fail(said + ("" if refused else " (the same values as int64 numpy integers were answered: the narrow "
@@ -350,10 +351,11 @@ def _any_numpy_int(value) -> bool:
 
 
 def _refuses_int64_too(call, args, kwargs) -> bool:
-    """Whether the call with every int as an int64 numpy scalar or array is refused by type as well:
-    then numpy integers as such were refused (a type check too strict), not a narrow dtype."""
+    """Whether the retyped call with every int as an int64 numpy scalar or array, in the same containers (a
+    list of numpy integers stays a list), is refused by type as well: then numpy integers as such were
+    refused (a type check too strict), not a narrow dtype."""
     try:
-        call(*_retyped(args, np.int64), **_retyped(kwargs, np.int64))
+        call(*_as_int64(args), **_as_int64(kwargs))
     except CandidateRaised as exc:
         return rejects_argument_type(exc)
     return False
@@ -464,7 +466,9 @@ def _retyped_alike(value):
 def _retyped_each(value, common=None):
     """Each int scalar of ``value`` whose own narrowest signed dtype is narrower than the one that
     holds every int of the call becomes a numpy scalar of that dtype; the others stay Python ints,
-    and int arrays take their own narrowest dtype. Arithmetic that mixes a narrow numpy integer
+    int arrays take their own narrowest dtype, and an index list of ints becomes a list of numpy
+    integers, each in its own narrowest dtype (a list works where an array is asked, and numpy
+    integers where ints are). Arithmetic that mixes a narrow numpy integer
     with a Python int too big for its dtype fails in NumPy 2 (``200 - np.int8(100)``)."""
     common = common or _narrowest(_widest(value))
     if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
@@ -473,7 +477,7 @@ def _retyped_each(value, common=None):
     if isinstance(value, np.ndarray) and value.dtype.kind == "i" and value.size:
         return value.astype(_narrowest(_widest(value)))
     if isinstance(value, list) and value and all(type(v) is int for v in value):
-        return value  # an index list of Python ints stays one
+        return [_narrowest(_widest(v))(v) for v in value]  # an index list of numpy ints, each its own dtype
     if isinstance(value, (list, tuple)):
         return type(value)(_retyped_each(v, common) for v in value)
     if isinstance(value, dict):
@@ -490,6 +494,20 @@ def _float32(value):
 def _read_only(value):
     """``value`` with each array sent to the child read-only."""
     return _mapped(value, lambda v: Laid(v, read_only=True) if isinstance(v, np.ndarray) and v.ndim else v)
+
+
+def _as_int64(value):
+    """``value`` with every int and numpy integer an int64 scalar and every signed int array int64, each in the
+    container it came in."""
+    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
+        return np.int64(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "i":
+        return value.astype(np.int64)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_int64(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_int64(v) for k, v in value.items()}
+    return value
 
 
 def _retyped(value, dtype):
