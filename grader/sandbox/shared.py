@@ -21,8 +21,9 @@ import os
 
 import numpy as np
 
-ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 812 KiB, the
-# weights of the runs whose weights change between steps); counts in its address space
+ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 1.6 MiB, the
+# weights of the runs whose weights change between steps and the arrays that replace them); counts in its address
+# space
 _ALIGN = 64
 
 

@@ -18,11 +18,14 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | embeds T new tokens at len .. len + T - 1, attends bottom-right, logits [T, vocab] | prefill, |
 | | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
-| | uses_the_weights_it_is_handed (every weight changed between steps, in place or as another model, |
-| | one with the id of a freed one; the cache stays as computed), |
+| | uses_the_weights_it_is_handed (every weight changed between steps, in place, as new arrays in the |
+| | model's params dict (same cache, then a fresh one), or as another model, one with the id of a freed |
+| | one; the cache stays as computed), |
 | | step_cost_does_not_grow_with_the_past (the child's CPU time of one-token steps, long past and short) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
+| (section 1) scores anywhere in [-1e4, 1e4]: masked future keys weigh nothing | large_attention_scores |
+| beside visible scores near -1e4 | |
 | (section 1) precision follows the inputs: every wpe entry offset by thousands, the | large_attention_scores |
 | tolerance times the offset over the smallest spread a layer norm divides by | |
 | past n_ctx: ValueError (and nothing changed) | rejects_past_n_ctx, rejected_call_changes_nothing, fills_the_context |
@@ -161,6 +164,16 @@ class Run:
         next step is the first code of the candidate's process to meet them."""
         for name, lent in self.lent.items():
             lent.view[...] = weights[name]
+
+    def replace(self, weights: dict):
+        """The model's lent parameters become ``weights``' as new arrays put in its params dict in place of the ones
+        it held (a checkpoint loaded into the same model object): a memo of references to the old arrays keeps
+        them. One request runs dict.update on the model's own dict (vars(model)["params"]), no code of the
+        candidate's; the new arrays are lent too, so later ``rewrite``s reach them."""
+        self.lent = {name: self.ex.sandbox.lend(weights[name]) for name in self.lent}
+        builtins, operator = self.ex.helper("builtins"), self.ex.helper("operator")
+        params = builtins.map(operator.itemgetter("params"), builtins.map(builtins.vars, [self.model]))
+        builtins.list(builtins.map(builtins.getattr(builtins.dict, "update"), params, [self.lent]))
 
 
 def _random_ids(rng, vocab, n):
@@ -419,19 +432,22 @@ def check_projects_only_new_tokens(ex):
 
 
 def check_uses_the_weights_it_is_handed(ex):
-    """A model whose weights all change between steps, in place or as another model object handed to the same
-    cache (built where the last one lived once that one is freed, so it has its id): each step computes its new
-    tokens with the weights of the model it is called with, over the keys and values cached before, as they
-    were computed."""
+    """A model whose weights all change between steps: in place; as new arrays put in its params dict in place of
+    the ones it held (a checkpoint loaded into the same model object: its next step on the same cache, then a
+    fresh cache's prefill on it); or as another model object handed to the same cache (built where the last one
+    lived once that one is freed, so it has its id): each step computes its new tokens with the weights of the
+    model it is called with, over the keys and values cached before, as they were computed."""
     run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
-    chunks = _random_chunks(ex.rng, 20, 6, largest=4)  # 5 steps at least: models at steps 2 and 4
+    chunks = _random_chunks(ex.rng, 20, 6, largest=4)  # 5 steps at least: models at steps 2 and 4, step 3 replaced
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
-    other = _Models(ex, run)
+    other, fresh = _Models(ex, run), None
     for n, T in enumerate(chunks):
         P, model = len(run.ids), None
         weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
-        if n % 2:  # every weight moves, in place in the lent memory the model's parameters live in, by the
+        if n == REPLACED:  # new arrays in the model's dict: a memo of references to the old ones keeps reading them
+            run.replace(weights[n])
+        elif n % 2:  # every weight moves, in place in the lent memory the model's parameters live in, by the
             run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
         elif n:  # another model object: a cache that kept the first model's parameters reads stale ones, a
             model = other.new(n, weights[n])  # memo keyed on id(model) the last one's (from step 4 on, its id)
@@ -440,9 +456,12 @@ def check_uses_the_weights_it_is_handed(ex):
         got.append(run.step(ids[P:P + T], model=model))
         history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
         want.append(right)
+        if n == REPLACED:  # after the step on the same cache: a memo refreshed by a new cache would hide it there
+            fresh = _fresh_cache_miss(ex, run, weights[n], ids[:5])
     steps = oracle.schedule_steps(run.chunks)
     wrong = [n for n in range(len(steps)) if not oracle.close(got[n], want[n])]
     if not wrong:
+        settle(ex, [fresh])
         return
     n, (P, T) = wrong[0], steps[wrong[0]]
     recomputed = n > 0 and oracle.close(got[n], oracle.logits(weights[n], BASE["n_head"], run.ids[:P + T])[P:])
@@ -451,13 +470,34 @@ def check_uses_the_weights_it_is_handed(ex):
                     f"with {_tokens(P)} cached, a step of {_tokens(T)} on a model whose weights had just changed "
                     "gave the logits of the new weights over the whole sequence: the cached tokens' keys and "
                     "values were computed again instead of read from the cache")
-    fail(f"the model's weights changed between steps (a new random model each step, in place or as another model "
-         "object): decode_step with "
+    replaced = (f"; step {REPLACED + 1}'s model had its params entries replaced by new arrays (a memo of references "
+                "to the arrays it held keeps the old ones)" if REPLACED in wrong else "")
+    fail(f"the model's weights changed between steps (a new random model each step, in place, as new arrays in "
+         "its params dict, or as another model object): decode_step with "
          f"{_tokens(P)} cached and {T} new does not give the logits of its new tokens under the weights it was "
          "handed, over the keys and values cached before; a step that projects cached tokens again (from "
          "stored hidden states, say), or that uses weights kept from an earlier step, differs "
-         f"({len(wrong)} of {len(steps)} steps wrong){other.note(wrong)}", case=run.case,
+         f"({len(wrong)} of {len(steps)} steps wrong){replaced}{other.note(wrong)}", case=run.case,
          kind="must_not" if recomputed else "wrong")
+
+
+REPLACED = 3  # the step of uses_the_weights_it_is_handed whose model's params entries are replaced by new arrays
+
+
+def _fresh_cache_miss(ex, run: Run, weights: dict, ids: list) -> Miss | None:
+    """A prefill of ``ids`` on a new cache, with the run's model (its params entries just replaced): the logits
+    of ``weights``, not of the arrays the model held before. A Miss when they are not."""
+    call = f"decode_step(model, a new cache, {ids})"
+    got = as_array(ex.candidate.decode_step(run.model, ex.candidate.KVCache(run.config_handle), ids), call=call,
+                   shape=(len(ids), BASE["vocab_size"]), kind="f", case=run.case)
+    want = oracle.logits(weights, BASE["n_head"], ids)
+    if oracle.close(got, want):
+        return None
+    return Miss(len(ids), f"after the model's params entries were replaced by new arrays (a checkpoint loaded into "
+                f"the same model object), {call} returned logits that differ from its new weights' forward pass by "
+                f"up to {float(np.nan_to_num(np.abs(got - want), nan=np.inf).max()):.3g}: a step uses the weights "
+                "the model holds when it is called, not arrays kept from an earlier call", dict(run.case, fresh=ids),
+                kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 class _Models:
@@ -645,21 +685,64 @@ def check_large_attention_scores(ex):
     """A model whose scaled attention scores reach thousands, and 1e4 over 60 tokens (section 1: any finite
     value; rows whose scores all sit far below another row's or head's, later keys far above earlier
     ones, a future key of the chunk far above the visible ones): the logits still match forward, no NaN.
-    Also a model whose position embeddings all carry one offset of thousands, which every layer norm removes:
-    the logits match within section 1's tolerance times the offset over the smallest spread of a row a layer
-    norm divides by (what a two-pass variance loses; E[x^2] - E[x]^2 loses that ratio squared)."""
+    Also a model whose heads' scores are pinned near the bounds, in chunks with future keys to mask: one head's
+    rows all within 2.5 of -1e4, one within 2.5 of +1e4, one within 22 of -1e4 (a finite fill for masked scores,
+    -1e4 say, weighs as much as the visible ones there). Also a model whose position embeddings all carry one
+    offset of thousands, which every layer norm removes: the logits match within section 1's tolerance times
+    the offset over the smallest spread of a row a layer norm divides by (what a two-pass variance loses;
+    E[x^2] - E[x]^2 loses that ratio squared)."""
     for N, top, largest in ((20, TOP_SCORE, 4), (60, 1e4, 9)):
-        _expect_large_scores(ex, N, top, largest)
+        _expect_large_scores(ex, N, largest, lambda seeded, ids, top=top: _scaled_to(seeded, ids, top), SOFTMAX_HINT)
+    _expect_large_scores(ex, 24, 6, lambda seeded, ids: (_scores_near_the_bounds(seeded), {
+        "heads 0, 1, 2 scores (centre, half-width)": NEAR_BOUNDS}), MASK_HINT)
     _expect_offset_stream(ex)
 
 
-def _expect_large_scores(ex, N, top, largest):
+SOFTMAX_HINT = ("A softmax stays finite when it subtracts each row's own maximum, per head (one maximum over all rows "
+                "or heads underflows a row far below it to 0 / 0)")
+MASK_HINT = ("Scores anywhere in [-1e4, 1e4] are allowed: a masked score must weigh nothing (-inf, or a row's "
+             "weights set to 0 where masked), not a finite fill such as -1e4 that visible scores near -1e4 reach")
+NEAR_BOUNDS = ((-1e4 + 1.5, 1.0), (1e4 - 1.5, 1.0), (-1e4 + 12.0, 10.0))  # heads 0, 1, 2: (centre, half-width)
+
+
+def _scaled_to(seeded: dict, ids, top: float) -> tuple[dict, dict]:
+    """The model with its query and key projections scaled so that the largest scaled score over ``ids`` is top."""
+    plain = oracle.Tokens(seeded, BASE["n_head"]).then(ids, range(len(ids)), [range(n + 1) for n in range(len(ids))])
+    factor = float(np.sqrt(top / plain[0].top_score))
+    return _scaled_attention(seeded, factor), {"qk_scale": factor}
+
+
+def _scores_near_the_bounds(params: dict) -> dict:
+    """The same model with heads 0 to 2 of every block rebuilt (the others as they were): head h's query is
+    one constant, q0 in its first entry only, and its keys' first entry is k0 + a . w with w small enough that
+    a . w stays within the half-width for any row a of the layer norm (|a| <= sqrt(C) max|gain| + |bias|),
+    so every scaled score of the head, in any row, lies in NEAR_BOUNDS[h]: centre +- half-width."""
+    rebuilt, C, nh = dict(params), params["wte.weight"].shape[1], BASE["n_head"]
+    hs = C // nh
+    for name in params:
+        if not name.endswith(".attn.c_attn.weight"):
+            continue
+        block = name[:-len("attn.c_attn.weight")]
+        weight, bias = params[name].copy(), params[block + "attn.c_attn.bias"].copy()
+        reach = np.sqrt(C) * np.abs(params[block + "ln_1.weight"]).max() + np.linalg.norm(params[block + "ln_1.bias"])
+        for h, (centre, half) in enumerate(NEAR_BOUNDS):
+            q, k = h * hs, C + h * hs
+            size = np.sqrt(abs(centre) * np.sqrt(hs))  # q0 * k0 / sqrt(hs) = centre
+            weight[:, q:q + hs], bias[q:q + hs], bias[k:k + hs] = 0.0, 0.0, 0.0
+            bias[q], bias[k] = size, np.sign(centre) * size
+            w = params[name][:, k]
+            weight[:, k] = w / np.linalg.norm(w) * (0.999 * half * np.sqrt(hs) / (size * reach))
+        rebuilt[name], rebuilt[block + "attn.c_attn.bias"] = weight, bias
+    return rebuilt
+
+
+def _expect_large_scores(ex, N, largest, build, hint):
+    """A run of N tokens in random steps on the model ``build(seeded parameters, ids)`` (its parameters, and what
+    to add to the case), judged with section 1's tolerance for its largest scaled score; ``hint`` ends the message."""
     chunks = _random_chunks(ex.rng, N, 7, largest=largest)
     ids = _random_ids(ex.rng, 97, N)
-    seeded = _seeded(ex, BASE, 25)
-    plain = oracle.Tokens(seeded, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])[0]
-    factor = float(np.sqrt(top / plain.top_score))
-    run = Run(ex, BASE, 25, params=_scaled_attention(seeded, factor))  # the model is built on them: no change
+    params, shown = build(_seeded(ex, BASE, 25), ids)
+    run = Run(ex, BASE, 25, params=params)  # the model is built on them: no change
     got = run.feed(ids, chunks)
     history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
     if oracle.close(got, want, history.top_score):
@@ -668,13 +751,13 @@ def _expect_large_scores(ex, N, top, largest):
              if not oracle.close(got[P:P + T], want[P:P + T], history.top_score)]
     P, T = wrong[0]
     error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
-    fail(f"with the query and key projections scaled so that scaled scores reach {history.top_score:.0f}: "
+    fail(f"with the query and key projections set so that scaled scores reach {history.top_score:.0f}: "
          f"decode_step with {_tokens(P)} cached and {T} new returned logits that differ from the forward pass "
          f"by up to {error:.3g} (tolerance "
          f"{tolerance((), history.top_score, float(np.abs(want[P:P + T]).max())):.2g}); {len(wrong)} of "
-         f"{len(run.chunks)} steps wrong. A softmax stays finite when it subtracts each row's own maximum, per "
-         "head (one maximum over all rows or heads underflows a row far below it to 0 / 0)",
-         case=dict(run.case, qk_scale=factor), kind="wrong" if np.isfinite(got).all() else "nan")
+         f"{len(run.chunks)} steps wrong. {hint}",
+         case=dict(run.case, **shown),
+         kind="wrong" if np.isfinite(got).all() else "nan")
 
 
 def _expect_offset_stream(ex, N=24):

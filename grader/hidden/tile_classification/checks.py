@@ -3,6 +3,7 @@ import numpy as np
 
 from grader.checking import (SHOWN, CheckFailure, expect_array, expect_rejected, fail, grid_picture, measure,
                              name_mistakes, odd_size, other_argument_types, past_int64)
+from grader.sandbox import RemoteObject
 
 from . import diagnosis, oracle
 
@@ -105,10 +106,24 @@ def check_dtype_and_shape(ex):
 
 
 def check_exposes_labels(ex):
-    """The module defines SKIP, PARTIAL, FULL = 0, 1, 2."""
-    got = (ex.candidate.SKIP, ex.candidate.PARTIAL, ex.candidate.FULL)
+    """The module defines SKIP, PARTIAL, FULL = 0, 1, 2: ints, an int subclass's instances (an IntEnum's members)
+    included, read by their int value; bools are not labels."""
+    got = tuple(_int_value(ex, getattr(ex.candidate, name)) for name in ("SKIP", "PARTIAL", "FULL"))
     if got != (0, 1, 2) or any(isinstance(v, bool) for v in got):
         fail(f"SKIP, PARTIAL, FULL are {got!r}; expected 0, 1, 2")
+
+
+def _int_value(ex, label):
+    """``label`` as read off the module: an instance of an int subclass stays in the child (the wire carries plain
+    ints only) and is read there by operator.index, which takes an int's own value without running any method of
+    the subclass (its __index__, __int__ or __eq__); anything else as it came."""
+    if not isinstance(label, RemoteObject):
+        return label
+    builtins = ex.helper("builtins")
+    kind = builtins.type(label)  # type() cannot be forged, isinstance's __class__ can
+    if builtins.issubclass(kind, builtins.int) and not builtins.issubclass(kind, builtins.bool):
+        return ex.helper("operator").index(label)
+    return label
 
 
 def check_aligned_tiles(ex):
