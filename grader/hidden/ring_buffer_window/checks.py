@@ -27,7 +27,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | positions of any size (2^31) | long_positions |
 | numpy integers for ints (int8 too), lists for index arrays | numpy_integer_arguments |
 | positions of any signed dtype, a window wider than it | |
-| invalid arguments (float sizes too): ValueError, nothing changed | rejects_invalid_arguments |
+| invalid arguments (float sizes, past int64, empty inputs): ValueError, nothing changed | rejects_invalid_arguments |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | right values in another container or dtype: hygiene | returns_arrays |
 | precision follows the inputs | every stream (checking.off_by) |
@@ -936,36 +936,66 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Bad sizes, windows and shapes raise ValueError, and a rejected call leaves the cache as it was."""
+    """Bad sizes (a capacity past int64 beside a bad head_dim too), windows (past int64 too) and shapes raise
+    ValueError, on zero rows and empty position lists as on others, and a rejected call leaves the cache as it was."""
     rng = ex.rng
-    for C, D in [(0, 4), (4, 0), (-3, 2), (2.5, 4)]:
+    for C, D in [(0, 4), (4, 0), (-3, 2), (2.5, 4), (2**64, 0)]:
         expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
     C, D = 6, 4
     cache = ex.candidate.call("RingKVCache", C, D)
     x = rng.standard_normal((C + 2, D))  # a full ring: every slot live, so a write before the refusal shows
     cache.call("append", x, -x)
     snapshot = _Snapshot(len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
-    r = rng.standard_normal
-    bad_appends = [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
-                   (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
-                   (r((3, D)), r((1, D)), "k [3, D] and v [1, D] (which numpy would broadcast)"),
-                   (r(D), r(D), "1-D k and v")]
-    for k, v, what in bad_appends:
+    for k, v, what in _bad_appends(rng.standard_normal, D):
         expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}", diagnosis=INVALID)
         _unchanged(ex, cache, snapshot, f"cache.append with {what}")
     q = np.arange(5, 8)
-    for W in (0, -2):
-        expect_rejected(ex, ex.candidate.window_mask, q, np.arange(8), W, call=f"window_mask(..., window={W})",
-                        diagnosis=INVALID)
+    for W in (0, -2, -2**63 - 1):  # an empty side leaves nothing to mask, yet the window is still wrong
+        for q_pos, k_pos, what in [(q, np.arange(8), "3 queries, 8 keys"), ([], np.arange(8), "no queries (a list)"),
+                                   (q, np.zeros(0, np.int64), "no keys"), ([], [], "two empty lists")]:
+            expect_rejected(ex, ex.candidate.window_mask, q_pos, k_pos, W,
+                            call=f"window_mask({what}, window={W})", diagnosis=INVALID)
     step = ex.candidate.windowed_attention_step
-    bad_steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
-                 (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
-                 (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
-                 (r((2, D)), r((2, D)), r((1, D)), 2, "v [1, D] with q, k [2, D] (which numpy would broadcast)"),
-                 (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns")]
-    for q, k, v, W, what in bad_steps:
+    for q, k, v, W, what in _bad_steps(rng.standard_normal, C, D):
         expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}", diagnosis=INVALID)
         _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
+
+
+def _bad_appends(r, D):
+    """(k, v, what) for append: wrong columns (of k, v or v alone), rows that differ, 1-D arrays, each with
+    rows and with zero rows too (nothing to write is no reason to skip the checks)."""
+    z = np.zeros
+    return [(r((2, D + 1)), r((2, D + 1)), "k and v of shape [2, head_dim + 1]"),
+            (r((2, D)), r((2, D + 1)), "k [2, D] and v alone of head_dim + 1 columns"),
+            (r((2, D)), r((3, D)), "k [2, D] and v [3, D]"),
+            (r((3, D)), r((1, D)), "k [3, D] and v [1, D] (which numpy would broadcast)"),
+            (r(D), r(D), "1-D k and v"),
+            (z((0, D + 1)), z((0, D + 1)), "k and v of zero rows and head_dim + 1 columns"),
+            (z((0, D)), z((0, D + 3)), "k [0, D] and v [0, D + 3]"),
+            (z((0, D)), r((2, D)), "k [0, D] and v [2, D]"),
+            (r((2, D)), z((0, D)), "k [2, D] and v [0, D]"),
+            (z(0), z(0), "1-D empty k and v")]
+
+
+def _bad_steps(r, C, D):
+    """(q, k, v, window, what) for a step: bad windows (past int64 too), shapes that differ (k or v alone of
+    another width too), each with rows and with T = 0 too (an empty step is validated like any other)."""
+    z = np.zeros
+    steps = [(r((2, D)), r((2, D)), r((2, D)), 0, "window 0"),
+             (r((2, D)), r((2, D)), r((2, D)), C + 1, f"window {C + 1} > capacity {C}"),
+             (r((2, D)), r((2, D)), r((2, D)), -2**63 - 1, "window -2^63 - 1 (past int64)"),
+             (r((2, D)), r((2, D)), r((2, D)), 2**64, f"window 2^64 > capacity {C} (past int64)"),
+             (r((2, D)), r((3, D)), r((3, D)), 2, "q [2, D] with k, v [3, D]"),
+             (r((2, D)), r((2, D)), r((1, D)), 2, "v [1, D] with q, k [2, D] (which numpy would broadcast)"),
+             (r((2, D + 2)), r((2, D + 2)), r((2, D + 2)), 2, "head_dim + 2 columns"),
+             (r((2, D)), r((2, D + 1)), r((2, D)), 2, "k alone of head_dim + 1 columns"),
+             (r((2, D)), r((2, D)), r((2, D + 1)), 2, "v alone of head_dim + 1 columns")]
+    empty = [(z((0, D)), z((0, D)), z((0, D)), W, f"T = 0 and window {W}") for W in (0, C + 1, -2**63 - 1)]
+    empty += [(z((0, D + 2)), z((0, D + 2)), z((0, D + 2)), 2, "T = 0 of head_dim + 2 columns"),
+              (z((0, D)), z((0, D + 1)), z((0, D + 1)), 2, "q [0, D] with k, v [0, head_dim + 1]"),
+              (z((0, D)), r((2, D)), r((2, D)), 2, "q [0, D] with k, v [2, D]"),
+              (z(0), z(0), z(0), 2, "1-D empty q, k, v")]
+    return steps + empty
 
 
 class _Snapshot(NamedTuple):

@@ -12,7 +12,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | sentence | check |
 |---|---|
 | rotate-half formula, theta_i = p * base ** (-2 i / D); positions unsorted | rope_values, rope_relative_invariance |
-| odd D, negative positions, base <= 1: ValueError | rejects_invalid_arguments |
+| odd D, negative positions, base <= 1, bad parents or shapes (T = 0 too): ValueError | rejects_invalid_arguments |
 | cache.base kept; keys and values [len, H, D] | fresh_cache |
 | a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, |
 | | one_token_at_a_time, random_chunks |
@@ -552,8 +552,9 @@ def check_numpy_integer_arguments(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Odd D, negative positions, base <= 1, bad parents and mismatched shapes raise ValueError, changing nothing
-    (a refused float32 first call included: later float64 steps keep float64 precision)."""
+    """Odd D, negative positions, base <= 1, bad parents (as many as the drafts, none past int64) and mismatched
+    shapes raise ValueError, changing nothing, for T = 0 as for any T (a refused float32 first call included:
+    later float64 steps keep float64 precision)."""
     rng, c = ex.rng, ex.candidate
     x = _tokens(rng, 3, 2, 6)
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
@@ -562,10 +563,13 @@ def check_rejects_invalid_arguments(ex):
                        ((x, [4]), "1 position for 3 rows (numpy would broadcast it)"),
                        ((x, np.array([[0], [1], [2]])), "positions of shape [3, 1]"),
                        ((x, [0, 1, 2], 1.0), "base = 1"),
-                       ((x, [0, 1, 2], 0.5), "base = 0.5")]:
+                       ((x, [0, 1, 2], 0.5), "base = 0.5"),
+                       ((x, [0, -2**63 - 1, 2]), "a position -2^63 - 1 (negative, past int64)"),
+                       ((x[:0, :, :5], []), "0 rows of an odd head dimension 5"),
+                       ((x[:0], [0]), "1 position for 0 rows")]:
         expect_rejected(ex, c.rope, *args, call=f"rope with {what}", diagnosis=INVALID)
     for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
-                       ((2, 4, -3.0), "base -3.0")]:
+                       ((2, 4, -3.0), "base -3.0"), ((2**64, 7), "head_dim 7, num_heads 2^64")]:
         expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})", diagnosis=INVALID)
     H, D = 3, 4
     cache = c.call("RopeKVCache", H, D)
@@ -588,7 +592,12 @@ def check_rejects_invalid_arguments(ex):
                  ((t(3), t(3), t(3)), {"parents": [-1, 0, 2]}, "parents [-1, 0, 2]"),
                  ((t(3), t(3), t(3)), {"parents": [-1, -2, 0]}, "parents [-1, -2, 0]"),
                  ((t(3), t(3), t(3)), {"parents": [-1, 0]}, "2 parents for 3 drafts"),
-                 ((t(3), t(3), t(3)), {"parents": [-1]}, "1 parent for 3 drafts (numpy would broadcast it)")]
+                 ((t(3), t(3), t(3)), {"parents": [-1]}, "1 parent for 3 drafts (numpy would broadcast it)"),
+                 ((t(3), t(3), t(3)), {"parents": []}, "no parents for 3 drafts"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, 0, 1, 2]}, "4 parents for 3 drafts"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, -2**63 - 1, 0]}, "parents[1] = -2^63 - 1 (past int64)"),
+                 ((t(3), t(3), t(3)), {"parents": [-1, 0, 2**63]}, "parents[2] = 2^63 (past int64)"),
+                 *_empty_steps(t)]
     for args, kwargs, what in bad_steps:
         expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}",
                         diagnosis=INVALID, **kwargs)
@@ -612,6 +621,17 @@ def _after_rejections(ex, cache, script) -> str | None:
                 "the rejected calls left something changed (a position counter moved, or storage made in a refused "
                 "float32 call's dtype, before the arguments were checked?)")
     return None
+
+
+def _empty_steps(t):
+    """Steps of T = 0 (allowed) whose shapes or parents are wrong: nothing to compute is no reason to skip a check."""
+    return [((t(0, 2), t(0, 2), t(0, 2)), {}, "q, k, v [0, 2, D] for a cache of 3 heads"),
+            ((t(0, d=6), t(0, d=6), t(0, d=6)), {}, "q, k, v [0, H, 6] for a cache of head dimension 4"),
+            ((t(0), t(0, 2), t(0)), {}, "k alone [0, 2, D] (q, v [0, H, D])"),
+            ((t(0), t(0), t(0, d=6)), {}, "v alone [0, H, 6] (q, k [0, H, D])"),
+            ((t(0), t(2), t(2)), {}, "q [0, H, D] with k, v [2, H, D]"),
+            ((t(0)[:, 0], t(0)[:, 0], t(0)[:, 0]), {}, "2-D q, k, v of 0 rows"),
+            ((t(0), t(0), t(0)), {"parents": [-1, 0]}, "2 parents for 0 drafts")]
 
 
 def _one_odd_out(t):
