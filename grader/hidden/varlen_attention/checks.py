@@ -19,7 +19,7 @@ failing case of that check equals it (``checking.explain``).
 | cu arrays of any integer form; malformed ones raise ValueError | mask checks (FORMS), rejects_malformed_cu_seqlens |
 | q, k, v rows as announced, else ValueError | rejects_mismatched_rows |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
-| work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time per added sequence) |
+| work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time per added sequence; idle keys) |
 | memory never with total_q * total_k | no_batch_sized_memory |
 | left padding: a contiguous suffix, else ValueError; bool or 0/1 | positions_random_padding, rejects_bad_padding |
 | a real token's position counts the real tokens before it | positions_* |
@@ -555,7 +555,9 @@ def check_no_batch_sized_memory(ex):
                  batch.case(ex.seed, D=8), kind="must_not")
 
 
-UNIT_COPIES = (1, 5, 24)  # batches of 3, 15 and 72 sequences: one 3-sequence unit, repeated
+UNIT_COPIES = (1, 5, 24)  # batches of 4, 20 and 96 sequences: one 4-sequence unit, repeated
+UNIT_D = 1  # the timed calls' head size: the keys that only idle sequences hold cost little to send
+IDLE_KEYS = (16_000, 18_000)  # keys of the unit's idle sequence: what a scan of the whole batch's keys reads
 BLOCKS = ((0, 1), (1, 2), (2, 2), (1, 2), (0, 1))  # (size, CPU time in BLOCK_CPU): there and back
 BLOCK_CPU = 0.015  # s of the child's CPU time: a block of calls runs at least until it has used its share
 BLOCK_CALLS = (2, 250)  # calls a block makes: at least, at most
@@ -616,7 +618,7 @@ class Growth:
 def _answered(ex, rng, batch: Packed) -> float:
     """One call on fresh inputs, its answer judged like any other (a wrong one fails the check); the
     grader's CPU seconds for the oracle's answer."""
-    qkv = _qkv(rng, batch, 8)
+    qkv = _qkv(rng, batch, UNIT_D)
     got = _attention(ex, batch, *qkv)
     started = time.thread_time()
     want_lse = oracle.varlen_attention_lse(*qkv, *batch.inputs)
@@ -666,23 +668,35 @@ def _growth(ex, rng, batches) -> Growth | None:
 
 
 def check_work_grows_per_sequence(ex):
-    """Batches of 3, 15 and 72 sequences of one kind: a sequence added to a large batch costs about the CPU
-    time of one added to a small batch, as work growing with each sequence's n_q x n_k does."""
+    """Batches of 4, 20 and 96 sequences of one kind (two decode steps and a chunk over ~400 keys each, and
+    an idle sequence holding ~17,000 keys no query sees): a sequence added to a large batch costs about the
+    CPU time of one added to a small batch, as work growing with each sequence's n_q x n_k does."""
     # Judged by the child's CPU time, which the kernel counts and load does not inflate as it does
     # wall time (a waiting process accrues none). The mistake costs work, not memory: every query row
-    # scored against all total_k keys, so a call of n sequences costs a + b n + c n^2. Whole calls
-    # compared (30 small against one large) let a fixed a (a fork, heavy setup, a burn per call)
-    # dilute the n^2, and a ratio of differences would still let b dilute it. So the check takes the
-    # cost of one more sequence (b + c (n + n')) from 3 to 15 sequences and from 15 to 72: its rise,
-    # 69 c, holds neither a nor b, and is weighed against the grader's own CPU time per sequence for
-    # the same answers (the oracle's: no cost of the candidate's moves it). At load averages of 4 to
-    # 8 on two cores the rise was -2.7 to 1.3 of those for the reference and the correct variants, and
-    # 14 to 48 for rowwise_over_batch, alone or with a fork per call, a burn of 50 ms a call or of
-    # 8 ms a sequence. Short decode and chunk queries over ~400 keys each make rows x total_k outweigh
-    # a sequence's own work.
+    # scored against all total_k keys, or each sequence's keys found by a scan of all of them, so a
+    # call of n sequences costs a + b n + c n^2. Whole calls compared (30 small against one large) let
+    # a fixed a (a fork, heavy setup, a burn per call) dilute the n^2, and a ratio of differences would
+    # still let b dilute it. So the check takes the cost of one more sequence (b + c (n + n')) from 4 to
+    # 20 sequences and from 20 to 96: its rise, 92 c, holds neither a nor b, and is weighed against the
+    # grader's own CPU time per sequence for the same answers (the oracle's: no cost of the candidate's
+    # moves it). Before the idle keys, at load averages of 4 to 8 on two cores, the rise was -2.7 to 1.3
+    # of those for the reference and the correct variants, and 14 to 48 for rowwise_over_batch, alone or
+    # with a fork per call, a burn of 50 ms a call or of 8 ms a sequence. Short decode and chunk queries
+    # over ~400 keys each make rows x total_k outweigh a sequence's own work.
+    # The unit's idle sequence holds keys no query reads: free to work that follows n_q x n_k (a call's
+    # O(total_k) setup, a conversion of k, is affine and cancels), but every per-sequence scan of the
+    # whole batch's keys (k[key_seq == b], np.isin, a search of all rows per sequence) reads them:
+    # its cost is B x total_k, quadratic in the copies, which the rise counts. Without them such a scan
+    # (~2 ns a key) hid under the sequences' own work (rise 0.7 to 1.7). With IDLE_KEYS, at seeds 7 and 19
+    # and loads of 6 to 12 on two cores, the reference, the correct variants and the blind correct answers
+    # c_flash_blocks_loops, c_cascade_float32 and correct_segment_ids_online rose -0.7 to 1.9 (least rise
+    # -3.7 to -0.7); keys_selected_by_sequence_id 11.0 to 14.3 (least 8.5 to 11.5), the blind answers
+    # per_sequence_boolean_select 10.9 to 15.2 (least 8.4 to 12.2) and key_select_by_seq_id 14.3 to 21.6
+    # (least 11.9 to 18.8). They add ~0.07 s of CPU (child and grader) to the reference's ~0.42 s here;
+    # D = 1 keeps them cheap to send.
     rng = ex.rng
-    n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)]
-    n_q = [1, odd_size_closed(rng, 24, 36), 1]
+    n_k = [odd_size_closed(rng, 380, 450) for _ in range(3)] + [odd_size_closed(rng, *IDLE_KEYS)]
+    n_q = [1, odd_size_closed(rng, 24, 36), 1, 0]
     batches = [Packed(n_q * copies, n_k * copies, "int64") for copies in UNIT_COPIES]
     # fresh inputs for every call, so a memo of earlier answers saves nothing; the first call's setup is no size's
     _answered(ex, rng, batches[0])
@@ -698,7 +712,7 @@ def check_work_grows_per_sequence(ex):
     if growth is None or not growth.batch_sized:
         return  # nothing measured is not evidence either way
     ex.diagnose("batch_sized_work", _grown(growth))
-    fail(f"varlen_attention: {_grown(growth)}", batches[-1].case(ex.seed, D=8), kind="efficiency")
+    fail(f"varlen_attention: {_grown(growth)}", batches[-1].case(ex.seed, D=UNIT_D), kind="efficiency")
 
 
 def _grown(g: Growth) -> str:
@@ -707,8 +721,8 @@ def _grown(g: Growth) -> str:
     if g.too_slow:
         return (f"a batch of {s[2]} sequences did not finish within the time limit for one call, while batches of "
                 f"{s[0]} and {s[1]} of the same kind used {g.per_call(0) * ms:.3g} and {g.per_call(1) * ms:.3g} ms "
-                "of CPU per call: the work grows with the whole batch (total_q x total_k), not with each "
-                "sequence's n_q x n_k")
+                "of CPU per call: the work grows with the whole batch (B x total_k, total_q x total_k), not with "
+                "each sequence's n_q x n_k")
     yardstick = g.yardstick()
     return (f"each sequence added to a batch cost {g.marginal(0, 1) * ms:.3g} ms of CPU per call from {s[0]} to "
             f"{s[1]} sequences, and {g.marginal(1, 2) * ms:.3g} ms from {s[1]} to {s[2]} (calls of {s[0]}, {s[1]} "
@@ -717,7 +731,8 @@ def _grown(g: Growth) -> str:
             f"{g.rise / yardstick:.0f} times what one sequence cost the grader's own per-sequence attention of the "
             f"same calls ({yardstick * ms:.3g} ms; more than {RISE_LIMIT:g} times fails). Work that grows with each "
             "sequence's n_q x n_k costs the same per added sequence at any batch size, whatever a call's fixed "
-            "cost; this grows with the whole batch (total_q x total_k)")
+            "cost; here each sequence costs more as the whole batch grows (total_k or total_q: every query "
+            "scored against every key, or each sequence's rows found by a scan of the whole batch)")
 
 
 # -- left padding ---------------------------------------------------------------------------
