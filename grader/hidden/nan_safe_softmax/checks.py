@@ -14,6 +14,7 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 |---|---|
 | scaled scores anywhere in [-1e4, 1e4]; a row all below -745 has one | far_scores_attention, large_logits_attention |
 | slots never attended hold any finite value, 1e30 included | far_scores_attention, softmax_masked_entries_ignored |
+| (beside float32 q: float64 values float32 cannot hold) | far_scores_attention |
 | float inputs float32 or float64 | every value check draws both |
 | precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), |
@@ -26,7 +27,7 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 | the empty state is the identity | empty_state_is_identity, empty_chunk |
 | masked entries count for nothing, whatever they hold | softmax_masked_entries_ignored |
 | float32 in, float32 out | softmax_dtype_and_shape, state_dtype_and_shape |
-| bad shapes raise ValueError | rejects_bad_shapes |
+| bad shapes raise ValueError (v [n, D]: as wide as q) | rejects_bad_shapes |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 
 Held elsewhere: ownership, calls in any order, integer dtypes and "invalid arguments change
@@ -543,8 +544,31 @@ def _far_qkv(dtype):
     return make
 
 
+def _far_beside_float32(ex, rng) -> list:
+    """[(case, answer)] of one partial_attention call with float32 q over float64 k, v (float inputs may be
+    either; precision follows the lowest) whose keys no query may see hold 1e39 .. 1e300 in half their
+    entries: finite, so allowed, but inf once cast down to q's float32 (then 0 * inf = NaN). The dtype of
+    a mixed call's state is not judged: the prompt fixes it for float32 in or float64 in only."""
+    T, n = odd_size(rng, 3, 20), odd_size(rng, 20, 90)
+    q, k, v = _far_qkv(F32)(rng, T, n)
+    k, v = k.astype(F64), v.astype(F64)
+    mask = _mask(rng, T, n, share=rng.uniform(0.2, 0.8))
+    mask[:, rng.choice(n, n // 4, replace=False)] = False
+    mask[~mask.any(axis=1), 0] = True  # every row sees a key: the far rows (0 and 1) must
+    unseen = ~mask.any(axis=0)
+    for x in (k, v):
+        shape = x[unseen].shape
+        huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
+        x[unseen] = np.where(rng.random(shape) < 0.5, huge, garbage(rng, shape, F64))
+    case = {"T": T, "n": n, "D": q.shape[1], "dtype": "float32 q, float64 k and v",
+            "keys no query may see": int(unseen.sum()), "seed": ex.seed}
+    state = _partial(ex, q, k, v, mask, case, as_given=True)
+    return _judged_states(ex, state.value, q, k, v, mask, case, state.call)
+
+
 def check_far_scores_attention(ex):
-    """Rows whose scaled scores all lie far from 0 (-1e4 to 1e4), keys no query may see holding any finite value."""
+    """Rows whose scaled scores all lie far from 0 (-1e4 to 1e4), keys no query may see holding any finite value;
+    float32 queries over float64 keys too, whose unseen slots hold values float32 cannot (1e39 .. 1e300)."""
     rng, judged = ex.rng, []
     for dtype in (F32, F64):
         q, k, v, mask, cuts = _chunked_case(ex, rng, dtype, qkv=_far_qkv(dtype))
@@ -560,6 +584,7 @@ def check_far_scores_attention(ex):
         merged = _merge_tree(ex, chunks, rng, case, "left")
         judged += _judged_states(ex, merged, q, k, v, mask, case, f"the {len(cuts) - 1} chunk states merged",
                                  cuts=cuts, states=chunks)
+    judged += _far_beside_float32(ex, rng)
     _settle(ex, judged, diagnosis.explain_attention, _attention_message)
 
 
@@ -648,11 +673,11 @@ def _broadcast_misfits(rng):
         return lambda names: {"f": lambda s: rng.standard_normal(s), "b": lambda s: rng.random(s) < 0.7,
                               "l": lambda s: rng.uniform(0.5, 2.0, s)}[kind]([size[x] for x in names])
 
-    state_axes, state_kinds = [("T",), ("T",), ("T", "Dv")], "flf"
+    state_axes, state_kinds = [("T",), ("T",), ("T", "Dv")], "flf"  # a state's width is its own
     functions = [  # name, argument names, axes, kinds (f float, b bool, l positive), the call's arguments
         ("masked_softmax", ["scores", "mask"], [("A", "T", "n")] * 2, "fb", lambda a: a),
-        ("partial_attention", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "Dv"), ("T", "n")], "fffb",
-         lambda a: a),  # v's width is free (the output's): only the names it shares are tied
+        ("partial_attention", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "D"), ("T", "n")], "fffb",
+         lambda a: a),  # v [n, D]: its width is q's, though p @ v works at any width
         ("merge_partials", ["a.m", "a.l", "a.o", "b.m", "b.l", "b.o"], state_axes * 2, state_kinds * 2,
          lambda a: (tuple(a[:3]), tuple(a[3:]))),
         ("finalize", ["m", "l", "o"], state_axes, state_kinds, lambda a: (tuple(a),)),
@@ -662,9 +687,20 @@ def _broadcast_misfits(rng):
         yield from misfit_calls(name, arg_names, axes, arrays, pack)
 
 
+def _value_widths(rng):
+    """(function, arguments, call): partial_attention with v narrower, then wider, than q's D (a width of 1
+    is the broadcast misfits'): the prompt's v [n, D]."""
+    T, n, D = (int(x) for x in rng.choice(np.arange(3, 14), 3, replace=False))
+    for width in (int(rng.integers(2, D)), int(rng.integers(D + 1, 2 * D + 1))):
+        yield ("partial_attention", (rng.standard_normal((T, D)), rng.standard_normal((n, D)),
+                                     rng.standard_normal((n, width)), rng.random((T, n)) < 0.7),
+               f"partial_attention(q [{T}, {D}], k [{n}, {D}], v [{n}, {width}], mask [{T}, {n}])")
+
+
 def check_rejects_bad_shapes(ex):
     """Shapes that do not fit together raise ValueError, even where numpy would broadcast them: every array
-    argument of every function in turn with a shared axis of 1, its leading axis dropped or a leading 1 added."""
+    argument of every function in turn with a shared axis of 1, its leading axis dropped or a leading 1 added;
+    values narrower or wider than q's D."""
     rng = ex.rng
     f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     b = lambda *shape: np.ones(shape, bool)  # noqa: E731
@@ -684,7 +720,9 @@ def check_rejects_bad_shapes(ex):
         ("merge_partials", (oracle.empty_state(4, 1, F64), state4),
          "merge_partials(state with o [4, 1], state with o [4, 8])"),
     ]
-    for name, args, call in cases + list(_broadcast_misfits(rng)):
+    broadcast = "numpy broadcast the mismatched shapes and a caller's bug turned into a plausible-looking answer"
+    wide = "p @ v works at any width of v, and a caller's bug turned into a plausible-looking answer"
+    for name, args, call, why in ([(*c, broadcast) for c in cases + list(_broadcast_misfits(rng))]
+                                  + [(*c, wide) for c in _value_widths(rng)]):
         expect_rejected(ex, getattr(ex.candidate, name), *args, call=call, diagnosis="accepts_bad_shapes",
-                        why="numpy broadcast the mismatched shapes and a caller's bug turned into a "
-                            "plausible-looking answer", case={"seed": ex.seed})
+                        why=why, case={"seed": ex.seed})

@@ -7,10 +7,10 @@ after every operation every live sequence is read back through the fixed layout
 ``num_free_blocks``; paged_attention is compared with dense attention over the history. The
 first failing sequence is shrunk (a bounded number of replays) and is the case shown.
 Attention checks also run on a layout the grader builds and lends (shuffled tables, garbage up
-to 1e30 in every slot no query may read, scores up to 1e4), so they show what paged_attention
-reads through the table and nothing else. Values are judged with section 1's precision rule
-(``checking.close``); a right value in another container is judged as a value, and the
-container alone fails ``returns_arrays`` (hygiene).
+to 1e30 in every slot no query may read, up to 1e300 beside float32 queries, scores up to 1e4), so
+they show what paged_attention reads through the table and nothing else. Values are judged with
+section 1's precision rule (``checking.close``); a right value in another container is judged as
+a value, and the container alone fails ``returns_arrays`` (hygiene).
 
 One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> check id):
 
@@ -25,7 +25,7 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | an append into a shared block copies it first (no append changes another sequence) | operation_sequences |
 | a full shared block is never copied | operation_sequences (block count, efficiency) |
 | free returns a block when no other holder is left | operation_sequences |
-| stale slots past seq_len hold any finite value, never attended | attention_garbage_and_extremes |
+| stale slots past seq_len hold any finite value, never attended | attention_extreme_scores |
 | block_table returns a copy | (the toolkit's ownership probes) |
 | ids are ints; after free an id may be added again (a new sequence: nothing kept per id | operation_sequences |
 | outlives free, in paged_attention too) | (every drawing: ids freed, added again or forked into, attended) |
@@ -38,8 +38,9 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | unknown or reused ids, shapes, Hq % Hkv, T range: ValueError, nothing changed | rejects_invalid_arguments |
 | a float size (2.5) is an invalid argument | rejects_invalid_arguments |
 | numpy integers work wherever an int is asked for | numpy_integer_arguments |
-| scores anywhere in [-1e4, 1e4]; garbage up to 1e30 in slots never read | attention_garbage_and_extremes |
-| float32 inputs; precision follows the inputs | single_sequence, operation_sequences, attention_garbage_and_extremes |
+| scores anywhere in [-1e4, 1e4]; garbage up to 1e30 in slots never read | attention_extreme_scores |
+| (beside float32 queries: float64 values float32 cannot hold, up to 1e300) | attention_extreme_scores |
+| float32 inputs; precision follows the inputs | single_sequence, operation_sequences, attention_extreme_scores |
 | the right values in another container or dtype: hygiene | returns_arrays |
 | a function leaves its arguments unchanged; results belong to the caller | (the toolkit's ownership probes) |
 | the cache keeps its own copy: a caller reusing its k, v, q after a call changes nothing; | keeps_its_own_copy |
@@ -337,14 +338,25 @@ class LentLayout(Lent):
         return self.num_free
 
 
-def lent_layout(rng, lens, block_size, num_kv_heads, head_dim) -> tuple[Layout, int]:
+def _stale(rng, shape, beyond_float32):
+    """Garbage up to 1e30; ``beyond_float32``: half of it 1e39 .. 1e300, finite in the float64 pools (so
+    allowed) but inf in float32, where an answer that casts whole blocks down to float32 queries'
+    precision before masking the stale slots turns it into NaN (0 * inf)."""
+    values = garbage(rng, shape)
+    if beyond_float32:
+        huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
+        values = np.where(rng.random(shape) < 0.5, huge, values)
+    return values
+
+
+def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=False) -> tuple[Layout, int]:
     """Sequences of the given lengths on shuffled blocks; every slot that holds none of their
-    tokens (after a last token, in a spare block) holds garbage. (layout, free blocks)."""
+    tokens (after a last token, in a spare block) holds garbage (``_stale``). (layout, free blocks)."""
     counts = [math.ceil(L / block_size) for L in lens]
     used = sum(counts)
     spare = max(counts) + int(rng.integers(0, 3))  # reading from a first block onward stays in the pool
     shape = (used + spare, block_size, num_kv_heads, head_dim)
-    layout = Layout(block_size, garbage(rng, shape), garbage(rng, shape))
+    layout = Layout(block_size, _stale(rng, shape, beyond_float32), _stale(rng, shape, beyond_float32))
     order, start = rng.permutation(used), 0
     ids = rng.choice(np.arange(1, 1000), size=len(lens), replace=False)
     for seq_id, L, n in zip(ids, lens, counts):
@@ -379,10 +391,10 @@ def _queries(rng, keys, T, Hq, extreme, dtype, offsets=False):
 def expect_lent_cases(ex, cases, extreme=False):
     """cases: (lens, block_size, Hkv, group, D, [(seq index, T)]): compare every call with the oracle
     (``extreme``: scores up to 1e4, rows far below 0 in every other pair of calls, float32 queries in
-    every other call)."""
+    every other call, unread slots holding float64 values float32 cannot hold)."""
     failures = []
     for lens, bs, Hkv, group, D, calls in cases:
-        layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D)
+        layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D, beyond_float32=extreme)
         if extreme:  # a shared first component: queries can put a row's scores anywhere (_queries)
             layout.key_pool[..., 0] = 1.0
         ids = list(layout.lens)
@@ -846,7 +858,8 @@ def check_attention_gqa_groups(ex):
 
 
 def check_attention_extreme_scores(ex):
-    """paged_attention with scaled scores up to 1e4 in size and float32 queries, values of any size in unread slots."""
+    """paged_attention with scaled scores up to 1e4 in size and float32 queries, values of any size in unread slots
+    (up to 1e300, past float32's range, beside the float32 queries)."""
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((5, 2, 3), (1, 1, 2), (7, 3, 1)):
         lens = _lens(rng, 2, bs, longest=30)
@@ -1002,7 +1015,8 @@ REJECTED = "an invalid call must say what is wrong and leave the cache as it was
 
 
 def check_rejects_invalid_arguments(ex):
-    """Unknown or reused ids, wrong shapes, Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
+    """Unknown or reused ids, wrong shapes (v alone of another width or head count, numpy-broadcastable ones
+    included), Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
     for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2), (3, 2.5, 1, 2)]:
         expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
                         diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
@@ -1020,6 +1034,10 @@ def check_rejects_invalid_arguments(ex):
            # one of k, v alone malformed, in an append that needs a new block: checked before it is taken
            ("append", (1, z((4, 2, 3)), z((4, 3, 3))), "v alone with 3 kv heads"),
            ("append", (1, z((4, 2, 3)), z((4, 2, 4))), "v alone with head_dim 4"),
+           ("append", (1, z((4, 2, 3)), z((4, 2, 2))), "v alone with head_dim 2"),
+           # shapes numpy broadcasts into the pool's slots: a write that checks nothing still succeeds
+           ("append", (1, z((4, 2, 3)), z((4, 2, 1))), "v alone with head_dim 1"),
+           ("append", (1, z((4, 2, 3)), z((4, 1, 3))), "v alone with 1 kv head"),
            ("append", (1, z((4, 3, 3)), z((4, 2, 3))), "k alone with 3 kv heads"),
            ("append", (1, z((4, 2, 4)), z((4, 2, 3))), "k alone with head_dim 4"),
            ("append", (1, z((2, 6)), z((2, 6))), "2-D k and v"),

@@ -7,6 +7,7 @@ one, and names a classic mistake only when that mistake explains every failing c
 | sentence (CONTRACT section 1, the exercise's section, the prompt) | checks |
 |---|---|
 | scaled scores anywhere in [-1e4, 1e4]; unseen slots hold any finite value | far_scores_and_unseen_slots |
+| (beside float32 queries: float64 values float32 cannot hold) | far_scores_and_unseen_slots |
 | float32 or float64 inputs; precision follows them | attention_with_lse_values, far_scores_and_unseen_slots |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
 | split sizes are a convention (another valid cover: hire, named); a wrong cover is weak | split_ranges_rule |
@@ -21,7 +22,7 @@ one, and names a classic mistake only when that mistake explains every failing c
 | (prompt) ring buffer: unsorted, holes; future keys in front of visible ones | split_kv_ring_positions |
 | shared_prefix_attention: whole prefix, own suffix causally, P = 0 | shared_prefix_values |
 | no NaN or numpy warning | quiet_numpy (NaN: every value check) |
-| invalid arguments raise ValueError | rejects_invalid_arguments |
+| invalid arguments raise ValueError (v [n, D]: values as wide as q) | rejects_invalid_arguments |
 | (prompt) the splits are attended one at a time: peak memory | split_kv_memory_per_split |
 | (section 1) calls in any order: the same arrays rewritten in place, the new answer | buffers_rewritten_in_place |
 
@@ -448,30 +449,45 @@ def _far_offsets(rng, T):
     return offsets
 
 
-def _unseen_hold_garbage(rng, k, v, unseen):
-    k[unseen], v[unseen] = garbage(rng, k[unseen].shape, k.dtype), garbage(rng, v[unseen].shape, v.dtype)
+def _unseen_hold_garbage(rng, k, v, unseen, beyond_float32=False):
+    """Garbage up to 1e30 in the unseen slots of k and v; with ``beyond_float32`` (float64 keys beside
+    float32 queries) half of it 1e39 .. 1e300: finite, so allowed, but inf in float32, where an answer
+    that casts every input down to the queries' float32 before masking turns it into NaN (0 * inf)."""
+    for x in (k, v):
+        x[unseen] = garbage(rng, x[unseen].shape, x.dtype)
+        if beyond_float32:
+            shape = x[unseen].shape
+            huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
+            x[unseen] = np.where(rng.random(shape) < 0.5, huge, x[unseen])
+
+
+def _dtypes_text(q_dtype, kv_dtype) -> str:
+    q_name, kv_name = np.dtype(q_dtype).name, np.dtype(kv_dtype).name
+    return q_name if q_name == kv_name else f"{q_name} q, {kv_name} k and v"
 
 
 def check_far_scores_and_unseen_slots(ex):
-    """Scaled scores from -1e4 to 1e4, float32 and float64, with keys no query may see holding any finite value."""
+    """Scaled scores from -1e4 to 1e4, float32, float64 and float32 queries over float64 keys, with keys no
+    query may see holding any finite value (beside float32 queries, float64 values float32 cannot hold)."""
     rng, misses = ex.rng, []
-    for dtype in (np.float32, np.float64):
+    for dtype, kv_dtype in [(np.float32, np.float32), (np.float64, np.float64), (np.float32, np.float64)]:
+        mixed, name = kv_dtype != dtype, _dtypes_text(dtype, kv_dtype)
         T, n, D = odd_size(rng, 4, 12), odd_size(rng, 30, 120), odd_size(rng, 3, 20)
         q, k = offset_scores(rng, _far_offsets(rng, T), n, D, dtype)
-        v = _normal(rng, n, D).astype(dtype)
+        k, v = k.astype(kv_dtype), _normal(rng, n, D).astype(dtype).astype(kv_dtype)
         mask = _mask(rng, T, n, empty_rows=1)
         hidden = rng.choice(n, n // 4, replace=False)
         mask[:, hidden] = False
         mask[:2, rng.choice(np.setdiff1d(np.arange(n), hidden), 2)] = True  # the far rows see keys
-        _unseen_hold_garbage(rng, k, v, ~mask.any(axis=0))
-        misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "dtype": np.dtype(dtype).name,
+        _unseen_hold_garbage(rng, k, v, ~mask.any(axis=0), beyond_float32=mixed)
+        misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "dtype": name,
                                                             "far_scores": True, "seed": ex.seed}))
         capacity = odd_size(rng, 40, 90)
         kv = _ring(rng, T, capacity, capacity + odd_size(rng, 20, 200), D, capacity // 5)
         kv.q, kv.k = offset_scores(rng, _far_offsets(rng, T), capacity, D, dtype)
-        kv.v = kv.v.astype(dtype)
-        _unseen_hold_garbage(rng, kv.k, kv.v, ~oracle.visible(kv.q_pos, kv.k_pos).any(axis=0))
-        kv.label += f", {np.dtype(dtype).name}, scores far from 0, unseen slots holding garbage"
+        kv.k, kv.v = kv.k.astype(kv_dtype), kv.v.astype(dtype).astype(kv_dtype)
+        _unseen_hold_garbage(rng, kv.k, kv.v, ~oracle.visible(kv.q_pos, kv.k_pos).any(axis=0), beyond_float32=mixed)
+        kv.label += f", {name}, scores far from 0, unseen slots holding garbage"
         dense = _dense(kv)
         misses += [_expect_split_kv(ex, kv, n, dense=dense) for n in (1, 3, capacity + 2)]
     settle(ex, misses)
@@ -702,21 +718,22 @@ def check_quiet_numpy(ex):
 
 # ---- validation ----------------------------------------------------------------------------------
 
-def _broadcast_misfits(rng):
-    """(function, arguments, call) for every array argument of every function, in turn given a shape
-    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_calls``)."""
+def _valid_calls(rng):
+    """(function, argument names, axes, a valid call's arrays, pack) for every function that takes arrays.
+    Each axis name is one size: v, prefix_v and suffix_v are [.., D] like q (the signatures), though
+    the product p @ v itself works at any width."""
     size = dict(zip(["N", "T", "n", "D", "B", "P", "L"], (int(x) for x in rng.choice(np.arange(3, 14), 7,
                                                                                       replace=False))))
-    size |= {"Dv": size["D"], "Tq": 2}  # a valid call before the change: v as wide as q, T <= L
+    size["Tq"] = 2  # a valid call before the change: T <= L
     f = lambda names: rng.standard_normal([size[x] for x in names])  # noqa: E731
-    functions = [  # name, argument names, axes (v's width Dv is tied only where it is shared), the call
-        ("attention_with_lse", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "Dv"), ("T", "n")],
+    functions = [  # name, argument names, axes, the call
+        ("attention_with_lse", ["q", "k", "v", "mask"], [("T", "D"), ("n", "D"), ("n", "D"), ("T", "n")],
          lambda a: a),
         ("merge_states", ["o", "lse"], [("N", "T", "D"), ("N", "T")], lambda a: a),
         ("split_kv_attention", ["q", "k", "v", "q_positions", "k_positions"],
-         [("T", "D"), ("n", "D"), ("n", "Dv"), ("T",), ("n",)], lambda a: (*a, 2)),
+         [("T", "D"), ("n", "D"), ("n", "D"), ("T",), ("n",)], lambda a: (*a, 2)),
         ("shared_prefix_attention", ["q", "prefix_k", "prefix_v", "suffix_k", "suffix_v"],
-         [("B", "Tq", "D"), ("P", "D"), ("P", "Dv"), ("B", "L", "D"), ("B", "L", "Dv")], lambda a: a),
+         [("B", "Tq", "D"), ("P", "D"), ("P", "D"), ("B", "L", "D"), ("B", "L", "D")], lambda a: a),
     ]
     for name, arg_names, axes, pack in functions:
         arrays = [f(names) for names in axes]
@@ -724,13 +741,36 @@ def _broadcast_misfits(rng):
             arrays[3] = rng.random(arrays[3].shape) < 0.7
         if name == "split_kv_attention":  # every key visible to every query
             arrays[3], arrays[4] = np.arange(size["n"], size["n"] + size["T"]), np.arange(size["n"])
+        yield name, arg_names, axes, arrays, pack
+
+
+def _broadcast_misfits(calls):
+    """(function, arguments, call) for every array argument of every function, in turn given a shape
+    that disagrees with another argument's only in a way numpy broadcasts (``checking.misfit_calls``)."""
+    for name, arg_names, axes, arrays, pack in calls:
         yield from misfit_calls(name, arg_names, axes, arrays, pack)
+
+
+def _value_width_misfits(rng, calls):
+    """(function, arguments, call): the value arrays of every function narrower, then wider, than q's D
+    (a width of 1 is the broadcast misfits'), each alone and, in the cascade, both together (checked
+    against each other, not against D, they still agree)."""
+    for name, arg_names, _, arrays, pack in calls:
+        values = [i for i, a in enumerate(arg_names) if a.endswith("v")]
+        D = arrays[0].shape[-1]
+        for width in (int(rng.integers(2, D)), int(rng.integers(D + 1, 2 * D + 1))):
+            for changed in [[i] for i in values] + ([values] if len(values) > 1 else []):
+                args = [rng.standard_normal((*a.shape[:-1], width)) if i in changed else a
+                        for i, a in enumerate(arrays)]
+                shapes = ", ".join(f"{a} {list(x.shape)}" for a, x in zip(arg_names, args))
+                yield name, pack(args), f"{name}({shapes}): values {width} wide, q's D = {D}"
 
 
 def check_rejects_invalid_arguments(ex):
     """Negative query positions, num_splits < 1 or not an int, S < 0, misfit shapes and T > L raise ValueError;
     so does every array argument of every function in turn with a shared axis of 1, its leading axis dropped
-    or a leading 1 added (shapes numpy would broadcast)."""
+    or a leading 1 added (shapes numpy would broadcast), and values (v, prefix_v, suffix_v) narrower or wider
+    than q's D, alone or together."""
     rng, c = ex.rng, ex.candidate
     f = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     cases = [
@@ -757,7 +797,9 @@ def check_rejects_invalid_arguments(ex):
         (c.shared_prefix_attention, (f(2, 2, 4), f(3, 4), f(3, 4), f(3, 4, 4), f(3, 4, 4)),
          "shared_prefix_attention with B = 2 queries but 3 suffixes"),
     ]
-    cases += [(getattr(c, name), args, call) for name, args, call in _broadcast_misfits(rng)]
+    calls = list(_valid_calls(rng))
+    cases += [(getattr(c, name), args, call)
+              for name, args, call in [*_broadcast_misfits(calls), *_value_width_misfits(rng, calls)]]
     for fn, args, call in cases:
         expect_rejected(ex, fn, *args, call=call, diagnosis="accepts_invalid_arguments",
                         why="an invalid argument turned into a plausible-looking answer", case={"seed": ex.seed})

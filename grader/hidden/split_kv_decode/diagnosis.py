@@ -131,6 +131,19 @@ def _lost(got) -> np.ndarray:
     return lost | (~np.isfinite(np.asarray(got[1], np.float64)) if got[1] is not None else False)
 
 
+def _live(lse):
+    """lse with the empty parts' -inf as NaN (left out of a range)."""
+    return np.where(np.isfinite(lse), lse, np.nan)
+
+
+def _weights_differ(lse) -> np.ndarray:
+    """[rows]: rows with two live parts of different lse. Elsewhere a plain mean of the live parts is the
+    weighted merge, so a wrong row there (an empty part's o passed through or counted, N = 1 included)
+    is no evidence of averaging."""
+    live = np.isfinite(lse)
+    return np.where(live, lse, -np.inf).max(axis=0) > np.where(live, lse, np.inf).min(axis=0)
+
+
 def explaining_merge(got, o, lse, want, tol, label="part"):
     """[(id, sentence)] of the merge mistakes that explain ``got`` for parts (o, lse); ``label``
     names a part in sentences ("part" or "split")."""
@@ -140,11 +153,13 @@ def explaining_merge(got, o, lse, want, tol, label="part"):
         return []
     row = int(np.flatnonzero(bad)[0])
     found = []
-    if any(_is(got, v, want, tol) for v in merge_averages(o, lse)):
+    weighed = bad & _weights_differ(lse)  # only there can ignoring the weights show
+    if weighed.any() and any(_is(got, v, want, tol) for v in merge_averages(o, lse)):
+        at = int(np.flatnonzero(weighed)[0])
         found.append(("averaged_outputs",
-                      f"query {row}'s output is the plain mean (or sum) of the {N} {label}s' outputs, though their "
-                      f"lse run from {_g(np.min(lse[:, row]))} to {_g(np.max(lse[:, row]))}: each {label} must "
-                      "weigh by how much of the softmax its keys hold"))
+                      f"query {at}'s output is the plain mean (or sum) of the {N} {label}s' outputs, though their "
+                      f"lse run from {_g(np.nanmin(_live(lse)[:, at]))} to {_g(np.nanmax(_live(lse)[:, at]))}: "
+                      f"each {label} must weigh by how much of the softmax its keys hold"))
     empty_any = ~np.isfinite(lse).all(axis=0)
     if _nan_only_where(got, want, tol, empty_any):
         nan_row = int(np.flatnonzero(bad & _nan_rows(got[0]))[0])

@@ -49,8 +49,8 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def partial_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None):
     """Online-softmax state of queries q [T, D] over one chunk of keys k [n, D] and values
-    v [n, Dv] (Dv = D in the contract), with scores q k^T / sqrt(D) and mask [T, n]
-    (True = may attend). n may be 0. Returns (m [T], l [T], o [T, Dv]).
+    v [n, D], with scores q k^T / sqrt(D) and mask [T, n]
+    (True = may attend). n may be 0. Returns (m [T], l [T], o [T, D]).
 
     Extension beyond the contract, for a tiled kernel: mask=None means every key is allowed
     (the fast path for a tile every query may see; no mask is built)."""
@@ -58,8 +58,8 @@ def partial_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndar
     if q.ndim != 2 or k.ndim != 2 or v.ndim != 2:
         raise ValueError(f"q, k, v must be 2-D, got shapes {q.shape}, {k.shape}, {v.shape}")
     (T, D), n = q.shape, k.shape[0]
-    if D == 0 or k.shape[1] != D or v.shape[0] != n:
-        raise ValueError(f"need q [T, D], k [n, D], v [n, Dv] with D >= 1, got {q.shape}, {k.shape}, {v.shape}")
+    if D == 0 or k.shape[1] != D or v.shape != (n, D):
+        raise ValueError(f"need q [T, D], k [n, D], v [n, D] with D >= 1, got {q.shape}, {k.shape}, {v.shape}")
     s = q @ k.T  # the 1/sqrt(D) scale forgotten                                    [T, n]
     if mask is not None:
         mask = _boolean("mask", mask)

@@ -43,8 +43,8 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def partial_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None):
     """Online-softmax state of queries q [T, D] over one chunk of keys k [n, D] and values
-    v [n, Dv] (Dv = D in the contract), with scores q k^T / sqrt(D) and mask [T, n]
-    (True = may attend). n may be 0. Returns (m [T], l [T], o [T, Dv]).
+    v [n, D], with scores q k^T / sqrt(D) and mask [T, n]
+    (True = may attend). n may be 0. Returns (m [T], l [T], o [T, D]).
 
     Extension beyond the contract, for a tiled kernel: mask=None means every key is allowed
     (the fast path for a tile every query may see; no mask is built)."""
