@@ -9,7 +9,7 @@ this process and logs every load; outputs are compared with the row-by-row oracl
 | float32 or float64 inputs; precision follows them | returns_output_and_lse, far_scores_and_unseen_slots |
 | outputs float64, or q's dtype (the prompt allows float32 out) | returns_output_and_lse (any float dtype) |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
-| queries at their positions, keys at kv.positions (-1 empty), window W keys | plain_decode .. ring_buffer_window |
+| queries at positions in any order, keys at kv.positions (-1 empty), window W | plain_decode .. ring_buffer_window |
 | loads only the tiles some query may see | loads_exactly_visible_tiles |
 | (section 1) calls in any order: the same source rewritten in place, a fresh one | loads_exactly_visible_tiles |
 | never a T x S allocation | no_dense_allocation |
@@ -127,6 +127,37 @@ def holed(rng, T, S, D, label, holes, block_q=64, block_k=128) -> Case:
     return case
 
 
+def draft_tree_positions(rng, T, P) -> np.ndarray:
+    """Positions of a draft tree's T nodes after P cached tokens, nodes in depth-first order: each node hangs
+    below the one before or below a node higher on its branch, so positions climb along a branch and drop where
+    the next branch starts."""
+    depths = [0]
+    for _ in range(T - 1):
+        depths.append(int(rng.integers(1, depths[-1] + 2)))
+    return P + np.array(depths, dtype=np.int64)
+
+
+def _extremes_inside(q_pos, block_q, margin) -> bool:
+    """Whether some query tile's lowest and highest positions lie inside it, at least ``margin`` beyond both its
+    first and last positions: bounds read from a tile's ends then misjudge the key tiles between (FULL though the
+    lowest query does not see them, SKIP though the highest does), whatever the ends are combined into."""
+    for start in range(0, len(q_pos), block_q):
+        tile = q_pos[start:start + block_q]
+        ends = tile[[0, -1]]
+        if tile.min() + margin <= ends.min() and ends.max() + margin <= tile.max():
+            return True
+    return False
+
+
+def in_any_order(rng, case: Case, draw, how: str, margin: int = 1) -> Case:
+    """``case`` with q_positions ``draw(rng)`` (T of them, in any order: the prompt restricts none), drawn again
+    until :func:`_extremes_inside` holds; ``margin``: block_k, so a whole tile of contiguous keys lies between."""
+    while not _extremes_inside(q_pos := np.asarray(draw(rng), dtype=np.int64), case.block_q, margin):
+        pass  # a few draws: most orders qualify
+    case.q_pos, case.label = q_pos, f"{case.label}, {how}"
+    return case
+
+
 def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=None, source=None):
     """Call the kernel on ``case``; (o, lse, source, peak bytes or None, warnings) once the outputs
     have the right form. ``kinds``: the types sizes and q_positions are sent as (numpy ints, a list).
@@ -199,7 +230,8 @@ def fail_outputs(ex, failures):
     nan = [c for c, (o_, l_) in failures if np.isnan(o_).any() or np.isnan(l_).any()]
     if nan and all(c.garbage for c in nan):  # NaN only where unseen keys hold huge values
         fail(f"{message}; NaN appears only where keys no query may see hold huge values: a masked key "
-             "still entered the arithmetic (exp of a huge score is inf, and inf * 0 is NaN)", case.describe(ex.seed),
+             "still entered the arithmetic (exp of a huge score is inf, and inf * 0 is NaN), or a cast to a narrower "
+             "dtype made it inf", case.describe(ex.seed),
              kind="nan")
     if nan:
         sentence = diagnosis.nan_sentence(case, o, want_lse)
@@ -239,10 +271,15 @@ def check_plain_decode(ex):
 
 
 def check_speculative_verify(ex):
-    """Speculative verification, T = 5 (a 4-token draft plus one) over a long cache."""
+    """Speculative verification, T = 5 (a 4-token draft plus one) over a long cache; then a draft tree, its queries
+    in depth-first order, so positions inside a query tile are not monotone (one key per tile)."""
     rng = ex.rng
+    S = odd_size(rng, 40, 120)
+    tree = in_any_order(rng, contiguous(rng, 12, S, 8, "draft tree", block_q=4, block_k=1),
+                        lambda rng: draft_tree_positions(rng, 12, S - 12), "queries depth-first")
     expect_cases(ex, [contiguous(rng, 5, 4099, 32, "speculative verify"),
-                      contiguous(rng, 5, odd_size(rng, 100, 400), 16, "speculative verify", block_q=3, block_k=11)])
+                      contiguous(rng, 5, odd_size(rng, 100, 400), 16, "speculative verify", block_q=3, block_k=11),
+                      tree])
 
 
 def check_chunked_prefill(ex):
@@ -276,67 +313,94 @@ def check_odd_block_sizes(ex):
 
 
 def check_sliding_window(ex):
-    """Contiguous positions with a sliding window: each query sees exactly W positions."""
+    """Contiguous positions with a sliding window: each query sees exactly W positions; queries of a chunk shuffled
+    too (positions in any order inside a query tile)."""
     rng = ex.rng
     S = odd_size(rng, 300, 900)
+    shuffled = in_any_order(rng, contiguous(rng, 12, S, 8, "chunk, window", window=odd_size(rng, 20, 40), block_q=6,
+                                            block_k=2),
+                            lambda rng: rng.permutation(np.arange(S - 12, S)), "queries shuffled", margin=2)
     expect_cases(ex, [contiguous(rng, 1, S, 16, "decode, window", window=odd_size(rng, 20, 200)),
                       contiguous(rng, 45, S, 16, "chunk, window", window=67, block_q=16, block_k=20),
                       contiguous(rng, 97, 97, 8, "prefill, window", window=13, block_q=10, block_k=7),
                       contiguous(rng, 12, 40, 4, "window of one", window=1, block_q=5, block_k=3),
-                      contiguous(rng, 9, 50, 4, "window wider than the cache", window=1_000, block_q=4, block_k=6)])
+                      contiguous(rng, 9, 50, 4, "window wider than the cache", window=1_000, block_q=4, block_k=6),
+                      shuffled])
 
 
 def check_ring_buffer_positions(ex):
     """Ring-buffer positions (unsorted, empty slots, freed slots between ends in place), no window: the rule
-    uses stored positions."""
+    uses stored positions; the queries shuffled too (positions in any order inside a query tile)."""
     rng = ex.rng
     capacity = odd_size(rng, 100, 300)
+    small, written = odd_size(rng, 40, 90), int(rng.integers(200, 400))
+    shuffled = in_any_order(rng, ring(rng, small, written, 8, 8, "ring buffer, wrapped", block_q=4, block_k=1),
+                            lambda rng: rng.permutation(np.arange(written - 8, written)), "queries shuffled")
     expect_cases(ex, [ring(rng, capacity, int(rng.integers(capacity + 20, 3 * capacity)), 5, 16,
                            "ring buffer, wrapped", block_q=2, block_k=16),
                       ring(rng, capacity, int(rng.integers(40, capacity - 20)), 7, 8,
                            "ring buffer, not yet full", block_q=3, block_k=13),
                       ring(rng, 45, 130, 9, 8, "ring buffer with empty slots", block_q=4, block_k=6, holes=7),
                       holed(rng, 6, odd_size(rng, 60, 120), 8, "slots 0 and S - 1 in place, freed slots between",
-                            holes=5, block_q=4, block_k=16)])
+                            holes=5, block_q=4, block_k=16),
+                      shuffled])
 
 
 def check_ring_buffer_window(ex):
-    """Ring-buffer positions with a sliding window, including a chunk that overwrote old keys."""
+    """Ring-buffer positions with a sliding window, including a chunk that overwrote old keys and a draft tree
+    (queries depth-first, positions not monotone); then a ring not yet full whose window passes every position,
+    p - W < -1: the window's bound alone does not keep out an empty slot's -1."""
     rng = ex.rng
     capacity = odd_size(rng, 100, 300)
     window = int(rng.integers(capacity // 3, capacity - 20))
+    small, written = odd_size(rng, 40, 90), int(rng.integers(200, 400))
+    tree = in_any_order(rng, ring(rng, small, written, 12, 8, "ring buffer, window", window=odd_size(rng, 15, 40),
+                                  block_q=4, block_k=1),
+                        lambda rng: draft_tree_positions(rng, 12, written - 12), "a draft tree, queries depth-first")
+    filling = int(rng.integers(20, small - 10))  # slots filling .. small - 1 still empty
+    wide = filling + int(rng.integers(1, 50))  # >= p + 2 for every query
     expect_cases(ex, [ring(rng, capacity, int(rng.integers(2 * capacity, 5 * capacity)), 1, 16,
                            "ring buffer decode, window", window=window, block_k=32),
                       ring(rng, capacity, int(rng.integers(2 * capacity, 5 * capacity)), 40, 8,
                            "ring buffer chunk, window", window=window, block_q=16, block_k=24),
                       ring(rng, 67, 300, 30, 8, "ring buffer chunk, window, holes", window=50,
-                           block_q=7, block_k=10, holes=9)])
+                           block_q=7, block_k=10, holes=9),
+                      tree,
+                      ring(rng, small, filling, 1, 8, "ring buffer not yet full, decode, window past every position",
+                           window=wide, block_k=small),  # one tile: every filled slot plus the empty ones
+                      ring(rng, small, filling, 5, 8, "ring buffer not yet full, chunk, window past every position, "
+                           "holes", window=wide, block_q=2, block_k=7, holes=6)])
 
 
-def _far(rng, case: Case, dtype) -> Case:
+def _far(rng, case: Case, dtype, kv_dtype=None) -> Case:
     """``case`` with each query's scaled scores near an offset of its own in [-1e4, 1e4] (the first
-    far below 0, the second far above), in ``dtype``, and every key no query may see (empty slots,
-    keys before every window) holding any finite value."""
+    far below 0, the second far above), q in ``dtype``, k and v in ``kv_dtype`` (``dtype`` if None), and every
+    key no query may see (empty slots, keys before every window) holding any finite value: up to 1e300, past
+    what q's dtype holds, when k and v are wider (a tile cast to q's dtype turns them to inf)."""
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
     offsets = rng.uniform(-1e4, 1e4, case.T)
     offsets[:2] = [-rng.uniform(800, 1e4), rng.uniform(800, 1e4)][:case.T]
-    case.q, case.k = offset_scores(rng, offsets, case.S, case.D, dtype)
-    case.v = case.v.astype(dtype)
+    case.q, k = offset_scores(rng, offsets, case.S, case.D, dtype)
+    case.k, case.v = k.astype(kv_dtype), case.v.astype(kv_dtype)
     unseen = ~np.any([oracle.visible_keys(int(p), case.k_pos, case.window) for p in case.q_pos], axis=0)
-    case.k[unseen] = garbage(rng, case.k[unseen].shape, dtype)
-    case.v[unseen] = garbage(rng, case.v[unseen].shape, dtype)
-    case.label += f", {np.dtype(dtype).name}, scores far from 0, unseen keys holding garbage"
+    huge = 1e270 if np.finfo(kv_dtype).max > np.finfo(dtype).max else 1.0  # garbage reaches 1e30: then 1e300
+    case.k[unseen] = garbage(rng, case.k[unseen].shape, kv_dtype) * huge
+    case.v[unseen] = garbage(rng, case.v[unseen].shape, kv_dtype) * huge
+    kinds = np.dtype(dtype).name + ("" if kv_dtype == dtype else f" q, {np.dtype(kv_dtype).name} k and v")
+    case.label += f", {kinds}, scores far from 0, unseen keys holding garbage"
     case.garbage = True
     return case
 
 
 def check_far_scores_and_unseen_slots(ex):
-    """Scaled scores from -1e4 to 1e4, float32 and float64, with keys no query may see holding any finite value."""
+    """Scaled scores from -1e4 to 1e4, float32 and float64 (float32 q beside float64 k and v too), with keys no query
+    may see holding any finite value (beside float32 q, float64 values up to 1e300, which float32 does not hold)."""
     rng, cases = ex.rng, []
-    for dtype in (np.float32, np.float64):
+    for dtype, kv_dtype in ((np.float32, np.float32), (np.float64, np.float64), (np.float32, np.float64)):
         cases += [_far(rng, contiguous(rng, 9, odd_size(rng, 200, 400), 8, "chunk, window", window=60, block_q=4,
-                                       block_k=32), dtype),
+                                       block_k=32), dtype, kv_dtype),
                   _far(rng, ring(rng, 67, 300, 7, 8, "ring buffer, window, holes", window=50, block_q=3, block_k=10,
-                                 holes=9), dtype)]
+                                 holes=9), dtype, kv_dtype)]
     expect_cases(ex, cases)
 
 
