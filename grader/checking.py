@@ -743,12 +743,17 @@ def same_bytes(values, wide=np.int64, narrow=np.int32) -> tuple[np.ndarray, np.n
     return array, array.view(narrow).copy()
 
 
-def garbage(rng: np.random.Generator, shape, dtype=np.float64) -> np.ndarray:
+def garbage(rng: np.random.Generator, shape, dtype=np.float64, beyond_float32: bool = False) -> np.ndarray:
     """Finite values of every magnitude up to 1e30, both signs, for slots no query may attend
-    (masked keys, empty or stale slots, padding, beyond a sequence's length)."""
+    (masked keys, empty or stale slots, padding, beyond a sequence's length). ``beyond_float32``
+    (float64 data beside float32 inputs): half of them 1e39 .. 1e300 instead, finite and so allowed,
+    but inf once cast down to float32, where an answer that casts before masking gets 0 * inf = NaN."""
     exponent = rng.integers(0, 31, shape)
     values = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.1, 1.0, shape) * 10.0 ** exponent
     values.flat[: min(values.size, 2)] = [GARBAGE_MAGNITUDE, -GARBAGE_MAGNITUDE][: min(values.size, 2)]
+    if beyond_float32:
+        huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
+        values = np.where(rng.random(shape) < 0.5, huge, values)
     return values.astype(dtype)
 
 

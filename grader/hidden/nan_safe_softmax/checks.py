@@ -557,9 +557,7 @@ def _far_beside_float32(ex, rng) -> list:
     mask[~mask.any(axis=1), 0] = True  # every row sees a key: the far rows (0 and 1) must
     unseen = ~mask.any(axis=0)
     for x in (k, v):
-        shape = x[unseen].shape
-        huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
-        x[unseen] = np.where(rng.random(shape) < 0.5, huge, garbage(rng, shape, F64))
+        x[unseen] = garbage(rng, x[unseen].shape, F64, beyond_float32=True)
     case = {"T": T, "n": n, "D": q.shape[1], "dtype": "float32 q, float64 k and v",
             "keys no query may see": int(unseen.sum()), "seed": ex.seed}
     state = _partial(ex, q, k, v, mask, case, as_given=True)

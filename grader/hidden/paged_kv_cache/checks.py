@@ -338,25 +338,16 @@ class LentLayout(Lent):
         return self.num_free
 
 
-def _stale(rng, shape, beyond_float32):
-    """Garbage up to 1e30; ``beyond_float32``: half of it 1e39 .. 1e300, finite in the float64 pools (so
-    allowed) but inf in float32, where an answer that casts whole blocks down to float32 queries'
-    precision before masking the stale slots turns it into NaN (0 * inf)."""
-    values = garbage(rng, shape)
-    if beyond_float32:
-        huge = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(39, 300, shape)
-        values = np.where(rng.random(shape) < 0.5, huge, values)
-    return values
-
-
 def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=False) -> tuple[Layout, int]:
     """Sequences of the given lengths on shuffled blocks; every slot that holds none of their
-    tokens (after a last token, in a spare block) holds garbage (``_stale``). (layout, free blocks)."""
+    tokens (after a last token, in a spare block) holds garbage; ``beyond_float32``: some of it float32 cannot
+    hold (an answer that casts whole blocks to float32 queries' dtype before masking gets NaN). (layout, free
+    blocks)."""
     counts = [math.ceil(L / block_size) for L in lens]
     used = sum(counts)
     spare = max(counts) + int(rng.integers(0, 3))  # reading from a first block onward stays in the pool
     shape = (used + spare, block_size, num_kv_heads, head_dim)
-    layout = Layout(block_size, _stale(rng, shape, beyond_float32), _stale(rng, shape, beyond_float32))
+    layout = Layout(block_size, *(garbage(rng, shape, beyond_float32=beyond_float32) for _ in range(2)))
     order, start = rng.permutation(used), 0
     ids = rng.choice(np.arange(1, 1000), size=len(lens), replace=False)
     for seq_id, L, n in zip(ids, lens, counts):
