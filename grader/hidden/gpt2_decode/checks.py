@@ -548,7 +548,7 @@ class _Models:
 # ~530 tokens is mostly its n_head x S x S attention weights, and a step that reads the cache mostly the call
 COST = {"vocab_size": 61, "n_ctx": 1021, "n_embd": 36, "n_head": 3, "n_layer": 2}  # no size a power of two
 LONG_PAST = (500, 560)  # the long past's length, drawn in [500, 560); the short past's in [5, 14)
-TIMED_STEPS = 24  # one-token steps timed after each past
+TIMED_STEPS = 16  # one-token steps timed after each past (the short past's count as CPU_FLOOR at least)
 GROWTH = 15.0  # a step after the long past may cost this many times one after the short past ...
 ATTENTION_LAYERS = 1.0  # ... and at most the grader's time for this many layers' attention weights over it
 CPU_FLOOR = 0.02  # s: the short past's block of steps counts as two clock ticks at least
@@ -645,6 +645,8 @@ def check_step_cost_does_not_grow_with_the_past(ex):
     # The long past cut from ~750 to ~530 tokens (grading time; seeds 1-4, load 0.7): the reference 0.08-0.14
     # of a layer's weights (8-10 ms), reprojects_block_inputs 0.22-0.24, recompute_past and its forged-counts
     # twin 3.3-6.7, growth 18-28: the margins of the figures above, as both sides scale alike.
+    # TIMED_STEPS then cut from 24 to 16 (grading time): a correct step's ~1 ms block of 16 still reads one or two
+    # ticks, far under both bounds; verify's mutants and tests/test_attacks_evidence.py's attack are still caught.
     # What it cannot see: no other check has a past this long or an n_ctx this large, so a submission that
     # reads a real cache only there, and recomputes elsewhere, passes it.
     attempts, tries = [], []
@@ -682,7 +684,7 @@ def _scaled_attention(params: dict, factor: float) -> dict:
 
 
 def check_large_attention_scores(ex):
-    """A model whose scaled attention scores reach thousands, and 1e4 over 60 tokens (section 1: any finite
+    """A model whose scaled attention scores reach thousands, and 1e4 over 40 tokens (section 1: any finite
     value; rows whose scores all sit far below another row's or head's, later keys far above earlier
     ones, a future key of the chunk far above the visible ones): the logits still match forward, no NaN.
     Also a model whose heads' scores are pinned near the bounds, in chunks with future keys to mask: one head's
@@ -691,9 +693,9 @@ def check_large_attention_scores(ex):
     offset of thousands, which every layer norm removes: the logits match within section 1's tolerance times
     the offset over the smallest spread of a row a layer norm divides by (what a two-pass variance loses;
     E[x^2] - E[x]^2 loses that ratio squared)."""
-    for N, top, largest in ((20, TOP_SCORE, 4), (60, 1e4, 9)):
+    for N, top, largest in ((20, TOP_SCORE, 4), (40, 1e4, 9)):
         _expect_large_scores(ex, N, largest, lambda seeded, ids, top=top: _scaled_to(seeded, ids, top), SOFTMAX_HINT)
-    _expect_large_scores(ex, 24, 6, lambda seeded, ids: (_scores_near_the_bounds(seeded), {
+    _expect_large_scores(ex, 16, 6, lambda seeded, ids: (_scores_near_the_bounds(seeded), {
         "heads 0, 1, 2 scores (centre, half-width)": NEAR_BOUNDS}), MASK_HINT)
     _expect_offset_stream(ex)
 
