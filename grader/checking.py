@@ -743,6 +743,11 @@ def same_bytes(values, wide=np.int64, narrow=np.int32) -> tuple[np.ndarray, np.n
     return array, array.view(narrow).copy()
 
 
+def error_of(got, want, **reduce) -> np.ndarray:
+    """The largest |got - want| (over ``reduce``'s axis: ``axis=1`` per row), a NaN counting as infinitely off."""
+    return np.nan_to_num(np.abs(np.subtract(got, want)), nan=np.inf).max(**reduce)
+
+
 def garbage(rng: np.random.Generator, shape, dtype=np.float64, beyond_float32: bool = False) -> np.ndarray:
     """Finite values of every magnitude up to 1e30, both signs, for slots no query may attend
     (masked keys, empty or stale slots, padding, beyond a sequence's length). ``beyond_float32``

@@ -2,8 +2,8 @@
 import numpy as np
 
 from grader import own_tests
-from grader.checking import (SHOWN, expect_array, expect_rejected, fail, grid_picture, name_mistakes, odd_size,
-                             other_argument_types, slips_of)
+from grader.checking import (SHOWN, error_of, expect_array, expect_rejected, fail, grid_picture, name_mistakes,
+                             odd_size, other_argument_types, slips_of)
 
 from . import diagnosis, oracle
 
@@ -135,7 +135,7 @@ def check_incremental_attention(ex):
         full = oracle.full_sequence_attention(q, k, v)[-T:]
         mask = _mask(ex, T, S)
         step = oracle.attention(q[-T:], k, v, mask)
-        error = float(np.nan_to_num(np.abs(step - full), nan=np.inf).max())
+        error = float(error_of(step, full))
         if not error <= 1e-9:  # BLAS may sum in another order: equal up to rounding
             empty = not np.isfinite(step).all()
             fail(f"with your mask, attention of the last {T} of {S} tokens (D = {D}) differs from "

@@ -58,6 +58,7 @@ from grader.checking import (
     Miss,
     as_array,
     container_slip,
+    error_of,
     expect_rejected,
     fail,
     grid_picture,
@@ -207,7 +208,7 @@ def _expect_runs(ex, attempts, note=""):
     schedule = oracle.schedule_steps(run.chunks)
     wrong = [(P, T) for P, T in schedule if not oracle.close(got[P:P + T], want[P:P + T])]
     P, T = wrong[0]
-    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    error = float(error_of(got[P:P + T], want[P:P + T]))
     message = (f"{what}: decode_step with {_tokens(P)} cached and {T} new returned logits that differ from "
                f"the model's forward pass on the whole sequence by up to {error:.3g} (tolerance "
                f"{tolerance((), 1.0, float(np.abs(want[P:P + T]).max())):.1g}); {len(wrong)} of {len(schedule)} "
@@ -495,7 +496,7 @@ def _fresh_cache_miss(ex, run: Run, weights: dict, ids: list) -> Miss | None:
         return None
     return Miss(len(ids), f"after the model's params entries were replaced by new arrays (a checkpoint loaded into "
                 f"the same model object), {call} returned logits that differ from its new weights' forward pass by "
-                f"up to {float(np.nan_to_num(np.abs(got - want), nan=np.inf).max()):.3g}: a step uses the weights "
+                f"up to {float(error_of(got, want)):.3g}: a step uses the weights "
                 "the model holds when it is called, not arrays kept from an earlier call", dict(run.case, fresh=ids),
                 kind="wrong" if np.isfinite(got).all() else "nan")
 
@@ -709,8 +710,7 @@ NEAR_BOUNDS = ((-1e4 + 1.5, 1.0), (1e4 - 1.5, 1.0), (-1e4 + 12.0, 10.0))  # head
 
 def _scaled_to(seeded: dict, ids, top: float) -> tuple[dict, dict]:
     """The model with its query and key projections scaled so that the largest scaled score over ``ids`` is top."""
-    plain = oracle.Tokens(seeded, BASE["n_head"]).then(ids, range(len(ids)), [range(n + 1) for n in range(len(ids))])
-    factor = float(np.sqrt(top / plain[0].top_score))
+    factor = float(np.sqrt(top / oracle.forward(seeded, BASE["n_head"], ids)[0].top_score))
     return _scaled_attention(seeded, factor), {"qk_scale": factor}
 
 
@@ -746,13 +746,13 @@ def _expect_large_scores(ex, N, largest, build, hint):
     params, shown = build(_seeded(ex, BASE, 25), ids)
     run = Run(ex, BASE, 25, params=params)  # the model is built on them: no change
     got = run.feed(ids, chunks)
-    history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
+    history, want = oracle.forward(run.params, BASE["n_head"], ids)
     if oracle.close(got, want, history.top_score):
         return
     wrong = [(P, T) for P, T in oracle.schedule_steps(run.chunks)
              if not oracle.close(got[P:P + T], want[P:P + T], history.top_score)]
     P, T = wrong[0]
-    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    error = float(error_of(got[P:P + T], want[P:P + T]))
     fail(f"with the query and key projections set so that scaled scores reach {history.top_score:.0f}: "
          f"decode_step with {_tokens(P)} cached and {T} new returned logits that differ from the forward pass "
          f"by up to {error:.3g} (tolerance "
@@ -772,14 +772,14 @@ def _expect_offset_stream(ex, N=24):
     run = Run(ex, BASE, 27, params=dict(seeded, **{"wpe.weight": seeded["wpe.weight"] + offset}))
     ids = _random_ids(ex.rng, 97, N)
     got = run.feed(ids, _random_chunks(ex.rng, N, 5, largest=5))
-    history, want = oracle.Tokens(run.params, BASE["n_head"]).then(ids, range(N), [range(n + 1) for n in range(N)])
+    history, want = oracle.forward(run.params, BASE["n_head"], ids)
     ratio = max(history.top_score, offset / history.narrowest)  # how ill-conditioned the case is, read from it
     if oracle.close(got, want, ratio):
         return
     wrong = [(P, T) for P, T in oracle.schedule_steps(run.chunks)
              if not oracle.close(got[P:P + T], want[P:P + T], ratio)]
     P, T = wrong[0]
-    error = float(np.nan_to_num(np.abs(got[P:P + T] - want[P:P + T]), nan=np.inf).max())
+    error = float(error_of(got[P:P + T], want[P:P + T]))
     fail(f"with every position embedding offset by {offset:.0f} (each layer norm removes it; the rows it normalises "
          f"spread by {history.narrowest:.2g} at least): decode_step with {_tokens(P)} cached and {T} new returned "
          f"logits that differ from the forward pass by up to {error:.3g} (tolerance "

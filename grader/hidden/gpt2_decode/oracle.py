@@ -108,6 +108,12 @@ class Tokens:
         return after, final.reshape(N, C) @ p["wte.weight"].T
 
 
+def forward(params: dict, n_head: int, ids) -> tuple[Tokens, np.ndarray]:
+    """(the history, logits [N, vocab]) of ``ids`` as one causal pass from position 0: the history carries
+    the figures a tolerance reads (top_score, narrowest)."""
+    return Tokens(params, n_head).then(ids, range(len(ids)), [range(n + 1) for n in range(len(ids))])
+
+
 def logits(params: dict, n_head: int, ids, positions=None, attends=None) -> np.ndarray:
     """Logits [N, vocab] of the tokens ``ids``, read as one step.
 

@@ -60,6 +60,7 @@ from grader.checking import (
     CheckFailure,
     as_array,
     container_slip,
+    error_of,
     expect_array,
     expect_rejected,
     fail,
@@ -69,9 +70,9 @@ from grader.checking import (
     plural,
     summarize,
 )
+from grader.held import ARGUMENT_CHANGED, Held  # calls whose arguments the caller then reuses
 from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
-from grader.held import ARGUMENT_CHANGED, Held  # calls whose arguments the caller then reuses
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -288,7 +289,7 @@ def report_attention(ex, failures: list[Failure], case=None, diagnose=None):
     f = min(failures, key=lambda x: x.size)
     T, Hq, D = f.q.shape
     L = f.layout.lens[f.seq_id]
-    error = np.nan_to_num(np.abs(f.got - f.want), nan=np.inf).max(axis=2)  # [T, Hq]
+    error = error_of(f.got, f.want, axis=2)  # [T, Hq]
     i, h = (int(x) for x in np.argwhere(f.off_by().any(axis=2))[0])
     where = f" after {f.after}" if f.after else " (on a layout the grader built, tables shuffled)"
     message = (f"paged_attention(cache, {f.seq_id}, q [{T}, {Hq}, {D}]){where}: query {i} (position "

@@ -57,6 +57,7 @@ from grader.checking import (
     chunk_sizes,
     close,
     container_slip,
+    error_of,
     expect_rejected,
     fail,
     garbage,
@@ -223,7 +224,7 @@ def _mixed_row_miss(got, want, low, start, W, m) -> str:
     for row, p in enumerate(range(start, start + len(got))):
         eps = np.float32(0) if low[max(0, p - W + 1):p + 1].any() else np.float64(0)
         if off_by(got[row], want[row], (eps,), m).any():
-            error = np.nan_to_num(np.abs(got[row] - want[row]), nan=np.inf).max()
+            error = error_of(got[row], want[row])
             return (f"differs from sliding-window attention at position {p} by {error:.3g}, beyond "
                     f"{eps.dtype}'s precision" + ("" if eps.dtype == np.float32 else
                                                  " (its window holds float64 tokens only: an earlier float32 "
@@ -502,7 +503,7 @@ def make_stream(rng, capacity, window, chunks) -> Stream:
 
 def _differs(got, want):
     """Per-row error of a chunk's outputs (NaN counts as infinite)."""
-    return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1)
+    return error_of(got, want, axis=1)
 
 
 def run_stream(ex, s: Stream, watch_state=False, want=None, after_failure=8, caches=None):

@@ -1,8 +1,8 @@
 """Hidden checks for tree_mask. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import (SHOWN, expect_array, expect_raises, expect_rejected, fail, grid_picture, name_mistakes,
-                             odd_size, other_argument_types, same_bytes)
+from grader.checking import (SHOWN, error_of, expect_array, expect_raises, expect_rejected, fail, grid_picture,
+                             name_mistakes, odd_size, other_argument_types, same_bytes)
 from grader.hidden.decode_mask import oracle as decode_oracle
 from grader.sandbox import CandidateRaised, CandidateTimeout
 
@@ -238,7 +238,7 @@ def check_tree_attention_matches_path_decoding(ex):
         mask, positions = _mask(ex, parents, P), _positions(ex, parents, P)
         want = oracle.path_decoding(layer, cache_x, draft_x, parents)
         got = oracle.tree_attention(layer, cache_x, draft_x, mask, positions)
-        error = np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1)  # [T]
+        error = error_of(got, want, axis=1)  # [T]
         if error.max() <= 1e-9:  # BLAS may sum in another order: equal up to rounding
             continue
         worst = int(error.argmax())

@@ -35,7 +35,7 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, ChildCpu, expect_rejected, fail, garbage, grid_picture, in_usual_types,
+from grader.checking import (SHOWN, ChildCpu, error_of, expect_rejected, fail, garbage, grid_picture, in_usual_types,
                              least_over, name_mistakes, odd_size_closed, offset_scores, received, slips_of, tolerance)
 from grader.held import Held
 from grader.sandbox import CandidateTimeout
@@ -265,7 +265,7 @@ def _expect_output(ex, batch: Packed, q, k, v, value):
 
 
 def _row_errors(got, want):
-    return np.nan_to_num(np.abs(got - want), nan=np.inf).max(axis=1, initial=0.0)
+    return error_of(got, want, axis=1, initial=0.0)
 
 
 def _atol(inputs, want, lse) -> float:
