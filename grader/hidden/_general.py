@@ -355,7 +355,7 @@ def _refuses_int64_too(call, args, kwargs) -> bool:
     list of numpy integers stays a list), is refused by type as well: then numpy integers as such were
     refused (a type check too strict), not a narrow dtype."""
     try:
-        call(*_as_int64(args), **_as_int64(kwargs))
+        call(*_retyped(args, np.int64, lists=list), **_retyped(kwargs, np.int64, lists=list))
     except CandidateRaised as exc:
         return rejects_argument_type(exc)
     return False
@@ -496,32 +496,20 @@ def _read_only(value):
     return _mapped(value, lambda v: Laid(v, read_only=True) if isinstance(v, np.ndarray) and v.ndim else v)
 
 
-def _as_int64(value):
-    """``value`` with every int and numpy integer an int64 scalar and every signed int array int64, each in the
-    container it came in."""
-    if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
-        return np.int64(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind == "i":
-        return value.astype(np.int64)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_as_int64(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _as_int64(v) for k, v in value.items()}
-    return value
-
-
-def _retyped(value, dtype):
-    """``value`` with each int a numpy scalar of ``dtype`` and each signed int array cast to it."""
+def _retyped(value, dtype, lists=np.array):
+    """``value`` with each int a numpy scalar of ``dtype`` and each signed int array cast to it; an index list of
+    ints becomes ``lists`` of them (an array by default: the contract takes one as an array too; ``list``
+    keeps the container, a list of numpy integers)."""
     if isinstance(value, (int, np.signedinteger)) and not isinstance(value, (bool, np.bool_)):
         return dtype(value)
     if isinstance(value, np.ndarray) and value.dtype.kind == "i":
         return value.astype(dtype)
     if isinstance(value, list) and value and all(type(v) is int for v in value):
-        return np.array(value, dtype=dtype)  # an index list: the contract takes it as an array too
+        return lists([dtype(v) for v in value])
     if isinstance(value, (list, tuple)):
-        return type(value)(_retyped(v, dtype) for v in value)
+        return type(value)(_retyped(v, dtype, lists) for v in value)
     if isinstance(value, dict):
-        return {k: _retyped(v, dtype) for k, v in value.items()}
+        return {k: _retyped(v, dtype, lists) for k, v in value.items()}
     return value
 
 
