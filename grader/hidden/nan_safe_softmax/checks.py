@@ -19,7 +19,7 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 | precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), |
 | | the two dtype checks |
-| a row with no allowed entry gives zeros, never NaN | softmax_fully_masked_rows, fully_masked_rows_attention |
+| a row with no allowed entry gives zeros, never NaN (S = 0 too) | softmax_fully_masked_rows, fully_masked_rows_attention |
 | no numpy warning | quiet_on_empty_rows, quiet_on_large_logits |
 | scale 1/sqrt(D); m + log(l) is the log-sum-exp | one_chunk_attention |
 | n may be 0 | empty_chunk |
@@ -240,8 +240,13 @@ def _softmax_with_empty_rows(rng, dtype):
 
 
 def check_softmax_fully_masked_rows(ex):
-    """Rows with nothing allowed give zeros (never NaN); the other rows are unaffected."""
+    """Rows with nothing allowed give zeros (never NaN); the other rows are unaffected; rows of no entries at all
+    (S = 0, a valid size) give an empty result of the same shape."""
     rng, judged = ex.rng, []
+    for shape in [(0,), (odd_size(rng, 2, 9), 0), (2, odd_size(rng, 2, 5), 0), (0, odd_size(rng, 3, 9))]:
+        dtype = rng.choice([F32, F64])
+        _softmax(ex, np.zeros(shape, dtype), np.zeros(shape, bool),
+                 {"shape": list(shape), "dtype": str(np.dtype(dtype)), "seed": ex.seed})
     for dtype in (F32, F64):
         scores, mask = _softmax_with_empty_rows(rng, dtype)
         judged.append(_softmax_judged(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),

@@ -183,10 +183,22 @@ def check_window_smaller_than_tile(ex):
 
 
 def check_window_larger_than_tile(ex):
-    """Sliding windows wider than a tile, up to wider than the whole sequence."""
+    """Sliding windows wider than a tile, up to wider than the whole sequence; and windows at the sequence's edges,
+    where the first or the last query just sees, or just misses, key 0 (W = S - T, S - T + 1, S - 1, S, S + 1)."""
     cases = [Case(1, 300, 1, 16, window=50), Case(33, 200, 8, 16, window=37), Case(10, 30, 4, 4, window=30),
              Case(64, 97, 9, 11, window=200)]
-    _expect_cases(ex, cases + random_cases(ex.rng, 22, window="large"), context=" (sliding window)")
+    _expect_cases(ex, cases + random_cases(ex.rng, 22, window="large") + _edge_windows(ex.rng),
+                  context=" (sliding window)")
+
+
+def _edge_windows(rng) -> list:
+    """Cases whose window is one of the sizes where key 0 enters or leaves the first or the last query's view."""
+    cases = []
+    for _ in range(4):
+        S = odd_size(rng, 5, 200)
+        T, block_q, block_k = int(rng.integers(1, S + 1)), int(rng.integers(1, 70)), int(rng.integers(1, 140))
+        cases += [Case(T, S, block_q, block_k, window=W) for W in sorted({S - T, S - T + 1, S - 1, S, S + 1}) if W >= 1]
+    return cases
 
 
 def _sample_tiles(rng, case, count=100):

@@ -21,7 +21,7 @@ failing case of that check equals it (``checking.explain``).
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time per added sequence; idle keys) |
 | memory never with total_q * total_k | no_batch_sized_memory |
-| left padding: a contiguous suffix, else ValueError; bool or 0/1 | positions_random_padding, rejects_bad_padding |
+| left padding: a contiguous suffix, else ValueError; bool or 0/1 (other ints: ValueError) | positions_random_padding, rejects_bad_padding |
 | a real token's position counts the real tokens before it | positions_* |
 | decode mask: 1 <= T <= S, last T real, j <= S - T + i | decode_mask_*, rejects_bad_decode_step |
 
@@ -92,7 +92,7 @@ def mixed_batches(rng, count, max_k=40):
 def resplit(rng, n_q, n_k):
     """Two batches beside (n_q, n_k), each with one argument the same and the other split anew at the same
     batch size and total: (other n_q, n_k) and (n_q, other n_k). Sent after the original, they catch a memo
-    keyed on part of the arguments (one cu_seqlens, a total, the batch size)."""
+    keyed on part of the arguments (one cu_seqlens, a total, the batch size): :func:`with_twins`."""
     def compose(total, low, high):  # counts in [low, high] per sequence summing to total, drawn at random
         counts, left = list(low), total - sum(low)
         for _ in range(left):
@@ -100,6 +100,13 @@ def resplit(rng, n_q, n_k):
         return counts
     n_q, n_k = list(n_q), list(n_k)
     return [(compose(sum(n_q), [0] * len(n_q), n_k), n_k), (n_q, compose(sum(n_k), n_q, [sum(n_k)] * len(n_k)))]
+
+
+def with_twins(rng, drawn, picked: slice) -> list:
+    """``drawn`` with each batch in ``picked`` followed at once by its :func:`resplit` twins: a memo keyed on
+    part of the arguments answers a twin from its original even when it keeps only the last call or two."""
+    return [twin for n, batch in enumerate(drawn)
+            for twin in ([batch] + (resplit(rng, *batch) if n in range(len(drawn))[picked] else []))]
 
 
 def _short(a) -> str:
@@ -213,8 +220,7 @@ def check_mask_prefill_batches(ex):
 
 def check_mask_mixed_batches(ex):
     """1 to 9 sequences mixing prefill, decode steps, chunks and idle ones, cu_seqlens in every form."""
-    drawn = mixed_batches(ex.rng, 27)
-    drawn += [twin for n_q, n_k in drawn[2:8] for twin in resplit(ex.rng, n_q, n_k)]
+    drawn = with_twins(ex.rng, mixed_batches(ex.rng, 27), slice(2, 8))
     batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(drawn)]
     expect_masks(ex, batches, "mixed batch")
 
@@ -373,8 +379,7 @@ def _busy(n_q, n_k):
 def check_attention_mixed_batches(ex):
     """1 to 9 sequences mixing prefill, decode, chunks and idle ones: each equals its own attention; then
     some batches again with one cu_seqlens split anew at the same totals (calls in any order)."""
-    drawn = [_busy(n_q, n_k) for n_q, n_k in mixed_batches(ex.rng, 18)]
-    drawn += [twin for n_q, n_k in drawn[2:6] for twin in resplit(ex.rng, n_q, n_k)]
+    drawn = with_twins(ex.rng, [_busy(n_q, n_k) for n_q, n_k in mixed_batches(ex.rng, 18)], slice(2, 6))
     batches = [Packed(n_q, n_k, FORMS[n % len(FORMS)]) for n, (n_q, n_k) in enumerate(drawn)]
     expect_attention(ex, batches, "mixed batch")
 
@@ -518,25 +523,39 @@ def _batch_sized(ex, rng, what, kinds) -> tuple | None:
 
 
 def _padded(ex, rng) -> tuple | None:
-    """(batch, sentence) when one long prefill beside many one-token sequences peaks near float
-    scores padded to the longest (B x max_q x max_k x 8 bytes); None when it stays below. This
-    batch is small as a whole (total_q x total_k), so only padding shows here."""
+    """(batch, sentence) when a batch small as a whole (total_q x total_k) peaks near float scores padded to its
+    longest sequence; None when both stay below. Two batches: one long prefill beside many one-token
+    sequences (B x max_q x max_k), and one long decode step beside many short ones (decode rows padded to
+    the longest decode: B x max_k), so only padding shows here."""
     L, singles = odd_size_closed(rng, 240, 270), odd_size_closed(rng, 60, 70)
     batch = Packed([L] + [1] * singles, [L] + [1] * singles, "int64")
-    B = singles + 1
-    padded = B * L * L * 8  # float64 scores of every sequence padded to the longest
+    padded = (singles + 1) * L * L * 8  # float64 scores of every sequence padded to the longest
+    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8), limit=padded // 4)
+    if peak is not None and peak >= padded // 4:
+        return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
+                       f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
+                       f"{singles + 1} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 "
+                       f"scores need {L * L * 8 / 2**20:.2f} MiB")
+    long_k, short = odd_size_closed(rng, 20_000, 24_000), odd_size_closed(rng, 120, 160)
+    n_k = rng.integers(1, 9, short + 1).tolist()
+    n_k[int(rng.integers(1, short + 1))] = long_k  # one long decode among short ones, not first
+    batch = Packed([1] * (short + 1), n_k, "int64")
+    padded = (short + 1) * long_k * 8  # float64 scores of every decode padded to the longest
     peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8), limit=padded // 4)
     if peak is None or peak < padded // 4:
         return None
-    return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
-                   f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
-                   f"{B} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 scores "
-                   f"need {L * L * 8 / 2**20:.2f} MiB")
+    return batch, (f"a batch of {short + 1} decode steps, one over {long_k:,} keys and the others over at most 8, "
+                   f"peaked at {peak / 2**20:.1f} MiB; float64 scores of every decode padded to the longest (B x max_k "
+                   f"= {short + 1} x {long_k:,}) are {padded / 2**20:.1f} MiB, while the largest sequence's need "
+                   f"{long_k * 8 / 2**20:.2f} MiB")
 
 
 def check_no_batch_sized_memory(ex):
     """Batches of many sequences: peak memory grows with the largest sequence, not the whole or padded batch."""
     rng = ex.rng
+    # Measured in a fresh child: what import holds still counts (work done ahead), but not a memo of the
+    # batch-sized masks earlier checks asked varlen_mask for, which a correct answer may keep.
+    ex.sandbox.let_go()
     padded = _padded(ex, rng)
     if padded:
         batch, sentence = padded
@@ -964,9 +983,12 @@ def check_rejects_mismatched_rows(ex):
 
 
 def check_rejects_bad_padding(ex):
-    """Padding on the right or in the middle of a row raises ValueError, in both functions."""
+    """Padding on the right or in the middle of a row, or an integer mask holding a value other than 0 and 1 (masks
+    are bool or 0/1), raises ValueError, in both functions."""
     for mask, what in [(np.array([[1, 1, 0], [1, 1, 1]], bool), "padding on the right of row 0"),
-                       (np.array([[0, 1, 0, 1]]), "padding in the middle of a row")]:
+                       (np.array([[0, 1, 0, 1]]), "padding in the middle of a row"),
+                       (np.array([[0, 2, 2], [0, 1, 1]]), "an int mask holding 2"),
+                       (np.array([[0, 0, 1], [0, -1, 1]], np.int8), "an int8 mask holding -1")]:
         _reject(ex, "left_padded_positions", mask, what=what)
         _reject(ex, "left_padded_decode_mask", mask, 1, what=what)
 

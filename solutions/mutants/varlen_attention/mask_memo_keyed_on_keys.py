@@ -41,11 +41,13 @@ def varlen_mask(cu_seqlens_q, cu_seqlens_k) -> np.ndarray:
     cu_q, cu_k = _validated(cu_seqlens_q, cu_seqlens_k)
     key = (tuple(cu_k.tolist()), int(cu_q[-1]))
     if key not in _MASKS:
+        if len(_MASKS) >= _MEMO_SIZE:
+            del _MASKS[next(iter(_MASKS))]  # the oldest: a bounded memo, as lru_cache(maxsize) would keep
         _MASKS[key] = _mask(cu_q, cu_k)
     return _MASKS[key].copy()
 
 
-_MASKS = {}
+_MASKS, _MEMO_SIZE = {}, 4
 
 
 def _mask(cu_q, cu_k):
