@@ -62,6 +62,7 @@ from grader.checking import (
     fail,
     garbage,
     grid_picture,
+    misfit_calls,
     name_mistakes,
     odd_size_closed,
     off_by,
@@ -937,8 +938,9 @@ def check_rejects_the_invalid_case_shown(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Bad sizes (a capacity past int64 beside a bad head_dim too), windows (past int64 too) and shapes raise
-    ValueError, on zero rows and empty position lists as on others, and a rejected call leaves the cache as it was."""
+    """Bad sizes (a capacity past int64 beside a bad head_dim too), windows (past int64 too) and shapes (any one
+    array's shape that numpy would broadcast against the others' too) raise ValueError, on zero rows and empty
+    position lists as on others, and a rejected call leaves the cache as it was."""
     rng = ex.rng
     for C, D in [(0, 4), (4, 0), (-3, 2), (2.5, 4), (2**64, 0)]:
         expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
@@ -960,6 +962,21 @@ def check_rejects_invalid_arguments(ex):
     for q, k, v, W, what in _bad_steps(rng.standard_normal, C, D):
         expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}", diagnosis=INVALID)
         _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
+    for name, args, call in _broadcast_misfits(rng, D):
+        target = step if name == "windowed_attention_step" else cache.append
+        expect_rejected(ex, target, *((cache,) if target is step else ()), *args, call=call, diagnosis=INVALID)
+        _unchanged(ex, cache, snapshot, call)
+
+
+def _broadcast_misfits(rng, D):
+    """(function, arguments, call): a step's q, k or v, or append's k or v, in turn given a shape numpy would
+    still broadcast against the others' [T, head_dim] (``checking.misfit_calls``: a row count of 1, a 1-D
+    array, a leading axis of 1): each must be refused, whichever array it is."""
+    T = int(rng.integers(2, 6))
+    rows = [rng.standard_normal((T, D)) for _ in range(3)]
+    yield from misfit_calls("windowed_attention_step", ["q", "k", "v"], [("T", "D")] * 3, rows,
+                            lambda a: (*a, 2))
+    yield from misfit_calls("cache.append", ["k", "v"], [("T", "D")] * 2, rows[:2], tuple)
 
 
 def _bad_appends(r, D):

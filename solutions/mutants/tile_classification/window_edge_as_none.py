@@ -5,6 +5,7 @@ window W, also k > p - W (W keys, itself included).
 """
 EXPECTED_DIAGNOSIS = ()  # no named mistake is this one
 EXPECTED_LEVEL = "weak"
+
 import numpy as np
 
 SKIP, PARTIAL, FULL = 0, 1, 2
