@@ -635,12 +635,12 @@ def _empty_steps(t):
 
 
 def _one_odd_out(t):
-    """Steps where one of q, k, v alone has another length, head count or head dimension: each
-    argument is checked before anything is appended, not only the first."""
+    """Steps where one of q, k, v alone (q too: a q of 1 row beside k, v of 2 is what numpy broadcasts) has
+    another length, head count or head dimension: each argument is checked before anything is appended."""
     odd = [((3,), {}, "3 rows"), ((1,), {}, "1 row"), ((2,), {"h": 2}, "2 heads"), ((2,), {"h": 1}, "1 head"),
            ((2,), {"d": 6}, "head dimension 6")]  # a length or head count of 1 is what numpy broadcasts
     return [(tuple(t(*a, **kw) if n == i else t(2) for n in range(3)), {},
-             f"{'qkv'[i]} alone of {what} (the others [2, H, D])") for i in (1, 2) for a, kw, what in odd]
+             f"{'qkv'[i]} alone of {what} (the others [2, H, D])") for i in range(3) for a, kw, what in odd]
 
 
 def _unchanged(cache, before, call):
