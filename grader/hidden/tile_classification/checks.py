@@ -184,7 +184,7 @@ def check_window_smaller_than_tile(ex):
 
 def check_window_larger_than_tile(ex):
     """Sliding windows wider than a tile, up to wider than the whole sequence; and windows at the sequence's edges,
-    where the first or the last query just sees, or just misses, key 0 (W = S - T, S - T + 1, S - 1, S, S + 1)."""
+    where the first or the last query just sees, or just misses, key 0 (sizes one apart around S)."""
     cases = [Case(1, 300, 1, 16, window=50), Case(33, 200, 8, 16, window=37), Case(10, 30, 4, 4, window=30),
              Case(64, 97, 9, 11, window=200)]
     _expect_cases(ex, cases + random_cases(ex.rng, 22, window="large") + _edge_windows(ex.rng),
