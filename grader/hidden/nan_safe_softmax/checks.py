@@ -19,7 +19,8 @@ Sentence (CONTRACT section 1, the exercise's section, the prompt) -> the checks 
 | precision follows the inputs | every value check (``diagnosis``: ``checking.tolerance``) |
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene), |
 | | the two dtype checks |
-| a row with no allowed entry gives zeros, never NaN (S = 0 too) | softmax_fully_masked_rows, fully_masked_rows_attention |
+| a row with no allowed entry gives zeros, never NaN (S = 0 too) | softmax_fully_masked_rows, |
+| | fully_masked_rows_attention |
 | no numpy warning | quiet_on_empty_rows, quiet_on_large_logits |
 | scale 1/sqrt(D); m + log(l) is the log-sum-exp | one_chunk_attention |
 | n may be 0 | empty_chunk |

@@ -21,7 +21,8 @@ failing case of that check equals it (``checking.explain``).
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | work grows with the sum of n_q * n_k | work_grows_per_sequence (CPU time per added sequence; idle keys) |
 | memory never with total_q * total_k | no_batch_sized_memory |
-| left padding: a contiguous suffix, else ValueError; bool or 0/1 (other ints: ValueError) | positions_random_padding, rejects_bad_padding |
+| left padding: a contiguous suffix, else ValueError; bool or 0/1 (other ints: ValueError) | positions_random_padding, |
+| | rejects_bad_padding |
 | a real token's position counts the real tokens before it | positions_* |
 | decode mask: 1 <= T <= S, last T real, j <= S - T + i | decode_mask_*, rejects_bad_decode_step |
 
