@@ -3,7 +3,8 @@
 Which implementations the tests run against is data: the rubric's ``[own_tests]`` section
 names the classic mistake (``classic``) and the behaviour-visible ones (``scored``) by
 diagnosis id; each is a known-wrong version under ``solutions/mutants/<id>/``. The engine
-runs them (one per variant, plus the reference) once every candidate child of the submission
+runs them (one per variant, plus the correct answers: the reference as it is, and the reference
+handing out every array as a read-only view) once every candidate child of the submission
 has ended, one at a time, and hands the checks a mapping ``{variant: OwnTestsRun}``.
 
 Each run is two processes: the candidate's tests under pytest, importing a generated
@@ -11,7 +12,9 @@ Each run is two processes: the candidate's tests under pytest, importing a gener
 test in a worker of its own, its files out of the tests' reach. The grader relays between
 them (``sandbox/relay.py``). Outcomes come test by test from pytest's JUnit XML.
 
-Judging: a test that fails on the reference disagrees with the contract and is set aside.
+Judging: a test that fails on a correct answer (either reference run: section 1 says a read-only
+result is fine, so a test that writes into a result, or asks that it be read-only, fails on one
+of them) disagrees with the contract and is set aside.
 A variant is caught when some remaining test fails on it; the score is the share of
 ``scored`` variants caught. A strong suite may disagree with the contract once or twice; more
 than ``MAX_SET_ASIDE`` tests (pytest node ids) set aside caps the suite at hire, whatever its
@@ -36,6 +39,8 @@ from .sandbox.launch import RUNTIME_DIR, Scratch, kill, spawn
 
 TIMEOUT_SECONDS = 60.0
 REFERENCE = "reference"
+READ_ONLY = "reference_read_only"  # the reference, every array it hands the tests a read-only view
+CORRECT = (REFERENCE, READ_ONLY)  # answers the contract allows: a test failing on either is set aside
 JUNIT = "junit.xml"  # one of the sandbox's REPORT_FILES
 JUNIT_MAX_BYTES = 4 << 20  # the JUnit file is written by the candidate's process: read at most this
 SHOWN = 8  # test names listed in a message
@@ -76,10 +81,11 @@ def rubric_for(exercise: Exercise) -> Rubric:
 
 
 def variants(exercise: Exercise) -> dict[str, Path]:
-    """What the tests run against: the reference, then each declared known-wrong version."""
+    """What the tests run against: the reference (twice: as it is and read-only, see CORRECT), then each
+    declared known-wrong version."""
     section = declaration(exercise)
     wanted = dict.fromkeys([section.classic, *section.scored]) if section else {}
-    return {REFERENCE: exercise.reference_path,
+    return {REFERENCE: exercise.reference_path, READ_ONLY: exercise.reference_path,
             **{d: exercise.mutant(d).module_path for d in wanted}}
 
 
@@ -105,15 +111,17 @@ class OwnTestsRun:
 
 
 def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limits,
-        timeout: float = TIMEOUT_SECONDS, seed: int = 0) -> OwnTestsRun:
-    """Run the candidate's tests against ``implementation``, seen through the black box.
+        timeout: float = TIMEOUT_SECONDS, seed: int = 0, read_only: bool = False) -> OwnTestsRun:
+    """Run the candidate's tests against ``implementation``, seen through the black box
+    (``read_only``: every array it returns reaches the tests as a read-only view).
 
     Both processes start their global generators from the grading ``seed``.
     """
     deadline = time.monotonic() + timeout
     api = {exercise.id: relay.public_names(exercise.stub_path),
            **{helper.stem: relay.public_names(helper) for helper in exercise.helper_files}}
-    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed)
+    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed,
+                                  read_only=read_only)
     scratch = Scratch(prefix="kvgrade-tests-")
     proc, fds = None, []
     try:
@@ -208,18 +216,19 @@ def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: 
     """``{variant: OwnTestsRun}`` for every declared variant, on the exercise's time budget,
     seeded from the grading ``seed``.
 
-    One run at a time, the reference's last: no two candidate processes ever overlap (a run
+    One run at a time, the reference's last (both of them): no two candidate processes ever overlap (a run
     against a mutant cannot ask a run against the reference for its answers), and no candidate
     code starts after the reference's proxy existed. The engine calls this only once every
     candidate child of the submission has ended. ``before_each()`` may raise to stop.
     """
     declared = variants(exercise)
     done = {}
-    for variant in sorted(declared, key=lambda v: v == REFERENCE):  # stable: mutants in order, then the reference
+    for variant in sorted(declared, key=lambda v: v in CORRECT):  # stable: mutants in order, then the reference
         before_each()
         with sandbox.budgeted(TIMEOUT_SECONDS) as timeout:  # the tests are candidate code too
             done[variant] = (OwnTestsRun("error", detail=sandbox.over_budget()) if timeout is None
-                             else run(test_file, declared[variant], exercise, limits, timeout, seed))
+                             else run(test_file, declared[variant], exercise, limits, timeout, seed,
+                                      read_only=variant == READ_ONLY))
     return {variant: done[variant] for variant in declared}
 
 
@@ -228,8 +237,8 @@ def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: 
 
 @dataclass(frozen=True)
 class Judgement:
-    kept: list  # tests that pass on the reference
-    set_aside: list  # tests that fail on the reference: they disagree with the contract
+    kept: list  # tests that pass on the reference and fail on no correct answer
+    set_aside: list  # tests that fail on a correct answer (CORRECT): they disagree with the contract
     caught: list  # variants (diagnosis ids) some kept test fails on
     missed: list  # scored variants no kept test fails on
     scored: list
@@ -244,11 +253,10 @@ class Judgement:
 
 
 def judge(runs: Mapping, scored: list) -> Judgement:
-    reference = runs[REFERENCE]
-    kept = sorted(t for t, o in reference.tests.items() if o == "passed")
-    caught = [v for v in runs if v != REFERENCE and runs[v].failed & set(kept)]
-    return Judgement(kept, sorted(reference.failed), caught, [d for d in scored if d not in caught],
-                     list(scored))
+    set_aside = set().union(*(runs[c].failed for c in CORRECT if c in runs))
+    kept = sorted(t for t, o in runs[REFERENCE].tests.items() if o == "passed" and t not in set_aside)
+    caught = [v for v in runs if v not in CORRECT and runs[v].failed & set(kept)]
+    return Judgement(kept, sorted(set_aside), caught, [d for d in scored if d not in caught], list(scored))
 
 
 def summary(exercise: Exercise, runs: Mapping) -> dict | None:
@@ -260,6 +268,9 @@ def summary(exercise: Exercise, runs: Mapping) -> dict | None:
 
 
 # -- checks, shared by every exercise with [own_tests] (import them into its checks.py) -----
+
+
+_AS = {REFERENCE: "", READ_ONLY: " that returns read-only arrays"}
 
 
 def _listed(names) -> str:
@@ -275,9 +286,10 @@ def _judged(ex) -> Judgement:
     if broken:  # not the candidate's fault: the exercise gets no verdict, never a lower one
         raise RuntimeError(f"own tests could not run against {', '.join(broken)}: "
                            f"{ex.own_tests[broken[0]].detail}")
-    reference = ex.own_tests[REFERENCE]
-    if reference.outcome != "ran":
-        fail(f"your tests, run against a correct implementation: {reference.line}", kind="tests")
+    for correct in (c for c in CORRECT if c in ex.own_tests):  # a run that could not run judges nothing
+        if ex.own_tests[correct].outcome != "ran":
+            fail(f"your tests, run against a correct implementation{_AS[correct]}: {ex.own_tests[correct].line}",
+                 kind="tests")
     judgement = judge(ex.own_tests, list(declaration(ex.exercise).scored))
     if not judgement.kept:
         fail(f"none of your tests passes on a correct implementation; all disagree with the contract: "

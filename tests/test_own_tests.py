@@ -269,6 +269,35 @@ def test_judging_sets_aside_tests_that_fail_on_the_reference():
     assert judgement.score == 0.5
 
 
+def test_a_test_failing_on_the_read_only_reference_is_set_aside():
+    """Section 1: a read-only result is fine, so a test that writes into one disagrees with the contract."""
+    runs = {"reference": OwnTestsRun("ran", {"a": "passed", "writes": "passed"}),
+            own_tests.READ_ONLY: OwnTestsRun("ran", {"a": "passed", "writes": "failed"}),
+            "no_mask": OwnTestsRun("ran", {"a": "passed", "writes": "failed"})}
+    judgement = judge(runs, ["no_mask"])
+    assert (judgement.kept, judgement.set_aside, judgement.caught) == (["a"], ["writes"], [])
+
+
+WRITES_INTO_RESULT = """
+from decode_mask import decode_causal_mask
+
+
+def test_writes_into_the_mask():
+    mask = decode_causal_mask(2, 5)
+    mask[:, :3] = False
+    assert not mask[:, :3].any()
+"""
+
+
+@pytest.mark.slow
+def test_the_read_only_reference_hands_out_read_only_views(tmp_path):
+    (tmp_path / "test_decode_mask.py").write_text(WRITES_INTO_RESULT)
+    test = tmp_path / "test_decode_mask.py"
+    assert not own_tests.run(test, DECODE_MASK.reference_path, DECODE_MASK, Limits()).failed
+    assert own_tests.run(test, DECODE_MASK.reference_path, DECODE_MASK, Limits(), read_only=True).failed == {
+        "test_writes_into_the_mask"}
+
+
 def test_a_variant_whose_run_failed_to_run_is_not_caught():
     runs = {"reference": OwnTestsRun("ran", {"a": "passed"}),
             "no_mask": OwnTestsRun("error", detail="the tests did not finish within 5 s")}

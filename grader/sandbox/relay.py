@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import wire
 from .errors import CandidateFault
 from .launch import Limits
@@ -59,14 +61,16 @@ class Implementation:
     """The implementation under test in a worker of its own, answering checked requests.
 
     ``api`` maps each module the tests may call (the exercise's, and its kit helpers such as
-    ``gpt2``) to its public names.
+    ``gpt2``) to its public names. ``read_only``: every array a reply hands the tests arrives as
+    a read-only view (section 1: a read-only result is fine), so the same implementation is
+    another correct answer.
     """
 
     def __init__(self, module_name: str, implementation: Path, helper_files, api: dict, limits: Limits,
-                 seed: int = 0):
+                 seed: int = 0, read_only: bool = False):
         spec = ModuleToLoad(module_name, [(f"{module_name}.py", implementation)], list(helper_files), seed=seed)
         self.worker = Worker(spec, limits)
-        self.module_name, self.api = module_name, api
+        self.module_name, self.api, self.read_only = module_name, api, read_only
         self.helpers: dict[str, int] = {}  # helper module -> its handle in the worker, never shown
         self.handles: set[int] = set()  # objects a reply handed to the tests
         self.stopped = ""  # why the implementation no longer answers
@@ -104,6 +108,7 @@ class Implementation:
             return _error_reply(reply.get("error")), []
         try:
             value = wire.decode(reply.get("value"), reply_arrays, self._receive)
+            value = _read_only(value) if self.read_only else value
             out: list = []
             return {"ok": True, "value": wire.encode(value, out, _send)}, out
         except wire.WireError as exc:
@@ -166,6 +171,17 @@ class Implementation:
             raise wire.WireError("a reply refers to an unknown object")
         self.handles.add(handle)
         return _Handle(handle, str(tagged.get("type", "object"))[:MAX_NAME], bool(tagged.get("callable")))
+
+
+def _read_only(value):
+    """``value`` with every array in it (in lists, tuples and dicts too) laid out read-only for the tests."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        return wire.Laid(value, read_only=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_read_only(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _read_only(v) for k, v in value.items()}
+    return value
 
 
 def _send(value):

@@ -8,7 +8,8 @@ after every operation every live sequence is read back through the fixed layout
 first failing sequence is shrunk (a bounded number of replays) and is the case shown.
 Attention checks also run on a layout the grader builds and lends (shuffled tables, garbage up
 to 1e30 in every slot no query may read, up to 1e300 beside float32 queries, scores up to 1e4), so
-they show what paged_attention reads through the table and nothing else. Values are judged with
+they show what paged_attention reads through the table and nothing else; the lent object has
+seq_len, block_table, key_pool and value_pool and no other member (no block_size, no sizes). Values are judged with
 section 1's precision rule (``checking.close``); a right value in another container is judged as
 a value, and the container alone fails ``returns_arrays`` (hygiene).
 
@@ -312,17 +313,17 @@ def report_attention(ex, failures: list[Failure], case=None, diagnose=None):
 
 
 class LentLayout(Lent):
-    """A paged layout held by the grader: paged_attention may read it only as the contract says."""
+    """A paged layout held by the grader with only what the contract lets paged_attention read: seq_len,
+    block_table, key_pool and value_pool. Nothing else (no block_size, num_kv_heads, num_free_blocks...):
+    an answer that reads more than the contract names works on its own cache only, and fails here."""
 
-    wire_type, wire_methods = "PagedLayout", ("seq_len", "block_table", "num_free_blocks")
+    wire_type, wire_methods = "PagedLayout", ("seq_len", "block_table")
 
-    def __init__(self, layout: Layout, num_free: int):
-        self.layout, self.num_free = layout, num_free
+    def __init__(self, layout: Layout):
+        self.layout = layout
 
     def wire_attrs(self) -> dict:
-        nb, bs, Hkv, D = self.layout.key_pool.shape
-        return {"key_pool": self.layout.key_pool, "value_pool": self.layout.value_pool,
-                "num_blocks": nb, "block_size": bs, "num_kv_heads": Hkv, "head_dim": D}
+        return {"key_pool": self.layout.key_pool, "value_pool": self.layout.value_pool}
 
     def _seq(self, seq_id):
         if not _is_int(seq_id) or int(seq_id) not in self.layout.lens:
@@ -334,9 +335,6 @@ class LentLayout(Lent):
 
     def block_table(self, seq_id):
         return self.layout.tables[self._seq(seq_id)].copy()
-
-    def num_free_blocks(self):
-        return self.num_free
 
 
 def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=False) -> tuple[Layout, int]:
@@ -386,7 +384,7 @@ def expect_lent_cases(ex, cases, extreme=False):
     every other call, unread slots holding float64 values float32 cannot hold)."""
     failures = []
     for lens, bs, Hkv, group, D, calls in cases:
-        layout, spare = lent_layout(ex.rng, lens, bs, Hkv, D, beyond_float32=extreme)
+        layout, _ = lent_layout(ex.rng, lens, bs, Hkv, D, beyond_float32=extreme)
         if extreme:  # a shared first component: queries can put a row's scores anywhere (_queries)
             layout.key_pool[..., 0] = 1.0
         ids = list(layout.lens)
@@ -399,7 +397,7 @@ def expect_lent_cases(ex, cases, extreme=False):
             q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype, offsets=extreme and n % 4 >= 2)
             precision = ", float32" if dtype != np.float64 else ""
             call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{precision})"
-            got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout, spare), s, q),
+            got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout), s, q),
                                call=call, shape=q.shape, case=case)
             failure = Failure(layout, s, q, got, oracle.attention(keys, values, q.astype(np.float64)), case=case)
             if not failure.right():

@@ -12,6 +12,9 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | sentence | check |
 |---|---|
 | rotate-half formula, theta_i = p * base ** (-2 i / D); positions unsorted | rope_values, rope_relative_invariance |
+| ... the cache's base on every path: plain steps, chunks, trees, float32, numpy sizes, reused | every script check |
+| buffers (other_bases: 500000, 1e6, 10, a random float beside the default) | |
+| as large as memory allows: steps, prefills ending exactly at 64 .. 1024 tokens | prefill_then_decode, random_chunks |
 | odd D, negative positions, base <= 1, bad parents or shapes (T = 0 too): ValueError | rejects_invalid_arguments |
 | cache.base kept; keys and values [len, H, D] | fresh_cache |
 | a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, |
@@ -78,6 +81,13 @@ def _heads(rng) -> int:
 
 def _tokens(rng, T, H, D, dtype=np.float64) -> np.ndarray:
     return rng.standard_normal((T, H, D)).astype(dtype)
+
+
+def other_bases(rng, n) -> list[float]:
+    """``n`` bases other than the default, in a drawn order: 500000.0 and 1e6 (Llama 3, long contexts), 10.0 and
+    a random float, so that a path that drops the cache's base (or rounds it to an int) is judged on every one."""
+    drawn, order = [500000.0, 1e6, 10.0, round(float(rng.uniform(2.0, 2e5)), 3) + 0.5], rng.permutation(4)
+    return [drawn[order[i % 4]] for i in range(n)]
 
 
 def random_tree(rng, T, roots=None) -> list[int]:
@@ -289,10 +299,10 @@ def _rope_cases(rng):
     """(x, positions as passed, base): D = 2, D not a power of two, odd heads, unsorted and large
     positions (past 2^16 and 10^5; with float32 x, odd ones past 2^24 up to 2^40, which no float32
     holds: angles from positions in x's dtype turn by another position's angle), a list of positions,
-    an int base, float32, T = 0. Positions in int16 and int32 arrays; numpy integer scalars are
+    an int base, float32 (at another base too), T = 0. Positions in int16 and int32 arrays; numpy integer scalars are
     check_numpy_integer_arguments' and the general integer-type check's, which blame the type only
     where Python ints were answered."""
-    T = odd_size(rng, 5, 40)
+    T, (other,) = odd_size(rng, 5, 40), other_bases(rng, 1)  # float32 at another base too
     return [
         (_tokens(rng, 1, 1, 2), [1], 10000.0),
         (_tokens(rng, T, 3, 2), rng.permutation(T + 7)[:T], 10000.0),
@@ -300,7 +310,7 @@ def _rope_cases(rng):
         (_tokens(rng, T, 5, _head_dim(rng)), rng.integers(60_000, 140_000, T).tolist(), 10000.0),
         (_tokens(rng, 9, 1, _head_dim(rng, 40, 140)), rng.choice([0, 1, 100_000, 65_537, 32_769], 9), 500000.0),
         (_tokens(rng, T, 7, _head_dim(rng)), rng.integers(0, 300, T), 10),
-        (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(0, 1000, T).astype(np.int16), 10000.0),
+        (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(0, 1000, T).astype(np.int16), other),
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), rng.integers(60_000, 140_000, T).astype(np.int32), 10000.0),
         (_tokens(rng, 5, 1, 2, np.float32), 2**24 + 2 * rng.permutation(5) + 1, 10000.0),  # odd: no float32 holds them
         (_tokens(rng, T, 3, _head_dim(rng), np.float32), 2 * rng.integers(2**23, 2**39, T) + 1, 10000.0),
@@ -380,7 +390,8 @@ def check_fresh_cache(ex):
 
 
 def check_prefill_then_decode(ex):
-    """A prefill, then one token at a time: every output and every stored key and value, after every step."""
+    """A prefill, then one token at a time: every output and every stored key and value, after every step; prefills
+    of exactly 64, 128, 256, 512 and 1024 tokens (where answers page or grow their storage), a step after each."""
     rng = ex.rng
     scripts = []
     for prompt, base in [(odd_size(rng, 20, 60), 10000.0), (1, 10000.0), (odd_size(rng, 60, 120), 500000.0)]:
@@ -388,30 +399,57 @@ def check_prefill_then_decode(ex):
         steps = plain_steps(rng, [prompt] + [1] * odd_size(rng, 20, 40), H, D)
         label = f"a prefill of {prompt} token{'s' * (prompt > 1)}, then decode steps of T = 1"
         scripts.append(Script(H, D, base, steps, label))
+    for prompt in POWERS:  # one head, a small D: a long prompt stays cheap
+        D = _head_dim(rng, 6, 14)
+        steps = plain_steps(rng, [prompt, int(rng.choice([1, odd_size(rng, 2, 9)]))], 1, D)
+        scripts.append(Script(1, D, 10000.0, steps, f"a prefill of exactly {prompt} tokens, then one more step"))
     _expect_scripts(ex, scripts)
 
 
+POWERS = (64, 128, 256, 512, 1024)  # lengths where answers page or grow storage: steps end exactly there
+
+
+def _on_boundaries(rng) -> Script:
+    """From a prefill of exactly 64, steps that end exactly at 128 (a step of T = 1), 256, 512 and 1024 (chunks,
+    or T = 1), each boundary followed by a step starting there and one of them by a tree of drafts: a last page
+    or buffer that is exactly full."""
+    H, D = 1, _head_dim(rng, 6, 14)  # one head, a small D: 1024 tokens stay cheap for the oracle
+    chunks, tree_at = [POWERS[0]], int(rng.choice(POWERS[1:]))
+    for low, high in zip(POWERS, POWERS[1:]):
+        last = 1 if high == 128 or rng.random() < 0.3 else int(rng.integers(2, 40))
+        chunks += chunk_sizes(rng, high - low - last, 20, 120, p_one=0.1) + [last]
+    steps, length = [], 0
+    for T in chunks:
+        steps += plain_steps(rng, [T], H, D)
+        length += T
+        if length == tree_at:
+            steps.append(tree_step(rng, random_tree(rng, 5), H, D))
+    return Script(H, D, *other_bases(rng, 1), steps, "steps ending exactly at 64, 128, 256, 512 and 1024 tokens")
+
+
 def check_one_token_at_a_time(ex):
-    """From an empty cache, one token per step (D = 2 too, T = 0 first): outputs, keys and values after every step."""
+    """From an empty cache, one token per step (D = 2 too, T = 0 first; the default base and another): outputs, keys
+    and values after every step."""
     rng = ex.rng
-    scripts = [Script(H, D, 10000.0, plain_steps(rng, [0] + [1] * odd_size(rng, 25, 50), H, D),
+    scripts = [Script(H, D, base, plain_steps(rng, [0] + [1] * odd_size(rng, 25, 50), H, D),
                       "an empty step, then one token per step")
-               for H, D in [(_heads(rng), 2), (_heads(rng), _head_dim(rng))]]
+               for H, D, base in [(_heads(rng), 2, 10000.0), (_heads(rng), _head_dim(rng), *other_bases(rng, 1))]]
     _expect_scripts(ex, scripts)
 
 
 def check_random_chunks(ex):
     """Chunks of random sizes (T = 0, 1 and more, float32 inputs too): outputs and the cache after every step;
-    float64 chunks after and between float32 ones (the first and larger ones) in one cache, judged at float64."""
+    float64 chunks after and between float32 ones (the first and larger ones) in one cache, judged at float64;
+    steps ending exactly at 64, 128, 256, 512 and 1024 tokens."""
     rng = ex.rng
     scripts = []
-    for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, 10000.0)]:
+    for dtype, base in [(np.float64, 10000.0), (np.float64, 1e6), (np.float32, *other_bases(rng, 1))]:
         H, D = _heads(rng), _head_dim(rng)
         chunks = chunk_sizes(rng, odd_size(rng, 80, 160), 2, 17)
         chunks.insert(len(chunks) // 2, 0)  # T = 0 changes nothing
         script = Script(H, D, base, plain_steps(rng, chunks, H, D, dtype), f"random chunks ({dtype.__name__})")
         scripts.append(script)
-    _expect_scripts(ex, scripts + [_mixed_dtypes(rng)])
+    _expect_scripts(ex, scripts + [_mixed_dtypes(rng), _on_boundaries(rng)])
 
 
 def _mixed_dtypes(rng) -> Script:
@@ -426,14 +464,15 @@ def _mixed_dtypes(rng) -> Script:
         (wide,) = plain_steps(rng, [sum(len(s.q) for s in steps) + int(rng.integers(1, 4))], H, D, np.float32)
         steps.append(replace(wide, k=np.zeros_like(wide.k)))
     steps += plain_steps(rng, [int(rng.integers(1, 6))], H, D)
-    return Script(H, D, 10000.0, steps, "float32 steps first (T = 0, 1), then float64 and float32 chunks in turn "
-                  "(float32 keys zero past position 0)", exact_float32=True)
+    return Script(H, D, *other_bases(rng, 1), steps, "float32 steps first (T = 0, 1), then float64 and float32 "
+                  "chunks in turn (float32 keys zero past position 0)", exact_float32=True)
 
 
 def check_extreme_scores(ex):
-    """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree, within the inputs' precision."""
+    """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree (bases other than the default),
+    within the inputs' precision."""
     rng, scripts = ex.rng, []
-    for dtype in (np.float64, np.float32):
+    for dtype, base in zip((np.float64, np.float32), other_bases(rng, 2)):
         H, D = _heads(rng), _head_dim(rng, 6, 20)
         steps = plain_steps(rng, chunk_sizes(rng, odd_size(rng, 30, 60), 2, 9), H, D, dtype)
         steps.append(tree_step(rng, random_tree(rng, 6), H, D))
@@ -441,7 +480,7 @@ def check_extreme_scores(ex):
             float(np.linalg.norm(s.k, axis=-1).max()) for s in steps) / np.sqrt(D)
         scale = 10.0 ** rng.uniform(2, 4) / top  # scores up to 1e2 .. 1e4 in size
         steps = [Step((s.q * scale).astype(dtype), s.k.astype(dtype), s.v.astype(dtype), s.parents) for s in steps]
-        scripts.append(Script(H, D, 10000.0, steps, f"scores up to 1e4 in size ({np.dtype(dtype)})"))
+        scripts.append(Script(H, D, base, steps, f"scores up to 1e4 in size ({np.dtype(dtype)})"))
     _expect_scripts(ex, scripts)
 
 
@@ -450,8 +489,9 @@ LONG_CHAIN = 1_200  # drafts in one chain: deeper than Python's default recursio
 
 def check_tree_after_prefill(ex):
     """Trees of drafts after a prefill (chains, one thousands deep, one 129 deep in int8 parents, several roots,
-    bushy, empty): each draft's output, the cache kept."""
+    bushy, empty; bases other than the default): each draft's output, the cache kept."""
     rng = ex.rng
+    bases = other_bases(rng, 4)  # the drafts' angles come from the cache's base, as a plain step's do
     H, D = _heads(rng), _head_dim(rng)
     P = odd_size(rng, 10, 40)
     chain = list(range(-1, 5))
@@ -462,16 +502,16 @@ def check_tree_after_prefill(ex):
         steps.append(tree_step(rng, parents, H, D, as_array=n % 2 == 1))
         if n == 3:
             steps += plain_steps(rng, [3, 1], H, D)  # the sequence goes on between trees
-    scripts = [Script(H, D, 10000.0, steps, f"a prefill of {P} tokens, then trees of drafts")]
+    scripts = [Script(H, D, bases[0], steps, f"a prefill of {P} tokens, then trees of drafts")]
     H2 = _heads(rng)
-    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
+    scripts.append(Script(H2, 2, bases[1], plain_steps(rng, [7, 1], H2, 2) + [tree_step(rng, [-1, 0, 0, 2, -1], H2, 2)],
                           "a prefill of 7 tokens, a step of 1, then a tree (D = 2)"))
     # int8 parents up to 127, positions 124..252: past int8's top after 4 drafts (len + depth) and depth 128 itself
     deep = tree_step(rng, list(range(-1, 128)), H2, 2, as_array=True, dtype=np.int8)
-    scripts.append(Script(H2, 2, 10000.0, plain_steps(rng, [124], H2, 2) + [deep],
+    scripts.append(Script(H2, 2, bases[2], plain_steps(rng, [124], H2, 2) + [deep],
                           "a prefill of 124 tokens, then a chain of 129 drafts with int8 parents (D = 2)"))
     long = tree_step(rng, list(range(-1, LONG_CHAIN - 1)), 1, 2)  # section 1: recursion depth is no limit
-    scripts.append(Script(1, 2, 10000.0, plain_steps(rng, [5], 1, 2) + [long],
+    scripts.append(Script(1, 2, bases[3], plain_steps(rng, [5], 1, 2) + [long],
                           f"a prefill of 5 tokens, then a chain of {LONG_CHAIN:,} drafts"))
     _expect_scripts(ex, scripts)
 
@@ -507,13 +547,14 @@ def _playable(steps) -> list[Step]:
 
 
 def check_steps_and_trees_interleaved(ex):
-    """Random sequences of plain steps (T = 0, 1, many) and trees of drafts, interleaved, checked after every call."""
+    """Random sequences of plain steps (T = 0, 1, many) and trees of drafts, interleaved (a base other than the
+    default), checked after every call."""
     rng = ex.rng
-    H, D = _heads(rng), _head_dim(rng, 6, 20)
+    H, D, (base,) = _heads(rng), _head_dim(rng, 6, 20), other_bases(rng, 1)
     sequences = [_playable(_random_steps(rng, H, D, 16)) for _ in range(3)]
 
     def play(steps):
-        return run_script(ex, Script(H, D, 10000.0, _playable(steps), "random steps and trees (shrunk)"))
+        return run_script(ex, Script(H, D, base, _playable(steps), "random steps and trees (shrunk)"))
 
     failing = [(steps, miss) for steps in sequences if (miss := play(steps)) is not None]
     if failing:  # the shrunk one is the smallest case shown; a mistake is named only when it fits all
@@ -522,33 +563,35 @@ def check_steps_and_trees_interleaved(ex):
 
 def check_keeps_its_own_copy(ex):
     """The caller reuses its q, k, v and parents arrays as soon as a step returns (a prefill, T = 1, chunks and
-    trees, float64 and float32): the later outputs and the stored keys and values do not change, and no later
-    call writes into an array the caller passed."""
+    trees, float64 and float32, bases other than the default): the later outputs and the stored keys and values do
+    not change, and no later call writes into an array the caller passed."""
     rng, held, scripts = ex.rng, Held(ex), []
-    for dtype, first in ((np.float64, odd_size(rng, 5, 20)), (np.float32, 1)):  # a first chunk may become storage
+    bases = other_bases(rng, 2)
+    for dtype, first, base in ((np.float64, odd_size(rng, 5, 20), bases[0]), (np.float32, 1, bases[1])):
         H, D = _heads(rng), _head_dim(rng, 6, 20)
         steps = plain_steps(rng, [first], H, D, dtype) + _playable(_random_steps(rng, H, D, 10, dtype))
         steps = [s if s.parents is None else replace(s, parents=np.asarray([int(p) for p in s.parents]))
                  for s in steps]  # as arrays: the caller can rewrite those
         label = (f"a first chunk of {first}, then steps and trees ({np.dtype(dtype)}), the caller writing other "
                  "values into its arrays after every call")
-        scripts.append(Script(H, D, 10000.0, steps, label))
+        scripts.append(Script(H, D, base, steps, label))  # a first chunk may become storage
     settle(ex, [run_script(ex, s, held) for s in scripts])
 
 
 # ---- invalid arguments ---------------------------------------------------------------------------
 
 def check_numpy_integer_arguments(ex):
-    """num_heads, head_dim and parents given as numpy integers: the same answers as Python ints."""
+    """num_heads, head_dim and parents given as numpy integers (a base other than the default): the same answers as
+    Python ints."""
     rng = ex.rng
-    H, D = _heads(rng), _head_dim(rng)
+    H, D, (base,) = _heads(rng), _head_dim(rng), other_bases(rng, 1)
     parents = random_tree(rng, odd_size(rng, 4, 9), roots=2)
     steps = plain_steps(rng, [odd_size(rng, 3, 12), 1], H, D) + [tree_step(rng, parents, H, D)]
     label = "a prefill, a step of 1, then a tree of drafts"
-    _expect_scripts(ex, [Script(H, D, 10000.0, steps, label)])  # a wrong answer is said as such, not blamed on the type
+    _expect_scripts(ex, [Script(H, D, base, steps, label)])  # a wrong answer is said as such, not blamed on the type
     steps[-1] = replace(steps[-1], parents=[np.int64(p) for p in parents])
     with other_argument_types("RopeKVCache(np.int64, np.int64) or parents as numpy integers were rejected"):
-        _expect_scripts(ex, [Script(H, D, 10000.0, steps, label + " (numpy integers)", numpy_sizes=True)])
+        _expect_scripts(ex, [Script(H, D, base, steps, label + " (numpy integers)", numpy_sizes=True)])
 
 
 def check_rejects_invalid_arguments(ex):
