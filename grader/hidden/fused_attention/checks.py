@@ -11,7 +11,7 @@ this process and logs every load; outputs are compared with the row-by-row oracl
 | right values in another container or dtype: hire | every check (the plugin fails a check with slips as hygiene) |
 | queries at positions in any order, keys at kv.positions (-1 empty), window W | plain_decode .. ring_buffer_window |
 | loads only the tiles some query may see | loads_exactly_visible_tiles |
-| (section 1) calls in any order: the same source rewritten in place, a fresh one | loads_exactly_visible_tiles |
+| (section 1) any call order: a source rewritten in place (values, positions); a new one | loads_exactly_visible_tiles |
 | never a T x S allocation | no_dense_allocation |
 | long contexts, positions past 2^31; sizes as large as memory allows (windows, blocks past 2^63) | long_context |
 | numpy integers, list positions | numpy_integer_arguments |
@@ -478,27 +478,53 @@ def _expect_not_contiguous_layout(ex, case, times, allowed, where, picture):
          "positions need", where, picture, kind="must_not")
 
 
+def _written_on(rng, case):
+    """``case`` as its cache stands after block_k to S + block_k more tokens written as a ring buffer of S
+    slots (empty slots filled, the wrap moved): whole tiles hold other positions; the queries are the newest T."""
+    written = max(int(case.k_pos.max(initial=-1)) + 1, case.T) + int(rng.integers(case.block_k, case.S + case.block_k))
+    return replace(case, k_pos=oracle.ring_positions(case.S, written),
+                   q_pos=np.arange(written - case.T, written, dtype=np.int64))
+
+
 def _called_again(rng, case, source):
-    """(case, source) for two more calls alike in all the kernel is given but the keys' and values'
-    contents, which only a load reads: ``source`` itself after the caller rewrote its k and v in place
-    (as a ring buffer writes its slots), then a fresh source. A tile or answer kept from an earlier
-    call, keyed on anything the kernel can see (the source's id, its length, the tile's bounds or
-    positions, q), is stale there."""
+    """(case, source, the positions it held before or None) for three more calls: two alike in all the kernel
+    is given but the keys' and values' contents, which only a load reads: ``source`` itself after the caller
+    rewrote its k and v in place (as a ring buffer writes its slots), then a fresh source; between them
+    ``source`` itself again after the caller wrote on (its positions too, in place, and the queries the newest).
+    A tile or answer kept from an earlier call, keyed on anything the kernel can see (the source's id, its
+    length, the tile's bounds or positions, q), is stale there; so are tile bounds kept per source."""
+    case = replace(case, k_pos=case.k_pos.copy())  # the source's positions are rewritten below, not the case's
     def other(how):
         k, v = (rng.standard_normal(a.shape).astype(a.dtype) for a in (case.k, case.v))
         return replace(case, k=k, v=v, label=f"{case.label}, {how}")
     rewritten = other("the same KVSource again after the caller rewrote its keys and values in place")
     source.k[...], source.v[...] = rewritten.k, rewritten.v
     source.loads.clear()
-    yield rewritten, source
+    yield rewritten, source, None
+    moved = _written_on(rng, other("the same KVSource again after the caller wrote on as a ring buffer, "
+                                   "positions, keys and values in place"))
+    source.k[...], source.v[...], source.positions[...] = moved.k, moved.v, moved.k_pos
+    source.loads.clear()
+    yield moved, source, case.k_pos
     fresh = other("a fresh KVSource with other keys and values at the same positions")
-    yield fresh, KVSource(fresh.k.copy(), fresh.v.copy(), fresh.k_pos)
+    yield fresh, KVSource(fresh.k.copy(), fresh.v.copy(), fresh.k_pos), None
+
+
+def _expect_not_stale(ex, case, positions, o, lse):
+    """Fail, naming no mistake, when the answer is the one for the ``positions`` the source held before the
+    caller rewrote them: that is positions kept from an earlier call, whatever else it resembles."""
+    if _wrong(case, o, lse) and not _wrong(replace(case, k_pos=positions), o, lse):
+        fail(f"{case.call_text()}: the answer for the positions the source held before the caller rewrote them in "
+             "place; positions or tile bounds kept per source (a memo keyed on the source, part of the arguments) "
+             "go stale when the cache writes on", case.describe(ex.seed))
 
 
 def check_loads_exactly_visible_tiles(ex):
     """Loads exactly the key tiles some query of the query tile may see, never a skipped one, and answers
     from what it loads: each case is called again on the same source after the caller rewrote its keys and
-    values in place, then on a fresh source with other values at the same positions (calls in any order)."""
+    values in place, again after it wrote on as a ring buffer (positions of whole tiles moved in place, empty
+    slots filled, newer queries), then on a fresh source with other values at the original positions (calls
+    in any order)."""
     rng = ex.rng
     S = odd_size(rng, 1_000, 2_000)
     cases = [contiguous(rng, 1, S, 8, "decode", block_k=64),
@@ -515,10 +541,15 @@ def check_loads_exactly_visible_tiles(ex):
         o, lse, source, *_ = run(ex, case)
         _expect_loads(ex, case, source)
         expect_outputs(ex, case, o, lse)
-        for again, lent in _called_again(rng, case, source):  # the values first: a stale tile is a wrong answer
+        for again, lent, moved_from in _called_again(rng, case, source):
             o, lse, *_ = run(ex, again, source=lent)
-            expect_outputs(ex, again, o, lse)
-            _expect_loads(ex, again, lent)
+            if moved_from is None:  # the values first: a stale tile is a wrong answer
+                expect_outputs(ex, again, o, lse)
+                _expect_loads(ex, again, lent)
+            else:  # positions moved: an answer from the old ones first, then the tiles (a layout assumed shows there)
+                _expect_not_stale(ex, again, moved_from, o, lse)
+                _expect_loads(ex, again, lent)
+                expect_outputs(ex, again, o, lse)
 
 
 def _dense_cases(rng):
@@ -620,7 +651,8 @@ def check_numpy_integer_arguments(ex):
 
 
 def check_rows_that_see_nothing(ex):
-    """A row that sees no key gives o = 0 and lse = -inf, with no NaN and no numpy warning."""
+    """A row that sees no key gives o = 0 and lse = -inf, with no NaN and no numpy warning; no queries at
+    all (T = 0, with and without a window, over keys or over none) give o [0, D] and lse [0]."""
     rng = ex.rng
     empty = ring(rng, 37, 0, 4, 8, "every slot empty", block_q=3, block_k=10)
     empty.q_pos = np.array([0, 5, 9, 40], dtype=np.int64)
@@ -628,7 +660,11 @@ def check_rows_that_see_nothing(ex):
     holes.k_pos[[35, 37, 39]] = -1  # rows 1, 3, 5 lose the only key they could see
     early = ring(rng, 50, 300, 3, 8, "queries older than every stored key", block_q=2, block_k=16)
     early.q_pos = np.array([100, 260, 299], dtype=np.int64)  # the first sees nothing still stored
-    for case in (empty, holes, early):
+    # T = 0: the contract sets no lower bound (section 1: a size of 0 is then allowed)
+    none = [contiguous(rng, 0, odd_size(rng, 20, 60), 8, "no queries", block_q=4, block_k=7),
+            ring(rng, 45, 130, 0, 8, "no queries, ring buffer, window", window=30, block_q=3, block_k=6, holes=5),
+            contiguous(rng, 0, 0, 8, "no queries, no keys", window=5, block_q=3, block_k=4)]
+    for case in (empty, holes, early, *none):
         o, lse, _, _, warnings = run(ex, case, measured=True, memory=False)
         expect_outputs(ex, case, o, lse)
         if warnings:

@@ -19,8 +19,9 @@ One sentence, one property (CONTRACT section 1 and gpt2_decode's section -> chec
 | | decode_one_token_at_a_time, decode_from_empty_cache, chunked_prefill, random_configs |
 | projects only them; past tokens never recomputed | projects_only_new_tokens (cached positions' weights changed), |
 | | uses_the_weights_it_is_handed (every weight changed between steps, in place, as new arrays in the |
-| | model's params dict (same cache, then a fresh one), or as another model, one with the id of a freed |
-| | one; the cache stays as computed), |
+| | model's params dict (same cache, then a fresh one), half as new arrays and half in place after a step |
+| | with the same model and cache, or as another model, one with the id of a freed one; the cache stays |
+| | as computed), |
 | | step_cost_does_not_grow_with_the_past (the child's CPU time of one-token steps, long past and short) |
 | logits match model.forward on the whole sequence | every run, section 1's precision rule |
 | (section 1) any finite weights: scaled scores up to 1e4, tolerance times the largest | large_attention_scores |
@@ -166,15 +167,24 @@ class Run:
         for name, lent in self.lent.items():
             lent.view[...] = weights[name]
 
-    def replace(self, weights: dict):
-        """The model's lent parameters become ``weights``' as new arrays put in its params dict in place of the ones
-        it held (a checkpoint loaded into the same model object): a memo of references to the old arrays keeps
-        them. One request runs dict.update on the model's own dict (vars(model)["params"]), no code of the
-        candidate's; the new arrays are lent too, so later ``rewrite``s reach them."""
-        self.lent = {name: self.ex.sandbox.lend(weights[name]) for name in self.lent}
+    def replace(self, weights: dict, names=None):
+        """The model's lent parameters named in ``names`` (all if None) become ``weights``' as new arrays put in its
+        params dict in place of the ones it held (a checkpoint loaded into the same model object): a memo of
+        references to the old arrays keeps them. One request runs dict.update on the model's own dict
+        (vars(model)["params"]), no code of the candidate's; the new arrays are lent too, so later ``rewrite``s
+        reach them."""
+        names = set(self.lent) if names is None else set(names)
+        new = {name: self.ex.sandbox.lend(weights[name]) for name in self.lent if name in names}
+        self.lent.update(new)
         builtins, operator = self.ex.helper("builtins"), self.ex.helper("operator")
         params = builtins.map(operator.itemgetter("params"), builtins.map(builtins.vars, [self.model]))
-        builtins.list(builtins.map(builtins.getattr(builtins.dict, "update"), params, [self.lent]))
+        builtins.list(builtins.map(builtins.getattr(builtins.dict, "update"), params, [new]))
+
+    def mix(self, weights: dict, names):
+        """The model's lent parameters become ``weights``': those in ``names`` as new arrays in its params dict,
+        the others in place (a memo that notices one entry replaced, or none, keeps the rest)."""
+        self.replace(weights, names)
+        self.rewrite(weights)
 
 
 def _random_ids(rng, vocab, n):
@@ -435,19 +445,26 @@ def check_projects_only_new_tokens(ex):
 def check_uses_the_weights_it_is_handed(ex):
     """A model whose weights all change between steps: in place; as new arrays put in its params dict in place of
     the ones it held (a checkpoint loaded into the same model object: its next step on the same cache, then a
-    fresh cache's prefill on it); or as another model object handed to the same cache (built where the last one
-    lived once that one is freed, so it has its id): each step computes its new tokens with the weights of the
-    model it is called with, over the keys and values cached before, as they were computed."""
+    fresh cache's prefill on it); half its entries as new arrays and the others in place, right after a step
+    with the same model and cache (a random half, then on the fresh cache after its prefill the other half);
+    or as another model object handed to the same cache (built where the last one lived once that one is freed,
+    so it has its id): each step computes its new tokens with the weights of the model it is called with, over
+    the keys and values cached before, as they were computed."""
     run = Run(ex, BASE, 24, lend=tuple(_seeded(ex, BASE, 24)))
-    chunks = _random_chunks(ex.rng, 20, 6, largest=4)  # 5 steps at least: models at steps 2 and 4, step 3 replaced
+    chunks = _random_chunks(ex.rng, 20, 6, largest=4)  # 5 steps at least: models at 2 and 4, 1 mixed, 3 replaced
     ids = _random_ids(ex.rng, 97, 20)
     history, got, want, weights = oracle.Tokens(run.params, BASE["n_head"]), [], [], []
     other, fresh = _Models(ex, run), None
+    names = list(run.lent)
+    picked = ex.rng.permutation(len(names)) < len(names) // 2
+    halves = [[x for x, p in zip(names, picked) if p], [x for x, p in zip(names, picked) if not p]]
     for n, T in enumerate(chunks):
         P, model = len(run.ids), None
         weights.append(_seeded(ex, BASE, 200 + n) if n else run.params)
         if n == REPLACED:  # new arrays in the model's dict: a memo of references to the old ones keeps reading them
             run.replace(weights[n])
+        elif n == 1:  # the model of step 0 again: half its entries new arrays, the others changed in place
+            run.mix(weights[n], halves[0])
         elif n % 2:  # every weight moves, in place in the lent memory the model's parameters live in, by the
             run.rewrite(weights[n])  # grader: nothing in the child runs between the steps
         elif n:  # another model object: a cache that kept the first model's parameters reads stale ones, a
@@ -458,7 +475,7 @@ def check_uses_the_weights_it_is_handed(ex):
         history, right = history.then(ids[P:P + T], range(P, P + T), [range(P + i + 1) for i in range(T)])
         want.append(right)
         if n == REPLACED:  # after the step on the same cache: a memo refreshed by a new cache would hide it there
-            fresh = _fresh_cache_miss(ex, run, weights[n], ids[:5])
+            fresh = _fresh_cache_miss(ex, run, weights[n], ids[:7], halves[1])
     steps = oracle.schedule_steps(run.chunks)
     wrong = [n for n in range(len(steps)) if not oracle.close(got[n], want[n])]
     if not wrong:
@@ -473,6 +490,9 @@ def check_uses_the_weights_it_is_handed(ex):
                     "values were computed again instead of read from the cache")
     replaced = (f"; step {REPLACED + 1}'s model had its params entries replaced by new arrays (a memo of references "
                 "to the arrays it held keeps the old ones)" if REPLACED in wrong else "")
+    replaced += ("; step 2, on the model of step 1, had half its params entries replaced by new arrays and the "
+                 "others changed in place (weights bound once per cache and model keep the replaced ones)"
+                 if 1 in wrong else "")
     fail(f"the model's weights changed between steps (a new random model each step, in place, as new arrays in "
          "its params dict, or as another model object): decode_step with "
          f"{_tokens(P)} cached and {T} new does not give the logits of its new tokens under the weights it was "
@@ -485,20 +505,31 @@ def check_uses_the_weights_it_is_handed(ex):
 REPLACED = 3  # the step of uses_the_weights_it_is_handed whose model's params entries are replaced by new arrays
 
 
-def _fresh_cache_miss(ex, run: Run, weights: dict, ids: list) -> Miss | None:
-    """A prefill of ``ids`` on a new cache, with the run's model (its params entries just replaced): the logits
-    of ``weights``, not of the arrays the model held before. A Miss when they are not."""
-    call = f"decode_step(model, a new cache, {ids})"
-    got = as_array(ex.candidate.decode_step(run.model, ex.candidate.KVCache(run.config_handle), ids), call=call,
-                   shape=(len(ids), BASE["vocab_size"]), kind="f", case=run.case)
-    want = oracle.logits(weights, BASE["n_head"], ids)
-    if oracle.close(got, want):
-        return None
-    return Miss(len(ids), f"after the model's params entries were replaced by new arrays (a checkpoint loaded into "
-                f"the same model object), {call} returned logits that differ from its new weights' forward pass by "
-                f"up to {float(error_of(got, want)):.3g}: a step uses the weights "
-                "the model holds when it is called, not arrays kept from an earlier call", dict(run.case, fresh=ids),
-                kind="wrong" if np.isfinite(got).all() else "nan")
+def _fresh_cache_miss(ex, run: Run, weights: dict, ids: list, names: list) -> Miss | None:
+    """On a new cache, with the run's model (its params entries just replaced): a prefill of ``ids[:5]``, then
+    the entries in ``names`` replaced by new arrays and the others changed in place, then a step of the rest.
+    The logits of the weights the model holds at each step, over the prefill's keys and values as computed;
+    a Miss when they are not. The run's model keeps the last weights (the next step on it rewrites them all)."""
+    cache, history, later = ex.candidate.KVCache(run.config_handle), oracle.Tokens(weights, BASE["n_head"]), None
+    for start, stop in ((0, 5), (5, len(ids))):
+        if start:
+            later = _seeded(ex, BASE, 300)
+            run.mix(later, names)
+            history = history.with_weights(later)
+        step = ids[start:stop]
+        call = f"decode_step(model, a new cache of len {start}, {step})"
+        got = as_array(ex.candidate.decode_step(run.model, cache, step), call=call,
+                       shape=(len(step), BASE["vocab_size"]), kind="f", case=run.case)
+        history, want = history.then(step, range(start, stop), [range(i + 1) for i in range(start, stop)])
+        if not oracle.close(got, want):
+            changed = (f"then {len(names)} of its entries replaced by new arrays and the others changed in place, "
+                       if start else "")
+            return Miss(len(ids), f"after the model's params entries were replaced by new arrays (a checkpoint loaded "
+                        f"into the same model object), {changed}{call} returned logits that differ from its weights' "
+                        f"by up to {float(error_of(got, want)):.3g}: a step uses the weights the model holds when it "
+                        "is called, not arrays kept from an earlier call", dict(run.case, fresh=ids[:stop]),
+                        kind="wrong" if np.isfinite(got).all() else "nan")
+    return None
 
 
 class _Models:

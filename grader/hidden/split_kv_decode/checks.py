@@ -143,12 +143,15 @@ def check_attention_with_lse_values(ex):
 
 
 def check_attention_with_lse_empty(ex):
-    """Rows that see no key and chunks with no keys give o = 0 and lse = -inf, never NaN or +inf."""
+    """Rows that see no key and chunks with no keys give o = 0 and lse = -inf, never NaN or +inf; no
+    queries at all (T = 0, over no keys or some) give o [0, D] and lse [0]."""
     rng, misses = ex.rng, []
     T, D = odd_size(rng, 3, 20), odd_size(rng, 3, 30)
-    for n, mask in [(0, np.zeros((T, 0), bool)), (37, np.zeros((T, 37), bool)), (41, _mask(rng, T, 41, T // 2))]:
-        q, k, v = _normal(rng, T, D), _normal(rng, n, D), _normal(rng, n, D)
-        misses.append(_expect_attention(ex, q, k, v, mask, {"T": T, "n": n, "D": D, "seed": ex.seed}))
+    # the last two, T = 0: the contract sets no lower bound
+    for n, mask in [(0, np.zeros((T, 0), bool)), (37, np.zeros((T, 37), bool)), (41, _mask(rng, T, 41, T // 2)),
+                    (0, np.zeros((0, 0), bool)), (29, np.zeros((0, 29), bool))]:
+        q, k, v = _normal(rng, len(mask), D), _normal(rng, n, D), _normal(rng, n, D)
+        misses.append(_expect_attention(ex, q, k, v, mask, {"T": len(q), "n": n, "D": D, "seed": ex.seed}))
     settle(ex, misses)
 
 
@@ -246,11 +249,17 @@ def check_merge_large_lse(ex):
 
 def _range_pairs(rng):
     """(S, num_splits): 1, 2, 7, S - 1, S and more than S splits, S = 0, S not divisible, sizes past
-    2^16. Python ints only: numpy integers are the general integer-type check's, which replays these
-    calls retyped and blames the type only when the Python ints were answered."""
+    2^16, and S past 2^53 up to 2^63 - 1 with split counts that are not powers of two (float64 holds
+    neither S nor S / num_splits exactly there: the cover is judged in Python ints). num_splits stays
+    small: the answer holds num_splits pairs. Python ints only: numpy integers are the general
+    integer-type check's, which replays these calls retyped and blames the type only when the
+    Python ints were answered."""
     S1, S2 = odd_size(rng, 10, 500), odd_size(rng, 70_000, 140_000)
+    huge = [(2**54 + (odd_size(rng, 1, 99) | 1), 3), (2**60 + (odd_size(rng, 1, 99) | 1), 7),
+            (2**62 + (odd_size(rng, 1, 2**40) | 1), odd_size(rng, 1000, 5000)), (2**63 - 1, 3),
+            (2**63 - 1, odd_size(rng, 20_000, 40_000))]
     return [(0, 1), (0, 5), (1, 1), (1, 3), (S1, 1), (S1, 2), (S1, 7), (7 * S1 + 3, 7), (S1, S1 - 1), (S1, S1),
-            (S1, S1 + 6), (S2, 37), (S2, 1000), (S2, 7), (S1, 3)]
+            (S1, S1 + 6), (S2, 37), (S2, 1000), (S2, 7), (S1, 3), *huge]
 
 
 def _ranges_miss(call, got, want, case, found) -> Miss:
@@ -273,7 +282,8 @@ def _ranges_reply(got, call, n, case, slips):
 
 
 def check_split_ranges_rule(ex):
-    """split_ranges gives num_splits contiguous ranges covering 0 .. S, sizes within one, longer first."""
+    """split_ranges gives num_splits contiguous ranges covering 0 .. S, sizes within one, longer first,
+    for S from 0 up to 2^63 - 1 (compared exactly)."""
     misses = []
     for S, n in _range_pairs(ex.rng):
         call = f"split_ranges({S!r}, {n!r})"
@@ -372,11 +382,13 @@ def _every_split_count(ex, kv: KV) -> list:
 
 
 def check_split_kv_contiguous(ex):
-    """Decode over a contiguous cache: 1, 2, 7, S - 1, S and more than S splits equal attention over all keys."""
+    """Decode over a contiguous cache: 1, 2, 7, S - 1, S and more than S splits equal attention over all keys;
+    no queries (T = 0) give o [0, D] and lse [0]."""
     rng = ex.rng
     D = odd_size(rng, 3, 24)
     caches = [_decode(rng, 1, odd_size(rng, 40, 300), D), _decode(rng, odd_size(rng, 3, 12), odd_size(rng, 40, 300), D),
-              _decode(rng, 1, 1, D), _decode(rng, 11, 11, D)]  # one key; prefill, T = S
+              _decode(rng, 1, 1, D), _decode(rng, 11, 11, D),  # one key; prefill, T = S
+              _decode(rng, 0, odd_size(rng, 20, 60), D)]  # T = 0: the contract sets no lower bound
     settle(ex, [miss for kv in caches for miss in _every_split_count(ex, kv)])
 
 

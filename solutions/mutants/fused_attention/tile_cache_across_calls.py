@@ -128,8 +128,8 @@ def _validate(q, kv, q_positions, window, block_q, block_k):
     if not isinstance(q, np.ndarray) or q.ndim != 2 or not np.issubdtype(q.dtype, np.floating):
         raise ValueError(f"q must be a floating array [T, D], got {getattr(q, 'shape', type(q).__name__)}")
     T, D = q.shape
-    if T < 1 or D < 1:
-        raise ValueError(f"q must have T >= 1 rows and D >= 1 columns, got shape {q.shape}")
+    if D < 1:  # T = 0 is valid: no queries, an empty answer
+        raise ValueError(f"q must have D >= 1 columns, got shape {q.shape}")
     q_positions = np.asarray(q_positions)
     if q_positions.shape != (T,) or not np.issubdtype(q_positions.dtype, np.integer):
         raise ValueError(f"q_positions must be {T} integers (one per query row), got "
@@ -154,7 +154,7 @@ def flash_attention(q, kv, q_positions, *, window=None, block_q=64, block_k=128)
     (T, D), S = q.shape, len(k_pos)
     o = np.zeros((T, D), q.dtype)  # [T, D]
     lse = np.full(T, -np.inf, q.dtype)  # [T]
-    if S == 0:
+    if S == 0 or T == 0:  # nothing to attend, or no one to attend
         return o, lse
     # sizes may pass 2^63 (Python ints): a block past T or S is one tile, and a window past every query's
     # position limits nothing, so neither reaches int64 arithmetic with positions
