@@ -14,6 +14,7 @@ class CandidateRaised(CandidateFault):
         self.type_name = error.get("type", "Exception")
         self.mro = error.get("mro", [])
         self.message = error.get("message", "")
+        self.where = str(error.get("where") or "")[:200]  # "file.py:line" of the innermost frame, as the child said
         self.bound = bound_reached(self.mro, self.message, limits) if limits is not None else None
         where = f" at {error['where']}" if error.get("where") else ""
         said = f": {self.message}" if self.message else ""

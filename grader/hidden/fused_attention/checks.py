@@ -25,13 +25,13 @@ with a lent source, so the loads check calls the kernel again itself).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, CheckFailure, describe, expect_rejected, fail, garbage, grid_picture, plural,
-                             least_over, name_mistakes, odd_size, offset_scores, other_argument_types, past_int64,
-                             received, slips_of, tolerance)
+from grader.checking import (SHOWN, CheckFailure, allowing_empty, describe, expect_rejected, fail, garbage,
+                             grid_picture, least_over, name_mistakes, odd_size, offset_scores, other_argument_types,
+                             past_int64, plural, received, slips_of, tolerance)
 
 from . import diagnosis, oracle
 from .kv_source import KVSource
@@ -174,10 +174,13 @@ def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=No
     args = (case.q, source, as_positions(case.q_pos))
     kwargs = dict(window=window, block_q=as_int(case.block_q), block_k=as_int(case.block_k))
     if measured:
-        value, peak, warnings = least_over(ex, ex.candidate, "flash_attention", *args, limit=limit, memory=memory,
-                                           **kwargs)
+        attempt = partial(least_over, ex, ex.candidate, "flash_attention", *args, limit=limit, memory=memory, **kwargs)
     else:
-        value, peak, warnings = ex.candidate.flash_attention(*args, **kwargs), None, []
+        def attempt():
+            return ex.candidate.flash_attention(*args, **kwargs), None, []
+    nothing = (np.zeros((case.T, case.D)), np.full(case.T, -np.inf))  # the answer when T or S is 0
+    value, peak, warnings = allowing_empty(ex, attempt, empty=0 in (case.T, case.S), what=case.call_text(),
+                                           stand_in=lambda: (nothing, None, []))
     call, where = case.call_text(), case.describe(ex.seed)
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         fail(f"{call} returned {describe(value)}; expected a tuple (o, lse)", where)

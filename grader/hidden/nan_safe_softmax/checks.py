@@ -36,11 +36,12 @@ nothing" (the general checks every exercise gets). Held by no check as such: the
 (m as the running max): states are judged by what they mean, as the contract says.
 """
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, Miss, describe, expect_rejected, fail, garbage, measure, misfit_calls,
-                             name_mistakes, odd_size, offset_scores, received, settle, slips_of)
+from grader.checking import (SHOWN, Miss, allowing_empty, describe, expect_rejected, fail, garbage, measure,
+                             misfit_calls, name_mistakes, odd_size, offset_scores, received, settle, slips_of)
 from grader.sandbox import CandidateRaised
 
 from . import diagnosis, oracle
@@ -246,8 +247,12 @@ def check_softmax_fully_masked_rows(ex):
     rng, judged = ex.rng, []
     for shape in [(0,), (odd_size(rng, 2, 9), 0), (2, odd_size(rng, 2, 5), 0), (0, odd_size(rng, 3, 9))]:
         dtype = rng.choice([F32, F64])
-        _softmax(ex, np.zeros(shape, dtype), np.zeros(shape, bool),
-                 {"shape": list(shape), "dtype": str(np.dtype(dtype)), "seed": ex.seed})
+        scores, mask = np.zeros(shape, dtype), np.zeros(shape, bool)
+        call = f"masked_softmax(scores {_text(scores)}, mask {_text(mask)})"
+        value = allowing_empty(ex, partial(_call, ex, "masked_softmax", scores, mask), empty=True, what=call,
+                               stand_in=lambda: (np.zeros(shape, dtype), []))[0]
+        received(value, call=call, shape=shape, kind="f", slips=slips_of(ex),
+                 case={"shape": list(shape), "dtype": str(np.dtype(dtype)), "seed": ex.seed})
     for dtype in (F32, F64):
         scores, mask = _softmax_with_empty_rows(rng, dtype)
         judged.append(_softmax_judged(ex, scores, mask, {"shape": list(scores.shape), "dtype": str(dtype),
