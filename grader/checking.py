@@ -128,6 +128,8 @@ def _as_kind(value, kind: str, shape: tuple) -> np.ndarray | None:
         array = np.asarray(value)
     except (ValueError, TypeError, OverflowError):
         return None
+    if isinstance(value, (list, tuple)) and array.size == 0 and shape and array.shape[:1] == shape[:1] == (0,):
+        array = array.reshape(shape)  # a list of no rows cannot show its other axes
     if array.shape != shape or array.dtype.kind not in "biuf":
         return None
     target = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64}[kind[0]]
