@@ -783,6 +783,13 @@ def garbage(rng: np.random.Generator, shape, dtype=np.float64, beyond_float32: b
     return values.astype(dtype)
 
 
+def edge_windows(S: int, T: int) -> list:
+    """The window sizes where the oldest of S contiguous keys enters or leaves the view of the first or the last
+    of the T newest queries (one apart around S - T and S), those >= 1: where a shortcut such as "a window of
+    S - 1 or more is no window" goes wrong by one."""
+    return [W for W in sorted({S - T, S - T + 1, S - 1, S, S + 1}) if W >= 1]
+
+
 def offset_scores(rng: np.random.Generator, offsets, n: int, D: int, dtype=np.float64, spread: float = 1.0):
     """(q [T, D], k [n, D]) whose scaled scores q k^T / sqrt(D) in row i are ``offsets[i]`` plus a
     spread of about ``spread``: rows far above or far below 0 (section 1 allows [-1e4, 1e4], and a

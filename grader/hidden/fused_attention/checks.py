@@ -29,9 +29,9 @@ from functools import cached_property, partial
 
 import numpy as np
 
-from grader.checking import (SHOWN, CheckFailure, allowing_empty, describe, expect_rejected, fail, garbage,
-                             grid_picture, least_over, name_mistakes, odd_size, offset_scores, other_argument_types,
-                             past_int64, plural, received, slips_of, tolerance)
+from grader.checking import (SHOWN, CheckFailure, allowing_empty, describe, edge_windows, expect_rejected, fail,
+                             garbage, grid_picture, least_over, name_mistakes, odd_size, offset_scores,
+                             other_argument_types, past_int64, plural, received, slips_of, tolerance)
 
 from . import diagnosis, oracle
 from .kv_source import KVSource
@@ -321,7 +321,8 @@ def check_odd_block_sizes(ex):
 
 def check_sliding_window(ex):
     """Contiguous positions with a sliding window: each query sees exactly W positions; queries of a chunk shuffled
-    too (positions in any order inside a query tile)."""
+    too (positions in any order inside a query tile); windows at the sequence's edges, where the first or the last
+    query just sees, or just misses, the oldest key (sizes one apart around S)."""
     rng = ex.rng
     S = odd_size(rng, 300, 900)
     shuffled = in_any_order(rng, contiguous(rng, 12, S, 8, "chunk, window", window=odd_size(rng, 20, 40), block_q=6,
@@ -332,7 +333,15 @@ def check_sliding_window(ex):
                       contiguous(rng, 97, 97, 8, "prefill, window", window=13, block_q=10, block_k=7),
                       contiguous(rng, 12, 40, 4, "window of one", window=1, block_q=5, block_k=3),
                       contiguous(rng, 9, 50, 4, "window wider than the cache", window=1_000, block_q=4, block_k=6),
-                      shuffled])
+                      shuffled, *_edge_windows(rng)])
+
+
+def _edge_windows(rng) -> list:
+    """Chunks whose window is one of the sizes where key 0 enters or leaves the first or the last query's view."""
+    S, T = odd_size(rng, 30, 90), int(rng.integers(2, 9))
+    return [contiguous(rng, T, S, 4, "chunk, window at the sequence's edge", window=W,
+                       block_q=int(rng.integers(1, T + 2)), block_k=int(rng.integers(2, 40)))
+            for W in edge_windows(S, T)]
 
 
 def check_ring_buffer_positions(ex):

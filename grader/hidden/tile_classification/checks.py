@@ -1,8 +1,8 @@
 """Hidden checks for tile_classification. Each ``check_*`` is one stable check id (without the prefix)."""
 import numpy as np
 
-from grader.checking import (SHOWN, CheckFailure, expect_array, expect_rejected, fail, grid_picture, measure,
-                             name_mistakes, odd_size, other_argument_types, past_int64)
+from grader.checking import (SHOWN, CheckFailure, edge_windows, expect_array, expect_rejected, fail, grid_picture,
+                             measure, name_mistakes, odd_size, other_argument_types, past_int64)
 from grader.sandbox import RemoteObject
 
 from . import diagnosis, oracle
@@ -197,7 +197,7 @@ def _edge_windows(rng) -> list:
     for _ in range(4):
         S = odd_size(rng, 5, 200)
         T, block_q, block_k = int(rng.integers(1, S + 1)), int(rng.integers(1, 70)), int(rng.integers(1, 140))
-        cases += [Case(T, S, block_q, block_k, window=W) for W in sorted({S - T, S - T + 1, S - 1, S, S + 1}) if W >= 1]
+        cases += [Case(T, S, block_q, block_k, window=W) for W in edge_windows(S, T)]
     return cases
 
 
