@@ -295,6 +295,18 @@ class Sandbox:
         self.launch_twin()
         return self._twin
 
+    def spare(self) -> Sandbox:
+        """The twin (a fresh process, nothing called in it yet), handed over for one check's own calls, and a
+        new twin launched in its place now, its import overlapping the checks, for the general rules' fresh
+        calls. The one handed over is reaped with this sandbox."""
+        wanted = self._twin is not None  # launched for the general rules: they get another
+        handed = self.twin()
+        self._handed.append(handed)
+        self._twin = None
+        if wanted:
+            self.launch_twin()
+        return handed
+
     def _discard_worker(self, polite: bool = True):
         if self.worker is not None:
             self.output_truncated |= self.worker.output_truncated

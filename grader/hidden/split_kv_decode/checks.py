@@ -260,8 +260,8 @@ def _range_pairs(rng):
     Python ints were answered."""
     S1, S2 = odd_size(rng, 10, 500), odd_size(rng, 70_000, 140_000)
     huge = [(2**54 + (odd_size(rng, 1, 99) | 1), 3), (2**60 + (odd_size(rng, 1, 99) | 1), 7),
-            (2**62 + (odd_size(rng, 1, 2**40) | 1), odd_size(rng, 1000, 5000)), (2**63 - 1, 3),
-            (2**63 - 1, odd_size(rng, 20_000, 40_000))]
+            (2**62 + (odd_size(rng, 1, 2**40) | 1), odd_size(rng, 100, 500)), (2**63 - 1, 3),
+            (2**63 - 1, odd_size(rng, 500, 1500))]
     return [(0, 1), (0, 5), (1, 1), (1, 3), (S1, 1), (S1, 2), (S1, 7), (7 * S1 + 3, 7), (S1, S1 - 1), (S1, S1),
             (S1, S1 + 6), (S2, 37), (S2, 1000), (S2, 7), (S1, 3), *huge]
 

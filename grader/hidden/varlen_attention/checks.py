@@ -498,15 +498,15 @@ def check_attention_long_next_to_short(ex):
     expect_attention(ex, batches, "a long sequence beside short ones")
 
 
-def _peak_bytes(ex, batch: Packed, q, k, v, limit: int):
-    """Peak memory of a varlen_attention call (checking.least_over: twice when it reaches ``limit``), once
-    its output is right."""
-    value, peak, _ = least_over(ex, ex.candidate, "varlen_attention", q, k, v, *batch.inputs, limit=limit)
+def _peak_bytes(ex, target, batch: Packed, q, k, v, limit: int):
+    """Peak memory of a varlen_attention call in ``target`` (checking.least_over: twice when it reaches
+    ``limit``), once its output is right."""
+    value, peak, _ = least_over(ex, target, "varlen_attention", q, k, v, *batch.inputs, limit=limit)
     _expect_output(ex, batch, q, k, v, value)  # forms: the value checks
     return peak
 
 
-def _batch_sized(ex, rng, what, kinds) -> tuple | None:
+def _batch_sized(ex, target, rng, what, kinds) -> tuple | None:
     """(batch, sentence) when a batch of ~50 sequences of ``kinds`` peaks near a bool mask of the
     whole batch (total_q x total_k bytes); None when it stays below, or nothing was measured."""
     B = odd_size_closed(rng, 45, 60)
@@ -514,7 +514,7 @@ def _batch_sized(ex, rng, what, kinds) -> tuple | None:
     n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
     batch = Packed(n_q, n_k, "int64")
     whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
-    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8), limit=whole // 4)
+    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=whole // 4)
     if peak is None or peak < whole // 4:
         return None
     largest = max(a * b for a, b in zip(n_q, n_k))
@@ -523,7 +523,7 @@ def _batch_sized(ex, rng, what, kinds) -> tuple | None:
                    f"the largest sequence's bool mask is {largest / 2**20:.2f} MiB")
 
 
-def _padded(ex, rng) -> tuple | None:
+def _padded(ex, target, rng) -> tuple | None:
     """(batch, sentence) when a batch small as a whole (total_q x total_k) peaks near float scores padded to its
     longest sequence; None when both stay below. Two batches: one long prefill beside many one-token
     sequences (B x max_q x max_k), and one long decode step beside many short ones (decode rows padded to
@@ -531,7 +531,7 @@ def _padded(ex, rng) -> tuple | None:
     L, singles = odd_size_closed(rng, 240, 270), odd_size_closed(rng, 60, 70)
     batch = Packed([L] + [1] * singles, [L] + [1] * singles, "int64")
     padded = (singles + 1) * L * L * 8  # float64 scores of every sequence padded to the longest
-    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8), limit=padded // 4)
+    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=padded // 4)
     if peak is not None and peak >= padded // 4:
         return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
                        f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
@@ -542,7 +542,7 @@ def _padded(ex, rng) -> tuple | None:
     n_k[int(rng.integers(1, short + 1))] = long_k  # one long decode among short ones, not first
     batch = Packed([1] * (short + 1), n_k, "int64")
     padded = (short + 1) * long_k * 8  # float64 scores of every decode padded to the longest
-    peak = _peak_bytes(ex, batch, *_qkv(rng, batch, 8), limit=padded // 4)
+    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=padded // 4)
     if peak is None or peak < padded // 4:
         return None
     return batch, (f"a batch of {short + 1} decode steps, one over {long_k:,} keys and the others over at most 8, "
@@ -553,11 +553,18 @@ def _padded(ex, rng) -> tuple | None:
 
 def check_no_batch_sized_memory(ex):
     """Batches of many sequences: peak memory grows with the largest sequence, not the whole or padded batch."""
+    # Measured in a fresh child (the twin): what import holds still counts (work done ahead), but not a memo
+    # of the batch-sized masks earlier checks asked varlen_mask for, which a correct answer may keep.
+    fresh = ex.sandbox.spare()
+    try:
+        _expect_per_sequence_memory(ex, fresh.module)
+    finally:
+        fresh.let_go()
+
+
+def _expect_per_sequence_memory(ex, target):
     rng = ex.rng
-    # Measured in a fresh child: what import holds still counts (work done ahead), but not a memo of the
-    # batch-sized masks earlier checks asked varlen_mask for, which a correct answer may keep.
-    ex.sandbox.let_go()
-    padded = _padded(ex, rng)
+    padded = _padded(ex, target, rng)
     if padded:
         batch, sentence = padded
         ex.diagnose("padded_batch", sentence)
@@ -567,7 +574,7 @@ def check_no_batch_sized_memory(ex):
              "chunks and decode steps": ["chunk", "chunk", "decode"],
              "mixed, with idle sequences": ["prefill", "chunk", "decode", "idle"]}
     for what, kinds in paths.items():
-        found = _batch_sized(ex, rng, what, kinds)
+        found = _batch_sized(ex, target, rng, what, kinds)
         if found:
             batch, sentence = found
             ex.diagnose("batch_sized_mask", sentence)
