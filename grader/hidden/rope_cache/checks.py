@@ -418,7 +418,7 @@ def _on_boundaries(rng) -> Script:
     chunks, tree_at = [POWERS[0]], int(rng.choice(POWERS[1:]))
     for low, high in zip(POWERS, POWERS[1:]):
         last = 1 if high == 128 or rng.random() < 0.3 else int(rng.integers(2, 40))
-        chunks += chunk_sizes(rng, high - low - last, 20, 120, p_one=0.1) + [last]
+        chunks += chunk_sizes(rng, high - low - last, 40, 250, p_one=0.1) + [last]  # few steps: 1024 tokens
     steps, length = [], 0
     for T in chunks:
         steps += plain_steps(rng, [T], H, D)
