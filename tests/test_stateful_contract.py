@@ -63,7 +63,7 @@ def _additive_mask_output(layout, seq_id, q):
 def test_stale_slots_masked_by_adding_minus_1e9_are_named_where_garbage_wins():
     rng, failures = np.random.default_rng(5), []
     for _ in range(6):
-        layout, _ = paged_checks.lent_layout(rng, [10, 17], 13, 2, 3)
+        layout = paged_checks.lent_layout(rng, [10, 17], 13, 2, 3)
         for s in layout.lens:
             q = rng.standard_normal((3, 2, 3))
             keys, values = layout.gather(s)
@@ -76,7 +76,7 @@ def test_stale_slots_masked_by_adding_minus_1e9_are_named_where_garbage_wins():
 
 def test_top_left_queries_are_named_top_left_alignment():
     rng = np.random.default_rng(2)
-    layout, _ = paged_checks.lent_layout(rng, [12], 5, 1, 4)
+    layout = paged_checks.lent_layout(rng, [12], 5, 1, 4)
     (s,) = layout.lens
     q = rng.standard_normal((3, 2, 4))
     keys, values = layout.gather(s)

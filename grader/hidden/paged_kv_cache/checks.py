@@ -337,11 +337,10 @@ class LentLayout(Lent):
         return self.layout.tables[self._seq(seq_id)].copy()
 
 
-def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=False) -> tuple[Layout, int]:
+def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=False) -> Layout:
     """Sequences of the given lengths on shuffled blocks; every slot that holds none of their
     tokens (after a last token, in a spare block) holds garbage; ``beyond_float32``: some of it float32 cannot
-    hold (an answer that casts whole blocks to float32 queries' dtype before masking gets NaN). (layout, free
-    blocks)."""
+    hold (an answer that casts whole blocks to float32 queries' dtype before masking gets NaN)."""
     counts = [math.ceil(L / block_size) for L in lens]
     used = sum(counts)
     spare = max(counts) + int(rng.integers(0, 3))  # reading from a first block onward stays in the pool
@@ -356,7 +355,7 @@ def lent_layout(rng, lens, block_size, num_kv_heads, head_dim, beyond_float32=Fa
         for pool in (layout.key_pool, layout.value_pool):
             pool[where] = rng.standard_normal((L, num_kv_heads, head_dim))
         start += n
-    return layout, spare
+    return layout
 
 
 def _queries(rng, keys, T, Hq, extreme, dtype, offsets=False):
@@ -384,7 +383,7 @@ def expect_lent_cases(ex, cases, extreme=False):
     every other call, unread slots holding float64 values float32 cannot hold)."""
     failures = []
     for lens, bs, Hkv, group, D, calls in cases:
-        layout, _ = lent_layout(ex.rng, lens, bs, Hkv, D, beyond_float32=extreme)
+        layout = lent_layout(ex.rng, lens, bs, Hkv, D, beyond_float32=extreme)
         if extreme:  # a shared first component: queries can put a row's scores anywhere (_queries)
             layout.key_pool[..., 0] = 1.0
         ids = list(layout.lens)
