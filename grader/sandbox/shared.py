@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 1.6 MiB, the
+ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 2.4 MiB, the
 # weights of the runs whose weights change between steps and the arrays that replace them); counts in its address
 # space
 _ALIGN = 64
