@@ -498,12 +498,14 @@ def check_attention_long_next_to_short(ex):
     expect_attention(ex, batches, "a long sequence beside short ones")
 
 
-def _peak_bytes(ex, target, batch: Packed, q, k, v, limit: int):
-    """Peak memory of a varlen_attention call in ``target`` (checking.least_over: twice when it reaches
-    ``limit``), once its output is right."""
-    value, peak, _ = least_over(ex, target, "varlen_attention", q, k, v, *batch.inputs, limit=limit)
+def _peak_near(ex, target, rng, batch: Packed, forbidden: int) -> int | None:
+    """The peak memory of a varlen_attention call in ``target`` on ``batch`` (random q, k, v of D = 8) when it
+    reaches a quarter of ``forbidden`` (the bytes of an array the call must never build), once its output is
+    right; None when it stays below, or nothing was measured. checking.least_over: twice when it reaches it."""
+    q, k, v = _qkv(rng, batch, 8)
+    value, peak, _ = least_over(ex, target, "varlen_attention", q, k, v, *batch.inputs, limit=forbidden // 4)
     _expect_output(ex, batch, q, k, v, value)  # forms: the value checks
-    return peak
+    return None if peak is None or peak < forbidden // 4 else peak
 
 
 def _batch_sized(ex, target, rng, what, kinds) -> tuple | None:
@@ -514,8 +516,8 @@ def _batch_sized(ex, target, rng, what, kinds) -> tuple | None:
     n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
     batch = Packed(n_q, n_k, "int64")
     whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
-    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=whole // 4)
-    if peak is None or peak < whole // 4:
+    peak = _peak_near(ex, target, rng, batch, whole)
+    if peak is None:
         return None
     largest = max(a * b for a, b in zip(n_q, n_k))
     return batch, (f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) peaked "
@@ -523,27 +525,32 @@ def _batch_sized(ex, target, rng, what, kinds) -> tuple | None:
                    f"the largest sequence's bool mask is {largest / 2**20:.2f} MiB")
 
 
-def _padded(ex, target, rng) -> tuple | None:
-    """(batch, sentence) when a batch small as a whole (total_q x total_k) peaks near float scores padded to its
-    longest sequence; None when both stay below. Two batches: one long prefill beside many one-token
-    sequences (B x max_q x max_k), and one long decode step beside many short ones (decode rows padded to
-    the longest decode: B x max_k), so only padding shows here."""
+def _padded_prefill(ex, target, rng) -> tuple | None:
+    """(batch, sentence) when one long prefill beside many one-token sequences peaks near float64 scores padded
+    to the longest (B x max_q x max_k); None when it stays below. The batch is small as a whole (total_q x
+    total_k), so only padding shows here."""
     L, singles = odd_size_closed(rng, 240, 270), odd_size_closed(rng, 60, 70)
     batch = Packed([L] + [1] * singles, [L] + [1] * singles, "int64")
     padded = (singles + 1) * L * L * 8  # float64 scores of every sequence padded to the longest
-    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=padded // 4)
-    if peak is not None and peak >= padded // 4:
-        return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
-                       f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
-                       f"{singles + 1} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 "
-                       f"scores need {L * L * 8 / 2**20:.2f} MiB")
+    peak = _peak_near(ex, target, rng, batch, padded)
+    if peak is None:
+        return None
+    return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
+                   f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
+                   f"{singles + 1} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 "
+                   f"scores need {L * L * 8 / 2**20:.2f} MiB")
+
+
+def _padded_decodes(ex, target, rng) -> tuple | None:
+    """(batch, sentence) when one long decode step beside many short ones peaks near float64 scores of every
+    decode padded to the longest (B x max_k); None when it stays below."""
     long_k, short = odd_size_closed(rng, 20_000, 24_000), odd_size_closed(rng, 120, 160)
     n_k = rng.integers(1, 9, short + 1).tolist()
     n_k[int(rng.integers(1, short + 1))] = long_k  # one long decode among short ones, not first
     batch = Packed([1] * (short + 1), n_k, "int64")
     padded = (short + 1) * long_k * 8  # float64 scores of every decode padded to the longest
-    peak = _peak_bytes(ex, target, batch, *_qkv(rng, batch, 8), limit=padded // 4)
-    if peak is None or peak < padded // 4:
+    peak = _peak_near(ex, target, rng, batch, padded)
+    if peak is None:
         return None
     return batch, (f"a batch of {short + 1} decode steps, one over {long_k:,} keys and the others over at most 8, "
                    f"peaked at {peak / 2**20:.1f} MiB; float64 scores of every decode padded to the longest (B x max_k "
@@ -564,7 +571,7 @@ def check_no_batch_sized_memory(ex):
 
 def _expect_per_sequence_memory(ex, target):
     rng = ex.rng
-    padded = _padded(ex, target, rng)
+    padded = _padded_prefill(ex, target, rng) or _padded_decodes(ex, target, rng)
     if padded:
         batch, sentence = padded
         ex.diagnose("padded_batch", sentence)
