@@ -46,7 +46,7 @@ import numpy as np
 from grader.checking import close, fail, plural, rejects_argument_type
 from grader.held import Held
 from grader.sandbox import CandidateRaised, call_text
-from grader.sandbox.wire import Laid
+from grader.sandbox.wire import mapped, read_only
 
 REPLAYED = 10  # recorded calls each replay check makes at most
 FRESH = 6  # calls the order check also makes with new arguments, in a fresh process and in the running one
@@ -155,18 +155,8 @@ def _outcome(fn, args, kwargs):
         return None, exc.type_name
 
 
-def _mapped(value, leaf):
-    """``value`` (arguments: lists, tuples and dicts of values) with ``leaf`` applied to every value that
-    is not such a container."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(_mapped(v, leaf) for v in value)
-    if isinstance(value, dict):
-        return {k: _mapped(v, leaf) for k, v in value.items()}
-    return leaf(value)
-
-
 def _changed(value, leaf):
-    """``_mapped(value, leaf)``, or None when ``leaf`` changed nothing (it returns its argument itself)."""
+    """``mapped(value, leaf)``, or None when ``leaf`` changed nothing (it returns its argument itself)."""
     changed = []
 
     def watched(v):
@@ -175,7 +165,7 @@ def _changed(value, leaf):
             changed.append(v)
         return out
 
-    out = _mapped(value, watched)
+    out = mapped(value, watched)
     return out if changed else None
 
 
@@ -189,7 +179,7 @@ def _shuffled(rng, value):
             return v[perms.setdefault(len(v), rng.permutation(len(v)))]
         return v
 
-    return _mapped(value, leaf)
+    return mapped(value, leaf)
 
 
 def check_refuses_in_any_order(ex):
@@ -268,7 +258,7 @@ def check_read_only_arguments(ex):
     """Arrays given read-only (a caller's may be: a memory-mapped file, a broadcast, a frozen buffer)
     get the same answer as writable ones."""
     for recorded in _sample(ex, lambda r: any(a.size for a in _arrays((r.args, r.kwargs)))):
-        args, kwargs = _read_only((recorded.args, recorded.kwargs))
+        args, kwargs = read_only((recorded.args, recorded.kwargs))
         try:
             got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
         except CandidateRaised as exc:
@@ -489,11 +479,6 @@ def _float32(value):
     """``value`` with each float64 array cast to float32, or None when it has none."""
     return _changed(value, lambda v: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype == np.float64
                     else v)
-
-
-def _read_only(value):
-    """``value`` with each array sent to the child read-only."""
-    return _mapped(value, lambda v: Laid(v, read_only=True) if isinstance(v, np.ndarray) and v.ndim else v)
 
 
 def _retyped(value, dtype, lists=np.array):

@@ -84,7 +84,6 @@ def _left(value, budget: int) -> int:
     return budget - 8
 
 
-_PLAIN = frozenset({int, float, bool, str, type(None)})  # what a list may hold and be sent as it is
 LAID_OUT_BYTES = 16 << 20  # arrays up to this size come in any layout; larger ones (rare) in C order
 
 
@@ -94,19 +93,16 @@ def laid_out(value, seed: int):
     an argument's memory as C order, or writes through a reshape it assumes is a view, is seen by
     whichever check meets it. The layout is a function of the grading seed and the array itself,
     so a rerun of one check sends its arrays as the full run did, and costs no memory in the child."""
+    return wire.mapped(value, lambda leaf: _laid_out_array(leaf, seed))
+
+
+def _laid_out_array(value, seed: int):
     if isinstance(value, np.ndarray) and 1 < value.size and value.nbytes <= LAID_OUT_BYTES and value.ndim:
         head = np.ascontiguousarray(value.flat[:512])
         pick = zlib.crc32(head.view(np.uint8), zlib.crc32(f"{seed}{value.dtype.str}{value.shape}".encode())) % 4
         if pick == 1 and value.ndim > 1:
             return np.asfortranarray(value)
         return wire.Laid(value, reversed=True) if pick == 2 else value
-    if isinstance(value, (list, tuple)):
-        if _PLAIN.issuperset(map(type, value)):  # positions or an index list: nothing in it to lay out
-            return value
-        items = [laid_out(v, seed) for v in value]
-        return items if isinstance(value, list) else tuple(items)
-    if isinstance(value, dict):
-        return {k: laid_out(v, seed) for k, v in value.items()}
     return value
 
 

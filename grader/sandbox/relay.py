@@ -16,7 +16,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 from . import wire
 from .errors import CandidateFault
@@ -108,7 +107,7 @@ class Implementation:
             return _error_reply(reply.get("error")), []
         try:
             value = wire.decode(reply.get("value"), reply_arrays, self._receive)
-            value = _read_only(value) if self.read_only else value
+            value = wire.read_only(value) if self.read_only else value
             out: list = []
             return {"ok": True, "value": wire.encode(value, out, _send)}, out
         except wire.WireError as exc:
@@ -171,17 +170,6 @@ class Implementation:
             raise wire.WireError("a reply refers to an unknown object")
         self.handles.add(handle)
         return _Handle(handle, str(tagged.get("type", "object"))[:MAX_NAME], bool(tagged.get("callable")))
-
-
-def _read_only(value):
-    """``value`` with every array in it (in lists, tuples and dicts too) laid out read-only for the tests."""
-    if isinstance(value, np.ndarray) and value.ndim:
-        return wire.Laid(value, read_only=True)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_read_only(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _read_only(v) for k, v in value.items()}
-    return value
 
 
 def _send(value):

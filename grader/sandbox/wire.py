@@ -53,6 +53,22 @@ class Laid:
         self.reversed, self.read_only = reversed, read_only
 
 
+def mapped(value, leaf):
+    """``value`` (arguments: lists, tuples and dicts of values) with ``leaf`` applied to every value that
+    is not such a container: the one walk behind every way the grader lays out what it sends."""
+    if isinstance(value, (list, tuple)):
+        items = [mapped(v, leaf) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {k: mapped(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
+def read_only(value):
+    """``value`` with every array in it (in lists, tuples and dicts too) sent read-only."""
+    return mapped(value, lambda v: Laid(v, read_only=True) if isinstance(v, np.ndarray) and v.ndim else v)
+
+
 # -- values <-> JSON-able trees -------------------------------------------------------------
 # JSON carries None, bool, int, float (inf and nan included), str, list and dict with str keys.
 # Tagged dicts carry the rest: {"$nd": i} the i-th array of the frame (with "reversed" and
