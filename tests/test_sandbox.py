@@ -321,6 +321,22 @@ def lying_shape():
     raw(part(b'{"ok": true, "value": {"$nd": 0}, "arrays": 1}') + part(npy))
     time.sleep(5)
 
+def npy_header(shape):
+    import io
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+def negative_shape():
+    """(-1, -8): a positive count of 8 matching the 64 bytes sent, which numpy cannot reshape to."""
+    raw(part(b'{"ok": true, "value": {"$nd": 0}, "arrays": 1}') + part(npy_header((-1, -8)) + bytes(64)))
+    time.sleep(5)
+
+def unmakeable_shape():
+    """No bytes, as (2**62, 0) announces, in a shape numpy cannot make."""
+    raw(part(b'{"ok": true, "value": {"$nd": 0}, "arrays": 1}') + part(npy_header((2**62, 0, 2**62))))
+    time.sleep(5)
+
 def bad_tuple():
     raw(part(b'{"ok": true, "value": {"$tuple": 5}, "arrays": 0, "id": %d}' % current_id()))
     time.sleep(5)
@@ -375,6 +391,8 @@ def forger(tmp_path):
     ("nested_json", "not JSON"),
     ("short_array", "carries"),
     ("lying_shape", "carries"),
+    ("negative_shape", "negative length"),
+    ("unmakeable_shape", "numpy cannot make"),
     ("bad_tuple", "tuple in a frame is not a list"),
     ("no_id", "out of turn"),
     ("odd_ok", "valid 'ok' field"),

@@ -251,6 +251,8 @@ def _array(buf: bytearray) -> np.ndarray:
         raise WireError(f"an array in a message is not valid .npy data: {exc}") from None
     if dtype.hasobject:
         raise WireError(f"an array of Python objects ({dtype}) cannot cross the wire")
+    if any(n < 0 for n in shape):  # numpy's header parser lets them through; a count could still match
+        raise WireError(f"an array announces shape {shape}, with a negative length")
     count = 1
     for n in shape:
         count *= n
@@ -259,7 +261,10 @@ def _array(buf: bytearray) -> np.ndarray:
         raise WireError(f"an array announces shape {shape} of {dtype} but carries "
                         f"{len(buf) - offset:,} bytes")
     flat = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)  # writable: buf is a bytearray
-    return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+    try:
+        return flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+    except ValueError as exc:  # a shape numpy cannot hold, such as (2**62, 0, 2**62)
+        raise WireError(f"an array announces shape {shape}, which numpy cannot make: {exc}") from None
 
 
 def _check_items(raw: bytearray) -> None:
