@@ -18,7 +18,7 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
   and :func:`received` take the right values in a list or another dtype as a slip of the running
   check (:func:`note_slip`: hygiene, and the values are still judged);
 - evidence: :func:`measure`, the one place memory and warnings are taken (:func:`least_over` for a must-not
-  read twice when near its bound); :func:`cpu_of`,
+  read twice, on fresh values, when near its bound); :func:`cpu_of`,
   :class:`ChildCpu` and :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
@@ -456,18 +456,19 @@ def misfit_calls(name: str, arg_names: list, axes: list, arrays: list, pack: Cal
             yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
 
 
-def least_over(ex: ExerciseRun, target, name: str, *args, limit: int | None, **kwargs):
-    """:func:`measure`, made once more with the same arguments when the figure reaches ``limit`` (never with
-    ``limit=None``, for callers that measure with and without a must-not's bound): (the first
-    value, the smaller figure, the first call's warnings). A must-not judged on one reading can fail a
-    correct answer on a stray charge (the kernel counts the whole cgroup: under heavy load a correct
-    varlen answer once read over its 8.5 MiB bound); an answer that really allocates the forbidden array
-    does it on both calls."""
-    value, over, warnings = measure(ex, target, name, *args, **kwargs)
-    if over is not None and limit is not None and over >= limit:
-        again = measure(ex, target, name, *args, **kwargs)[1]
-        over = over if again is None else min(over, again)
-    return value, over, warnings
+def least_over(limit: int, reading, again=None) -> int | None:
+    """The figure of a must-not read near its bound: ``reading()`` makes one measured call (:func:`measure`),
+    judges its answer like any other and returns the figure (None: nothing measured); when that reaches
+    ``limit``, ``again()`` (``reading`` by default) is read too and the smaller figure counts. One
+    reading can fail a correct answer on a stray charge (the kernel counts the whole cgroup: under
+    heavy load a correct varlen answer once read over its 8.5 MiB bound); an answer that really
+    allocates the forbidden array does it on both calls. Each reading draws fresh values of the same
+    shapes: on the same inputs a memo would answer the second call without allocating anything."""
+    first = reading()
+    if first is None or first < limit:
+        return first
+    second = (again or reading)()
+    return first if second is None else min(first, second)
 
 
 def _over_base(ex, stats, data: int, holds: int) -> int | None:

@@ -30,7 +30,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from grader.checking import (SHOWN, CheckFailure, allowing_empty, describe, edge_windows, expect_rejected, fail,
-                             garbage, grid_picture, least_over, name_mistakes, odd_size, offset_scores,
+                             garbage, grid_picture, least_over, measure, name_mistakes, odd_size, offset_scores,
                              other_argument_types, past_int64, plural, received, slips_of, tolerance)
 
 from . import diagnosis, oracle
@@ -162,11 +162,10 @@ def in_any_order(rng, case: Case, draw, how: str, margin: int = 1) -> Case:
     raise AssertionError(f"kit bug: no order of {how} in {_ORDER_DRAWS} draws puts a tile's extremes inside it")
 
 
-def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=None, source=None):
+def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, source=None):
     """Call the kernel on ``case``; (o, lse, source, peak bytes or None, warnings) once the outputs
     have the right form. ``kinds``: the types sizes and q_positions are sent as (numpy ints, a list).
-    ``measured`` takes the call through checking.least_over (warnings, and the peak with ``memory``);
-    ``limit``: a must-not's bound, through checking.least_over (the call made again when the peak reaches it).
+    ``measured`` takes the call through checking.measure (warnings, and the peak with ``memory``).
     ``source``: a KVSource lent before, holding ``case``'s keys and values now (a new one if None)."""
     as_int, as_positions = kinds
     source = KVSource(case.k, case.v, case.k_pos) if source is None else source
@@ -174,7 +173,7 @@ def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, limit=No
     args = (case.q, source, as_positions(case.q_pos))
     kwargs = dict(window=window, block_q=as_int(case.block_q), block_k=as_int(case.block_k))
     if measured:
-        attempt = partial(least_over, ex, ex.candidate, "flash_attention", *args, limit=limit, memory=memory, **kwargs)
+        attempt = partial(measure, ex, ex.candidate, "flash_attention", *args, memory=memory, **kwargs)
     else:
         def attempt():
             return ex.candidate.flash_attention(*args, **kwargs), None, []
@@ -585,20 +584,34 @@ def _expect_sampled_rows(ex, case, o, lse, count=3):
         expect_outputs(ex, case, o, lse)
 
 
+def _dense_peak(ex, case) -> int | None:
+    """The peak of one measured call on ``case``, once its answer is right (a measured answer counts like any
+    other)."""
+    o, lse, _, peak, _ = run(ex, case, measured=True)
+    _expect_sampled_rows(ex, case, o, lse)
+    return peak
+
+
+def redrawn(rng, case) -> Case:
+    """``case`` with fresh values of the same shapes and dtype; empty slots keep theirs (garbage stays)."""
+    q, k, v = _tensors(rng, case.T, case.S, case.D, case.q.dtype)
+    empty = (case.k_pos < 0)[:, None]
+    return replace(case, q=q, k=np.where(empty, case.k, k), v=np.where(empty, case.v, v))
+
+
 def check_no_dense_allocation(ex):
     """Peak memory stays far below T x S bytes (no dense mask or score matrix) on every path:
     window or none, contiguous or ring positions with empty slots, one query tile or many."""
     for case in _dense_cases(ex.rng):
         dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
         try:
-            o, lse, _, peak, _ = run(ex, case, measured=True, limit=dense // 2)
+            peak = least_over(dense // 2, lambda: _dense_peak(ex, case), lambda: _dense_peak(ex, redrawn(ex.rng, case)))
         except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
             if failure.kind != "must_not":
                 raise
             ex.diagnose("dense_mask_materialized", f"a call with T = {case.T:,} queries over S = {case.S:,} keys "
                         f"({case.label}) ran out of memory; a T x S boolean mask alone is {dense / 2**20:.1f} MiB")
             raise
-        _expect_sampled_rows(ex, case, o, lse)  # the measured answer counts like any other
         if peak is None or peak < dense // 2:
             continue  # nothing measured is not evidence either way
         ex.diagnose("dense_mask_materialized",
