@@ -367,24 +367,35 @@ def check_rejects_past_n_ctx(ex):
     _expect_value_error(ex, nearly, _random_ids(ex.rng, 97, 5), "26 cached + 5 new need positions up to 30")
 
 
-def check_rejected_call_changes_nothing(ex):
-    """After a rejected call the cache is as it was: same length, and decoding continues correctly."""
-    config = dict(BASE, n_ctx=29)
-    run = Run(ex, config, 18)
+def _rejected_call(ex) -> tuple:
+    """(run, logits of its first 24 tokens, ids, whether it raised): a cache of 24 positions (n_ctx = 29)
+    after a step of 7 more tokens, which must raise ValueError."""
+    run = Run(ex, dict(BASE, n_ctx=29), 18)
     ids = _random_ids(ex.rng, 97, 29)
-    got = [run.feed(ids[:24], [20, 4])]
+    got = run.feed(ids[:24], [20, 4])
     try:
         ex.candidate.decode_step(run.model, run.cache, ids[24:] + [1, 2])
     except CandidateRaised:
-        pass
-    else:
+        return run, got, ids, True
+    return run, got, ids, False
+
+
+def check_rejected_call_changes_nothing(ex):
+    """After a rejected call the cache is as it was: the same length."""
+    run, _, ids, raised = _rejected_call(ex)
+    if not raised:
         fail(f"{run.call_text(ids[24:] + [1, 2])} did not raise (n_ctx = 29)", case=run.case)
-    length = len(run.cache)
-    got.append(run.feed(ids[24:], [5]))  # first: logits a later valid step gets wrong are a wrong answer (weak)
-    _expect_run(run, np.concatenate(got), "decoding after a rejected call")
-    if length != 24:
-        fail(f"after a rejected call of 7 tokens on a cache of 24, len(cache) is {length!r}; "
+    if len(run.cache) != 24:
+        fail(f"after a rejected call of 7 tokens on a cache of 24, len(cache) is {len(run.cache)!r}; "
              "expected 24: check before changing anything", case=run.case, kind="hygiene")
+
+
+def check_decodes_after_a_rejected_call(ex):
+    """Decoding goes on correctly after a step that was rejected."""
+    run, got, ids, raised = _rejected_call(ex)
+    if raised:  # an accepted step may change the cache: rejected_call_changes_nothing judges that
+        got = np.concatenate([got, run.feed(ids[24:], [5])])
+        _expect_run(run, got, "decoding after a rejected call")
 
 
 def check_rejects_bad_token_ids(ex):

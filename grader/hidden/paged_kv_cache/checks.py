@@ -55,6 +55,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -1004,15 +1005,9 @@ def _state_snapshot(run):
 REJECTED = "an invalid call must say what is wrong and leave the cache as it was"
 
 
-def check_rejects_invalid_arguments(ex):
-    """Unknown or reused ids, wrong shapes (v alone of another width or head count, numpy-broadcastable ones
-    included), Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
-    for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2), (3, 2.5, 1, 2)]:
-        expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
-                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
-    run = Run(ex, 20, 5, 2, 3, group=3)
-    run.add(1)
-    run.append(1, 7)
+def _bad_calls(run) -> list:
+    """(call, what) of every invalid call on ``run``'s cache (sequence 1 holds 7 tokens): each must raise
+    ValueError and change nothing."""
     z = np.zeros
     bad = [("add_sequence", (1,), "an id already in use"),
            ("append", (9, z((2, 2, 3)), z((2, 2, 3))), "an unknown sequence"),
@@ -1036,40 +1031,58 @@ def check_rejects_invalid_arguments(ex):
            ("free", (9,), "an unknown sequence"),
            ("seq_len", (9,), "an unknown sequence"),
            ("block_table", (9,), "an unknown sequence")]
-    for method, args, what in bad:
-        before = _state_snapshot(run)
-        expect_rejected(ex, run.cache.call, method, *args, call=f"{method}(...) with {what}",
-                        diagnosis=INVALID, why=REJECTED, case=run.case())
-        _expect_unchanged(run, before, f"{method} with {what}")
     attention = [(9, z((1, 6, 3)), "an unknown sequence"), (1, z((1, 5, 3)), "Hq = 5 over 2 kv heads"),
                  (1, z((1, 6, 4)), "head_dim 4, not 3"), (1, z((0, 6, 3)), "T = 0"),
                  (1, z((8, 6, 3)), "T = 8 > seq_len = 7"), (1, z((1, 6)), "a 2-D q")]
-    for seq_id, q, what in attention:
+    attend = run.ex.candidate.call
+    return ([(partial(run.cache.call, method, *args), f"{method}(...) with {what}") for method, args, what in bad]
+            + [(partial(attend, "paged_attention", run.cache, seq_id, q),
+                f"paged_attention(cache, {seq_id}, q {list(q.shape)}) with {what}") for seq_id, q, what in attention])
+
+
+def _rejected_calls_run(ex):
+    run = Run(ex, 20, 5, 2, 3, group=3)
+    run.add(1)
+    run.append(1, 7)
+    return run
+
+
+def check_rejects_invalid_arguments(ex):
+    """Unknown or reused ids, wrong shapes (v alone of another width or head count, numpy-broadcastable ones
+    included), Hq % Hkv != 0, T out of range: ValueError, nothing changed."""
+    for sizes in [(0, 4, 1, 2), (3, 0, 1, 2), (3, 4, 0, 2), (3, 4, 1, 0), (-1, 4, 1, 2), (3, 2.5, 1, 2)]:
+        expect_rejected(ex, ex.candidate.call, "PagedKVCache", *sizes, call=f"PagedKVCache{sizes}",
+                        diagnosis=INVALID, why=REJECTED, case={"sizes": sizes})
+    run = _rejected_calls_run(ex)
+    for call, what in _bad_calls(run):
         before = _state_snapshot(run)
-        expect_rejected(ex, ex.candidate.call, "paged_attention", run.cache, seq_id, q,
-                        call=f"paged_attention(cache, {seq_id}, q {list(q.shape)}) with {what}",
-                        diagnosis=INVALID, why=REJECTED, case=run.case())
-        _expect_unchanged(run, before, f"paged_attention with {what}")
+        expect_rejected(ex, call, call=f"{what}", diagnosis=INVALID, why=REJECTED, case=run.case())
+        _expect_unchanged(run, before, what)
     run.free(1)
     run.add(1)  # a freed id is free again
 
 
+def check_attention_after_rejected_calls(ex):
+    """After every invalid call, whatever each did, attention over the cache's sequences is still right."""
+    run = _rejected_calls_run(ex)
+    for call, what in _bad_calls(run):
+        try:
+            call()
+        except CandidateRaised:
+            pass
+        else:
+            return  # an accepted invalid call may change the cache: rejects_invalid_arguments judges that
+    run.attend_all()
+    run.failures = [replace(f, after="every rejected call") for f in run.failures]
+    run.finish()
+
+
 def _expect_unchanged(run, before, what):
-    """The cache reads as it did before the rejected call. When it does not, every sequence is attended first:
-    a change that a later valid call answers wrong from is a wrong answer (weak), not a validation slip."""
     try:
         after = _state_snapshot(run)
     except CheckFailure as exc:  # the cache no longer reads as the sequences it held
-        _attended_after(run, what)
         fail(f"the rejected call ({what}) changed the cache: then {exc}", run.case(), kind="hygiene")
     same = (after[0] == before[0] and after[1] == before[1] and after[2] == before[2]
             and np.array_equal(after[3], before[3]))
     if not same:
-        _attended_after(run, what)
         fail(f"the rejected call ({what}) changed the cache", run.case(), kind="hygiene")
-
-
-def _attended_after(run, what):
-    run.attend_all()
-    run.failures = [replace(f, after=f"the rejected call ({what})") for f in run.failures]
-    run.finish()
