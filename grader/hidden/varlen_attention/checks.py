@@ -619,7 +619,7 @@ class Growth:
     calls: list = field(default_factory=lambda: [0] * len(UNIT_COPIES))
     blocks: list = field(default_factory=lambda: [0] * len(UNIT_COPIES))
     oracle: list = field(default_factory=lambda: [0.0] * len(UNIT_COPIES))
-    too_slow: bool = False  # a call of the largest batch ran past the time limit
+    too_slow: int = 0  # the batch (1 or 2) one of whose calls ran past the time limit, 0: none
 
     def per_call(self, i) -> float:
         return self.cpu[i] / self.calls[i]
@@ -701,9 +701,9 @@ def _growth(ex, rng, batches) -> Growth | None:
             if not _block(ex, rng, growth, size, batches[size], BLOCK_CPU * share):
                 return None
         except CandidateTimeout:
-            if size < len(batches) - 1:
+            if size == 0:  # the smallest batch alone says nothing of growth
                 raise
-            growth.too_slow = True  # too slow for the time limit
+            growth.too_slow = size  # a larger batch past the limit where the smallest answered in time
             return growth
     return growth
 
@@ -764,10 +764,11 @@ def _grown(g: Growth) -> str:
     """What was measured, as the sentence a batch_sized_work failure gives."""
     s, ms = g.sequences, 1000
     if g.too_slow:
-        return (f"a batch of {s[2]} sequences did not finish within the time limit for one call, while batches of "
-                f"{s[0]} and {s[1]} of the same kind used {g.per_call(0) * ms:.3g} and {g.per_call(1) * ms:.3g} ms "
-                "of CPU per call: the work grows with the whole batch (B x total_k, total_q x total_k), not with "
-                "each sequence's n_q x n_k")
+        done = " and ".join(f"{s[i]}" for i in range(g.too_slow))
+        cost = " and ".join(f"{g.per_call(i) * ms:.3g}" for i in range(g.too_slow))
+        return (f"a batch of {s[g.too_slow]} sequences did not finish within the time limit for one call, while "
+                f"batches of {done} of the same kind used {cost} ms of CPU per call: the work grows with the whole "
+                "batch (B x total_k, total_q x total_k), not with each sequence's n_q x n_k")
     yardstick = g.yardstick()
     return (f"each sequence added to a batch cost {g.marginal(0, 1) * ms:.3g} ms of CPU per call from {s[0]} to "
             f"{s[1]} sequences, and {g.marginal(1, 2) * ms:.3g} ms from {s[1]} to {s[2]} (calls of {s[0]}, {s[1]} "
