@@ -28,6 +28,7 @@ One sentence, one property (CONTRACT section 1 and ring_buffer_window's section 
 | numpy integers for ints (int8 too), lists for index arrays | numpy_integer_arguments |
 | positions of any signed dtype, a window wider than it | |
 | invalid arguments (float sizes, past int64, empty inputs): ValueError, nothing changed | rejects_invalid_arguments |
+| ... so later steps answer as if none had been made | steps_after_rejected_calls |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
 | right values in another container or dtype: hygiene | returns_arrays |
 | precision follows the inputs | every stream (checking.off_by) |
@@ -45,6 +46,7 @@ cannot be filled with garbage by the grader, so only slots it wrote are tried wi
 """
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -941,32 +943,81 @@ def check_rejects_invalid_arguments(ex):
     """Bad sizes (a capacity past int64 beside a bad head_dim too), windows (past int64 too) and shapes (any one
     array's shape that numpy would broadcast against the others' too) raise ValueError, on zero rows and empty
     position lists as on others, and a rejected call leaves the cache as it was."""
-    rng = ex.rng
     for C, D in [(0, 4), (4, 0), (-3, 2), (2.5, 4), (2**64, 0)]:
         expect_rejected(ex, ex.candidate.RingKVCache, C, D, call=f"RingKVCache({C}, {D})", diagnosis=INVALID)
-    C, D = 6, 4
-    cache = ex.candidate.call("RingKVCache", C, D)
-    x = rng.standard_normal((C + 2, D))  # a full ring: every slot live, so a write before the refusal shows
-    cache.call("append", x, -x)
-    snapshot = _Snapshot(len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
-    for k, v, what in _bad_appends(rng.standard_normal, D):
-        expect_rejected(ex, cache.append, k, v, call=f"cache.append with {what}", diagnosis=INVALID)
-        _unchanged(ex, cache, snapshot, f"cache.append with {what}")
     q = np.arange(5, 8)
     for W in (0, -2, -2**63 - 1):  # an empty side leaves nothing to mask, yet the window is still wrong
         for q_pos, k_pos, what in [(q, np.arange(8), "3 queries, 8 keys"), ([], np.arange(8), "no queries (a list)"),
                                    (q, np.zeros(0, np.int64), "no keys"), ([], [], "two empty lists")]:
             expect_rejected(ex, ex.candidate.window_mask, q_pos, k_pos, W,
                             call=f"window_mask({what}, window={W})", diagnosis=INVALID)
-    step = ex.candidate.windowed_attention_step
-    for q, k, v, W, what in _bad_steps(rng.standard_normal, C, D):
-        expect_rejected(ex, step, cache, q, k, v, W, call=f"windowed_attention_step with {what}", diagnosis=INVALID)
-        _unchanged(ex, cache, snapshot, f"windowed_attention_step with {what}")
-    for name, args, call in _broadcast_misfits(rng, D):
-        target = step if name == "windowed_attention_step" else cache.append
-        expect_rejected(ex, target, *((cache,) if target is step else ()), *args, call=call, diagnosis=INVALID)
-    # once for them all (a change a refusal made stays): shapes numpy would broadcast
-    _unchanged(ex, cache, snapshot, "windowed_attention_step or cache.append with an array numpy would broadcast")
+    cache, _ = _full_ring(ex)
+    snapshot = _Snapshot(len(cache), np.array(cache.positions), np.array(cache.keys), np.array(cache.values))
+    for call, what in _bad_calls(ex, cache):
+        expect_rejected(ex, call, call=what, diagnosis=INVALID)
+        _unchanged(ex, cache, snapshot, what)
+
+
+def check_steps_after_rejected_calls(ex):
+    """After a full ring has refused every invalid append and step, steps of one token with window = capacity
+    match sliding-window attention over the tokens it was given."""
+    cache, x = _full_ring(ex)
+    # an accepted invalid call may change the cache: rejects_invalid_arguments judges that, not this check
+    if _all_refused(_bad_calls(ex, cache)):
+        _expect_steps_after(ex, cache, x)
+
+
+def _all_refused(calls) -> bool:
+    """Make every call until one is accepted: whether each raised (any exception is a refusal here)."""
+    for call, _ in calls:
+        try:
+            call()
+        except CandidateRaised:
+            continue
+        return False
+    return True
+
+
+def _expect_steps_after(ex, cache, x):
+    """Four steps of one token on ``cache`` (keys x, values -x appended), window = capacity: the widest window
+    sees every live slot a step can reach, so any slot, position or length a refusal changed shows."""
+    C, (N, D) = RING[0], x.shape
+    new = [ex.rng.standard_normal((4, D)) for _ in range(3)]
+    s = Stream(C, C, [N, 1, 1, 1, 1], *(np.concatenate([a, b]) for a, b in zip((np.zeros_like(x), x, -x), new)))
+    want = oracle.sliding_window_attention(s.q, s.k, s.v, C)
+    for p in range(N, N + 4):
+        call = f"windowed_attention_step(cache, q, k, v, window={C}) for position {p} after the rejected calls"
+        out = ex.candidate.call("windowed_attention_step", cache, s.q[p:p + 1], s.k[p:p + 1], s.v[p:p + 1], C)
+        got = as_array(out, call=call, shape=(1, D), kind="f", case=s.case(ex.seed))
+        if s.wrong_rows(got, want[p:p + 1]).any():
+            fail(f"RingKVCache({C}, {D}) fed {N} tokens by append, then every invalid append and step (each "
+                 f"refused): {call} differs from sliding-window attention over the tokens given by up to "
+                 f"{_differs(got, want[p:p + 1]).max():.3g}", s.case(ex.seed))
+
+
+RING = (6, 4)  # capacity, head_dim of the cache the invalid calls are made on
+
+
+def _full_ring(ex):
+    """(cache, x): RingKVCache(6, 4) given keys x and values -x of 8 tokens by append: a full ring, every slot
+    live, so a write made before a refusal shows."""
+    C, D = RING
+    cache = ex.candidate.call("RingKVCache", C, D)
+    x = ex.rng.standard_normal((C + 2, D))
+    cache.call("append", x, -x)
+    return cache, x
+
+
+def _bad_calls(ex, cache) -> list:
+    """(call, what) of every invalid append and step on ``cache`` (RING's sizes): each must raise ValueError and
+    change nothing."""
+    (C, D), r = RING, ex.rng.standard_normal
+    step = partial(ex.candidate.windowed_attention_step, cache)
+    calls = [(partial(cache.append, k, v), f"cache.append with {what}") for k, v, what in _bad_appends(r, D)]
+    calls += [(partial(step, q, k, v, W), f"windowed_attention_step with {what}")
+              for q, k, v, W, what in _bad_steps(r, C, D)]
+    return calls + [(partial(step if name == "windowed_attention_step" else cache.append, *args), call)
+                    for name, args, call in _broadcast_misfits(ex.rng, D)]
 
 
 def _broadcast_misfits(rng, D):

@@ -16,6 +16,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | buffers (other_bases: 500000, 1e6, 10, a random float beside the default) | |
 | as large as memory allows: steps, prefills ending exactly at 64 .. 1024 tokens | prefill_then_decode, random_chunks |
 | odd D, negative positions, base <= 1, bad parents or shapes (T = 0 too): ValueError | rejects_invalid_arguments |
+| ... changing nothing: later steps answer as if none had been made | steps_after_rejected_calls |
 | cache.base kept; keys and values [len, H, D] | fresh_cache |
 | a plain step: positions len .. len + T - 1, rotated once, appended; bottom-right causal | prefill_then_decode, |
 | | one_token_at_a_time, random_chunks |
@@ -26,7 +27,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | T = 0 returns [0, H, D], changes nothing | one_token_at_a_time, random_chunks |
 | float32 or float64 inputs; outputs float64 or the inputs' dtype | random_chunks, rope_values, returns_arrays |
 | precision follows the inputs (float32 angles at 1e5, or from positions past 2^24, are wrong) | rope_values |
-| ... float64 steps after float32 ones (accepted or refused) keep float64 | random_chunks, rejects_invalid_arguments |
+| ... float64 steps after float32 ones (accepted or refused) keep float64 | random_chunks, steps_after_rejected_calls |
 | lists for positions and parents; numpy integers for ints | rope_values, tree_after_prefill, numpy_integer_arguments |
 | right values in another container: hygiene | returns_arrays |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
@@ -56,6 +57,7 @@ from grader.checking import (
     settle,
 )
 from grader.held import ARGUMENT_CHANGED, Held
+from grader.sandbox import CandidateRaised
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
@@ -597,8 +599,7 @@ def check_numpy_integer_arguments(ex):
 
 def check_rejects_invalid_arguments(ex):
     """Odd D, negative positions, base <= 1, bad parents (as many as the drafts, none past int64) and mismatched
-    shapes raise ValueError, changing nothing, for T = 0 as for any T (a refused float32 first call included:
-    later float64 steps keep float64 precision)."""
+    shapes raise ValueError, changing nothing, for T = 0 as for any T (a fresh cache's float32 first call included)."""
     rng, c = ex.rng, ex.candidate
     x = _tokens(rng, 3, 2, 6)
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
@@ -615,18 +616,54 @@ def check_rejects_invalid_arguments(ex):
     for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
                        ((2, 4, -3.0), "base -3.0"), ((2**64, 7), "head_dim 7, num_heads 2^64")]:
         expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})", diagnosis=INVALID)
-    H, D = 3, 4
-    cache = c.call("RopeKVCache", H, D)
-    wrong = _tokens(rng, 2, 2, D, np.float32)  # a fresh cache's first call, float32, refused: storage it made
-    what = "float32 q, k, v of 2 heads for a cache of 3, its first call"  # in float32 would round every later key
-    expect_rejected(ex, c.rope_attention_step, cache, wrong, wrong, wrong, call=f"rope_attention_step with {what}",
-                    diagnosis=INVALID)
-    _unchanged(cache, (0, np.zeros((0, H, D)), np.zeros((0, H, D))), f"rope_attention_step with {what}")
-    first = _tokens(rng, 4, H, D)
+    cache = c.call("RopeKVCache", *SIZES)
+    call, what = _refused_first_call(ex, cache)
+    expect_rejected(ex, call, call=what, diagnosis=INVALID)
+    _unchanged(cache, (0, np.zeros((0, *SIZES)), np.zeros((0, *SIZES))), what)
+    first = _tokens(rng, 4, *SIZES)
     c.call("rope_attention_step", cache, first, first, first)
     before = (len(cache), np.array(cache.keys), np.array(cache.values))
+    for call, what in _bad_calls(ex, cache):
+        expect_rejected(ex, call, call=what, diagnosis=INVALID)
+        _unchanged(cache, before, what)
+
+
+def check_steps_after_rejected_calls(ex):
+    """A cache refuses a float32 first call, takes a few tokens, refuses every invalid step, then takes one more
+    step: its output and the stored keys match RoPE attention over the tokens given."""
+    rng, H, D = ex.rng, *SIZES
+    cache = ex.candidate.call("RopeKVCache", H, D)
+    if not _all_refused([_refused_first_call(ex, cache)]):
+        return  # an accepted invalid call may change the cache: rejects_invalid_arguments judges that
+    first = _tokens(rng, 4, H, D)
+    ex.candidate.call("rope_attention_step", cache, first, first, first)
+    if not _all_refused(_bad_calls(ex, cache)):
+        return
+    script = Script(H, D, 10000.0, [Step(first, first, first), Step(*(_tokens(rng, 2, H, D) for _ in "qkv"))],
+                    "two steps")
+    miss = _after_rejections(ex, cache, script)
+    if miss is not None:
+        fail(miss, script.case(ex.seed))
+
+
+SIZES = (3, 4)  # num_heads, head_dim of the cache the invalid steps are made on
+
+
+def _refused_first_call(ex, cache) -> tuple:
+    """(call, what): a fresh cache's first call in float32 with too few heads. Storage made in its dtype before the
+    refusal would round every later key."""
+    wrong = _tokens(ex.rng, 2, 2, SIZES[1], np.float32)
+    what = "rope_attention_step with float32 q, k, v of 2 heads for a cache of 3, its first call"
+    return partial(ex.candidate.rope_attention_step, cache, wrong, wrong, wrong), what
+
+
+def _bad_calls(ex, cache) -> list:
+    """(call, what) of every invalid step on ``cache`` (SIZES, holding tokens): each must raise ValueError and
+    change nothing."""
+    H, D = SIZES
+
     def t(T, h=H, d=D):
-        return _tokens(rng, T, h, d)
+        return _tokens(ex.rng, T, h, d)
     bad_steps = [((t(2), t(3), t(3)), {}, "q [2, H, D] with k, v [3, H, D]"),
                  *_one_odd_out(t),
                  ((t(2, 2), t(2, 2), t(2, 2)), {}, "2 heads for a cache of 3"),
@@ -642,15 +679,19 @@ def check_rejects_invalid_arguments(ex):
                  ((t(3), t(3), t(3)), {"parents": [-1, -2**63 - 1, 0]}, "parents[1] = -2^63 - 1 (past int64)"),
                  ((t(3), t(3), t(3)), {"parents": [-1, 0, 2**63]}, "parents[2] = 2^63 (past int64)"),
                  *_empty_steps(t)]
-    for args, kwargs, what in bad_steps:
-        expect_rejected(ex, c.rope_attention_step, cache, *args, call=f"rope_attention_step with {what}",
-                        diagnosis=INVALID, **kwargs)
-        _unchanged(cache, before, f"rope_attention_step with {what}")
-    # and the cache goes on as if nothing had been asked: no counter moved before the arguments were checked
-    script = Script(H, D, 10000.0, [Step(first, first, first), Step(t(2), t(2), t(2))], "two steps")
-    miss = _after_rejections(ex, cache, script)
-    if miss is not None:
-        fail(miss, script.case(ex.seed))
+    step = partial(ex.candidate.rope_attention_step, cache)
+    return [(partial(step, *args, **kwargs), f"rope_attention_step with {what}") for args, kwargs, what in bad_steps]
+
+
+def _all_refused(calls) -> bool:
+    """Make every call until one is accepted: whether each raised (any exception is a refusal here)."""
+    for call, _ in calls:
+        try:
+            call()
+        except CandidateRaised:
+            continue
+        return False
+    return True
 
 
 def _after_rejections(ex, cache, script) -> str | None:

@@ -1,8 +1,8 @@
 """Known wrong: append writes k into its slots before it finds v of the wrong shape, so a refused append has already
-overwritten live keys. Section 1 and the prompt: a rejected call leaves the cache as it was (hygiene: hire).
+overwritten live keys, which later steps attend over (a rejected call that leaves later answers wrong: weak).
 """
 EXPECTED_DIAGNOSIS = ()
-EXPECTED_LEVEL = "hire"
+EXPECTED_LEVEL = "weak"
 import numpy as np
 
 

@@ -1,9 +1,9 @@
 """Known wrong: a plain step grows the cache's length before it checks v, so a step rejected for
-its v leaves the cache T tokens longer (zeros where keys should be). Every valid step is right;
-section 1: invalid arguments raise ValueError and change nothing (a validation slip: hire).
+its v leaves the cache T tokens longer (zeros where keys should be), and later steps attend over
+them at later positions (a rejected call that leaves later answers wrong: weak).
 """
 EXPECTED_DIAGNOSIS = ()  # no named mistake is this one
-EXPECTED_LEVEL = "hire"
+EXPECTED_LEVEL = "weak"
 
 import math
 import operator
