@@ -188,6 +188,18 @@ tests show. It is a check of its own, outside the rubric's validation criteria, 
 (which leaves the rest of validation to the interviewer) still judges what the prompt shows."""
 
 
+def all_refused(calls) -> bool:
+    """Make each of ``calls`` ((call, what) pairs: invalid calls) until one is accepted: whether every one raised.
+    The checks that judge valid calls after rejected ones use it (an accepted one is the validation check's)."""
+    for call, _ in calls:
+        try:
+            call()
+        except CandidateRaised:
+            continue
+        return False
+    return True
+
+
 def expect_rejected(ex: ExerciseRun, fn, *args, call: str, diagnosis: str,
                     why: str = "invalid arguments must be rejected, not given a silent answer", case=None, **kwargs):
     """Invalid arguments: calling ``fn`` must raise ValueError. The failure says what the call did,

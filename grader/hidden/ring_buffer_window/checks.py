@@ -55,6 +55,7 @@ from grader.checking import (
     SHOWN,
     Explanation,
     Miss,
+    all_refused,
     as_array,
     chunk_sizes,
     close,
@@ -963,19 +964,8 @@ def check_steps_after_rejected_calls(ex):
     match sliding-window attention over the tokens it was given."""
     cache, x = _full_ring(ex)
     # an accepted invalid call may change the cache: rejects_invalid_arguments judges that, not this check
-    if _all_refused(_bad_calls(ex, cache)):
+    if all_refused(_bad_calls(ex, cache)):
         _expect_steps_after(ex, cache, x)
-
-
-def _all_refused(calls) -> bool:
-    """Make every call until one is accepted: whether each raised (any exception is a refusal here)."""
-    for call, _ in calls:
-        try:
-            call()
-        except CandidateRaised:
-            continue
-        return False
-    return True
 
 
 def _expect_steps_after(ex, cache, x):

@@ -45,6 +45,7 @@ import numpy as np
 
 from grader.checking import (
     Miss,
+    all_refused,
     as_array,
     chunk_sizes,
     container_slip,
@@ -57,7 +58,6 @@ from grader.checking import (
     settle,
 )
 from grader.held import ARGUMENT_CHANGED, Held
-from grader.sandbox import CandidateRaised
 from grader.stateful import shrink
 
 from . import diagnosis, oracle
@@ -633,11 +633,11 @@ def check_steps_after_rejected_calls(ex):
     step: its output and the stored keys match RoPE attention over the tokens given."""
     rng, H, D = ex.rng, *SIZES
     cache = ex.candidate.call("RopeKVCache", H, D)
-    if not _all_refused([_refused_first_call(ex, cache)]):
+    if not all_refused([_refused_first_call(ex, cache)]):
         return  # an accepted invalid call may change the cache: rejects_invalid_arguments judges that
     first = _tokens(rng, 4, H, D)
     ex.candidate.call("rope_attention_step", cache, first, first, first)
-    if not _all_refused(_bad_calls(ex, cache)):
+    if not all_refused(_bad_calls(ex, cache)):
         return
     script = Script(H, D, 10000.0, [Step(first, first, first), Step(*(_tokens(rng, 2, H, D) for _ in "qkv"))],
                     "two steps")
@@ -681,17 +681,6 @@ def _bad_calls(ex, cache) -> list:
                  *_empty_steps(t)]
     step = partial(ex.candidate.rope_attention_step, cache)
     return [(partial(step, *args, **kwargs), f"rope_attention_step with {what}") for args, kwargs, what in bad_steps]
-
-
-def _all_refused(calls) -> bool:
-    """Make every call until one is accepted: whether each raised (any exception is a refusal here)."""
-    for call, _ in calls:
-        try:
-            call()
-        except CandidateRaised:
-            continue
-        return False
-    return True
 
 
 def _after_rejections(ex, cache, script) -> str | None:
