@@ -507,8 +507,8 @@ def _data_bytes(value) -> int:
 def child_cpu_seconds(ex: ExerciseRun) -> tuple[int, float] | None:
     """(the child's pid, the CPU time it and every process it started have used so far), or None where
     it cannot be read. The kernel's count (``launch.tree_cpu_seconds``), which candidate code cannot
-    rewrite and load does not inflate as it does wall time (a waiting process accrues none); it moves in
-    clock ticks (10 ms), so a check times work of tens of milliseconds at least."""
+    rewrite and load does not inflate as it does wall time (a waiting process accrues none); read from
+    /proc it moves in clock ticks (10 ms), so a check times work of tens of milliseconds at least."""
     try:
         child = ex.sandbox.worker.child
         return child.pid, child.cpu_seconds()

@@ -352,14 +352,19 @@ WORK_ELSEWHERE = {  # where the work of each call runs: a process the child fork
     "orphaned_grandchild": """
     return _in_a_fork(args, kwargs, orphan=True)
 """,
+    "reaped_by_nobody": """
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the kernel reaps the fork: no parent's cutime
+    return _in_a_fork(args, kwargs, wait=False)
+""",
 }
 
 IN_A_FORK = '''
 import os as _os
 import pickle as _pickle
+import signal as _signal
 import threading
 
-def _in_a_fork(args, kwargs, orphan=False):
+def _in_a_fork(args, kwargs, orphan=False, wait=True):
     r, w = _os.pipe()
     pid = _os.fork()
     if pid == 0:
@@ -372,18 +377,23 @@ def _in_a_fork(args, kwargs, orphan=False):
     _os.close(w)
     with _os.fdopen(r, "rb") as f:
         data = f.read()
-    _os.waitpid(pid, 0)
+    if wait:
+        _os.waitpid(pid, 0)
     return _pickle.loads(data)
 '''
 
 
 @pytest.mark.parametrize("where", sorted(WORK_ELSEWHERE))
-def test_work_done_in_another_process_is_still_the_childs(tmp_path, where):
+def test_work_done_in_another_process_is_still_the_childs(tmp_path, where, request):
     """Red team 5 (06): the varlen work check read the CPU time of the child and of the processes alive
     below it, so a batch-sized answer computed in a fork that was reaped (its time moves to the parent's
     cutime), forked from a thread, or orphaned, measured nothing. The child's CPU time now counts the
-    children each process waited for, the children of every thread, and every process of its group."""
-    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "rowwise_over_batch.py").read_text()
+    children each process waited for, the children of every thread, and every process of its group.
+    Red team 8: a fork nobody waits for (SIGCHLD ignored) reaches no parent's cutime; the group's own
+    CPU figure counts it."""
+    if where == "reaped_by_nobody":
+        request.getfixturevalue("cgroup_cpu")
+    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "keys_selected_by_sequence_id.py").read_text()
                       + IN_A_FORK, "varlen_attention", WORK_ELSEWHERE[where])
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
@@ -404,7 +414,7 @@ def test_a_fixed_cost_per_call_does_not_hide_batch_sized_work(tmp_path):
     90-sequence batch made of the same sequences, so a fixed cost per call counted 30 times on one side
     and once on the other: batch-sized work that burned 50 ms of CPU per call passed. The check now
     compares what one more sequence costs a call at two pairs of batch sizes, where a fixed cost cancels."""
-    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "rowwise_over_batch.py").read_text(),
+    source = _wrapped((SOLUTIONS / "mutants" / "varlen_attention" / "keys_selected_by_sequence_id.py").read_text(),
                       "varlen_attention", BURN.format(seconds=0.05))
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)

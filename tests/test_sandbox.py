@@ -2,7 +2,6 @@
 import functools
 import subprocess
 import sys
-import time
 import os
 
 import numpy as np

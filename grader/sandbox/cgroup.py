@@ -1,5 +1,7 @@
 """A control group per child: a memory limit and a process limit that cover every process it
-forks, and a peak-memory figure the kernel keeps, where candidate code cannot rewrite it.
+forks, and a peak-memory figure and a CPU-time figure the kernel keeps, where candidate code cannot
+rewrite them. The CPU figure counts every process that ever ran in the group, however it ended:
+a child reaped by nobody (its parent ignoring SIGCHLD) never reaches any parent's ``cutime``.
 
 cgroup v1 (separate ``memory`` and ``pids`` hierarchies, as on this machine type) and v2 (one
 unified hierarchy) are both used when writable; otherwise :func:`create` returns None and the
@@ -25,7 +27,8 @@ def _own_path(controller: str) -> str | None:
         return None
     for line in lines:
         _, names, path = line.split(":", 2)
-        if names.split(",") == [controller] or (controller == "" and names == "" and line.startswith("0:")):
+        v2 = controller == "" and names == "" and line.startswith("0:")
+        if v2 or (controller and controller in names.split(",")):
             return path
     return None
 
@@ -37,8 +40,10 @@ def _writable_dir(parent: Path, probe: str) -> bool:
 class Group:
     """One child's groups: ``dirs`` to join and remove, and how to read and reset its memory."""
 
-    def __init__(self, dirs: list[Path], memory_dir: Path | None, version: int, pids: bool):
+    def __init__(self, dirs: list[Path], memory_dir: Path | None, version: int, pids: bool,
+                 cpu_dir: Path | None = None):
         self.dirs, self.memory_dir, self.version, self.limits_pids = dirs, memory_dir, version, pids
+        self.cpu_dir = cpu_dir
 
     # -- joining: runs in the child between fork and exec (no allocation-heavy work) ---------
     def join(self):
@@ -77,6 +82,21 @@ class Group:
         except (OSError, ValueError):
             return False
         return any(events.get(key, "0") != "0" for key in ("max", "oom_kill"))
+
+    # -- CPU time ------------------------------------------------------------------------------
+    def cpu_seconds(self) -> float | None:
+        """CPU time every process of the group has used, living or gone (v1 ``cpuacct.usage``, v2
+        ``cpu.stat``'s ``usage_usec``); None where this machine keeps no such figure for it."""
+        if self.cpu_dir is None:
+            return None
+        if self.version == 1:
+            nanoseconds = _read_int(self.cpu_dir / "cpuacct.usage")
+            return None if nanoseconds is None else nanoseconds / 1e9
+        try:
+            stat = dict(line.split() for line in (self.cpu_dir / "cpu.stat").read_text().splitlines())
+            return int(stat["usage_usec"]) / 1e6
+        except (OSError, ValueError, KeyError):
+            return None
 
     def pids(self) -> list[int]:
         """Every process in the group, however it detached."""
@@ -175,7 +195,23 @@ def _create_v1(name: str, memory_bytes: int, max_pids: int) -> Group | None:
         pids_parent, "cgroup.procs") else None
     if pids is not None:
         dirs.append(pids)
-    return Group(dirs, memory, 1, pids is not None)
+    own_cpu = _own_path("cpuacct")  # alone, or mounted with cpu ("cpu,cpuacct")
+    cpu_parent = _v1_hierarchy("cpuacct", own_cpu)
+    cpu = _make(cpu_parent, name, {}) if cpu_parent is not None and _writable_dir(
+        cpu_parent, "cpuacct.usage") else None
+    if cpu is not None:
+        dirs.append(cpu)
+    return Group(dirs, memory, 1, pids is not None, cpu)
+
+
+def _v1_hierarchy(controller: str, own: str | None) -> Path | None:
+    """The grader's own group in the v1 hierarchy that holds ``controller``, however it is mounted."""
+    if own is None:
+        return None
+    for mount in (controller, "cpu,cpuacct", "cpuacct,cpu"):
+        if (ROOT / mount).is_dir():
+            return ROOT / mount / own.lstrip("/")
+    return None
 
 
 def _create_v2(parent: Path, name: str, memory_bytes: int, max_pids: int) -> Group | None:
@@ -188,4 +224,5 @@ def _create_v2(parent: Path, name: str, memory_bytes: int, max_pids: int) -> Gro
     folder = _make(parent, name, limits, {"memory.swap.max": 0})
     if folder is None:
         return None
-    return Group([folder], folder, 2, "pids" in enabled)
+    cpu = folder if (folder / "cpu.stat").exists() else None  # kept for every v2 group
+    return Group([folder], folder, 2, "pids" in enabled, cpu)

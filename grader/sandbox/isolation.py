@@ -32,18 +32,20 @@ __all__ = ["GET_BUBBLEWRAP", "LEVELS", "NOT_ISOLATED", "IsolationError", "isolat
 
 
 @functools.cache
-def _cgroups_work() -> bool:
+def _cgroups_work() -> tuple[bool, bool]:
+    """(this machine gives each child a group, that group keeps the child's CPU time)."""
     group = cgroup.create(64 << 20, 8)
     if group is None:
-        return False
+        return False, False
+    counts_cpu = group.cpu_seconds() is not None
     group.remove()
-    return True
+    return True, counts_cpu
 
 
 def isolation_report(limits: Limits | None = None) -> dict:
     """Which bounds hold for children here, for the result and the report header (derived from
     the policy); ``warning`` is the sentence to show on every run at the process level (else None)."""
-    return (limits or Limits()).bounds(isolation_level(limits), _cgroups_work())
+    return (limits or Limits()).bounds(isolation_level(limits), *_cgroups_work())
 
 
 def require_isolation(trust: bool, limits: Limits | None = None) -> str:

@@ -278,9 +278,15 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
     """CPU time (user + system, every thread) that process ``root`` and everything it started have used
-    so far, as the kernel counts it, so candidate code cannot rewrite or hide it: the processes below
-    it, the children each has waited for (a worker that forked, worked and was reaped), and any process
-    of ``group`` that got away from the tree. Waiting costs none. OSError when ``root`` cannot be read."""
+    so far, as the kernel counts it, so candidate code cannot rewrite or hide it. Where ``group`` keeps a
+    CPU figure, that: every process that ever ran in it, however it ended. Otherwise the processes
+    below ``root``, the children each has waited for (a worker that forked, worked and was reaped),
+    and any process of ``group`` that got away from the tree; a child nobody reaped (its parent
+    ignoring SIGCHLD) is then lost, as the README says. Waiting costs none. OSError when ``root``
+    cannot be read."""
+    counted = group.cpu_seconds() if group is not None else None
+    if counted is not None:
+        return counted
     seen, seconds, todo, strays = set(), 0.0, [root], group is not None
     while todo:
         pid = todo.pop()

@@ -198,13 +198,15 @@ class Policy:
                 for m in self.mounts if m.writable}
 
     # -- derived: what held, for the result ------------------------------------------------------
-    def bounds(self, level: str, cgroups: bool) -> dict:
-        """Which bounds hold for children at ``level`` (``cgroups``: this machine gives us groups)."""
+    def bounds(self, level: str, cgroups: bool, cgroup_cpu: bool = False) -> dict:
+        """Which bounds hold for children at ``level`` (``cgroups``: this machine gives us groups;
+        ``cgroup_cpu``: they keep a CPU-time figure, which the work checks then read)."""
         sized = level == "bwrap" and _bwrap_has("--size")
         return {
             "level": level,
             "memory": "cgroup" if cgroups else "rlimit",
             "pids": "cgroup" if cgroups else ("rlimit" if level == "uid" else "none"),
+            "cpu_time": "cgroup" if cgroups and cgroup_cpu else "process tree",
             "scratch": "tmpfs" if sized else "disk",
             "root": "read-only" if level == "bwrap" else "host",
             "network": "none" if level == "bwrap" else ("own namespace, best effort" if level == "uid" else "host"),
