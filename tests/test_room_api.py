@@ -4,6 +4,7 @@ sizes, one run at a time, nothing lost on a restart, and the extra's absence.
 Runs here never reach the grader (the job is held or answered by a stand-in), so these are
 fast; grading itself is covered by test_room_leaks.py and the browser test.
 """
+import json
 import subprocess
 import sys
 import threading
@@ -85,6 +86,9 @@ def test_changes_need_the_token_in_a_header_not_only_the_url(room):
     (b'{"exercise": "nope", "name": "decode_mask.py", "text": ""}', 404, "no exercise 'nope'"),
     (b'{"exercise": "decode_mask", "name": "../../etc/passwd", "text": ""}', 404, "no file"),
     (b'{"exercise": "decode_mask", "name": "decode_mask.py", "text": 7}', 400, "must be a string"),
+    (b'{"exercise": "decode_mask", "name": "decode_mask.py", "text": "\\ud800"}', 400, "no lone surrogates"),
+    (b'{"exercise": ["decode_mask"], "name": "decode_mask.py", "text": ""}', 404, "no exercise"),
+    (b'{"exercise": "decode_mask", "name": {"a": 1}, "text": ""}', 404, "no file"),
 ])
 def test_a_bad_request_gets_a_clear_error_and_no_traceback(room, body, status, words):
     client, cand, _ = clients(room)
@@ -157,6 +161,31 @@ def test_one_run_at_a_time_and_a_second_is_refused_with_a_message(room, held):
     assert room.store.runs()[0]["status"] == "done"
     again = client.post("/api/candidate/runs", headers=cand, json={"exercise": EXERCISE, "kind": "public"})
     assert again.status_code == 200
+
+
+@pytest.mark.parametrize("files", [{"decode_mask.py": "\ud800"}, {"decode_mask.py": 7}, {"nope.py": ""}])
+def test_a_refused_run_holds_no_slot(room, held, files):
+    """Red team 8: a run whose file the store could not keep (a lone surrogate) took the one run slot
+    and never gave it back: every later run got 429 until a restart."""
+    client, cand, _ = clients(room)
+    body = json.dumps({"exercise": EXERCISE, "kind": "public", "files": files})  # a surrogate as JSON's \\ud800
+    refused = client.post("/api/candidate/runs", headers=cand, content=body.encode())
+    assert 400 <= refused.status_code < 500 and "Traceback" not in refused.text
+    assert room.store.runs() == []
+    later = client.post("/api/candidate/runs", headers=cand, json={"exercise": EXERCISE, "kind": "public"})
+    assert later.status_code == 200, later.text
+
+
+def test_a_store_failure_after_queueing_frees_the_slot(room, held, monkeypatch):
+    """Whatever fails between taking the slot and queueing the job (a full disk) gives the slot back."""
+    def full_disk(*args):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(room.store, "start_run", full_disk)
+    with pytest.raises(OSError):
+        room.run(EXERCISE, "public")
+    monkeypatch.undo()
+    held.set()
+    assert room.run(EXERCISE, "public") >= 1
 
 
 def test_hints_reach_the_candidate_only_once_sent(room):

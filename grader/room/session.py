@@ -142,10 +142,15 @@ class Room:
             if self._queued >= MAX_QUEUED:
                 raise RoomError("a run is already going: wait for its result, then run again", 429)
             self._queued += 1
-        for name, text in files.items():
-            self.store.save_file(exercise, name, text)
-        run_id = self.store.start_run(kind, exercise, secrets.randbelow(2**63) if kind == "submit" else None)
-        self._jobs.put(("run", run_id, kind, exercise))
+        try:  # the slot is the worker's to free once queued; until then, any failure frees it here
+            for name, text in files.items():
+                self.store.save_file(exercise, name, text)
+            run_id = self.store.start_run(kind, exercise, secrets.randbelow(2**63) if kind == "submit" else None)
+            self._jobs.put(("run", run_id, kind, exercise))
+        except BaseException:
+            with self._lock:
+                self._queued -= 1
+            raise
         self._changed()
         return run_id
 
@@ -154,17 +159,17 @@ class Room:
             raise RoomError("the interview has ended: nothing can change any more", 409)
 
     def _exercise(self, exercise) -> catalog.Exercise:
-        if exercise not in self.exercises:
+        if not isinstance(exercise, str) or exercise not in self.exercises:
             raise RoomError(f"no exercise {str(exercise)[:64]!r} in this interview", 404)
         return self.exercises[exercise]
 
     def _writable(self, exercise, name, text):
         self._open()
-        if name not in files_of(self._exercise(exercise)):
+        if not isinstance(name, str) or name not in files_of(self._exercise(exercise)):
             raise RoomError(f"no file {str(name)[:64]!r} in {exercise}", 404)
-        if not isinstance(text, str):
-            raise RoomError("a file's text must be a string")
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        if not _unicode(text):
+            raise RoomError("a file's text must be a string of Unicode text (no lone surrogates)")
+        if len(text.encode("utf-8")) > MAX_FILE_BYTES:
             raise RoomError(f"{name} is over {MAX_FILE_BYTES // 1024} KiB: the room keeps files smaller than that",
                             413)
 
@@ -181,7 +186,7 @@ class Room:
     def observe(self, exercise: str, criterion, value) -> None:
         """Record an observed criterion as met (true), missed (false), or not yet seen (null)."""
         observable = {c.id for c in self._exercise(exercise).rubric.criteria if c.observed}
-        if criterion not in observable:
+        if not isinstance(criterion, str) or criterion not in observable:
             raise RoomError(f"{exercise} has no observed criterion {str(criterion)[:64]!r}")
         if value not in (True, False, None):
             raise RoomError("an observation is true, false or null")
@@ -190,8 +195,8 @@ class Room:
 
     def note(self, exercise: str, text) -> None:
         self._exercise(exercise)
-        if not isinstance(text, str) or len(text.encode("utf-8", "surrogatepass")) > MAX_NOTE_BYTES:
-            raise RoomError(f"notes are a string of at most {MAX_NOTE_BYTES // 1024} KiB")
+        if not _unicode(text) or len(text.encode("utf-8")) > MAX_NOTE_BYTES:
+            raise RoomError(f"notes are a string of Unicode text of at most {MAX_NOTE_BYTES // 1024} KiB")
         self.store.add_event("note", exercise, text)
         self._record_changed()
 
@@ -269,3 +274,14 @@ class Room:
             finish.write_reports(self, outcome)
         except grading.JobFailed as exc:
             self.store.finish_run(run_id, "error", {"error": f"the final grading failed: {exc}"})
+
+
+def _unicode(text) -> bool:
+    """A string the store can keep: JSON lets a lone surrogate (``"\\ud800"``) through, UTF-8 does not."""
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
