@@ -13,6 +13,6 @@ def classify_tiles(T: int, S: int, block_q: int, block_k: int, window: int | Non
     and, with a window W, also k > p - W.
     SKIP: no pair of the tile may attend; FULL: every pair may; PARTIAL: otherwise.
     Never builds the T x S mask. Raises ValueError unless T, S, block_q, block_k are ints >= 1,
-    T <= S, and window is None or an int >= 1 (bools are not ints).
+    T <= S, and window is None or an int >= 1 (numpy integer scalars are ints).
     """
     raise NotImplementedError
