@@ -24,6 +24,8 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | | shared, full or partly filled; exactly enough is taken), operation_sequences |
 | fork shares blocks, copies nothing, cannot run out | fork_copies_nothing, operation_sequences |
 | an append into a shared block copies it first (no append changes another sequence) | operation_sequences |
+| the appending sequence gets the copy; every other holder keeps its table (and no operation | operation_sequences, |
+| changes the table of a sequence it does not name, nor a full block's entry) | out_of_blocks, fork_copies_nothing |
 | a full shared block is never copied | operation_sequences (block count, efficiency) |
 | free returns a block when no other holder is left | operation_sequences |
 | stale slots past seq_len hold any finite value, never attended | attention_extreme_scores |
@@ -131,9 +133,10 @@ class Run:
     # -- operations, on both sides, each followed by a full comparison ----------------------
 
     def add(self, seq_id):
+        before = self.layout
         self.cache.call("add_sequence", seq_id)
         self.model.add(seq_id)
-        self._did(f"add_sequence({seq_id})")
+        self._did(f"add_sequence({seq_id})", before, owner=seq_id)
 
     def append(self, seq_id, T, dtype=np.float64, rng=None):
         k, v = ((rng or self.rng).standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
@@ -146,7 +149,7 @@ class Run:
             self._reuse(box, (1, 2), [k, v], op)
             op += " (then the caller wrote other values into its k and v)"
         self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
-        self._did(op)
+        self._did(op, before, owner=seq_id)
         if T == 0:
             self.expect_nothing_changed(before)
 
@@ -160,19 +163,35 @@ class Run:
                      "shared last block: nothing is written)", self.case(), kind="corrupt")
 
     def fork(self, parent, child):
+        before = self.layout
         self.cache.call("fork", parent, child)
         self.model.fork(parent, child)
-        self._did(f"fork({parent}, {child})")
+        self._did(f"fork({parent}, {child})", before, owner=child)  # sharing itself: fork_copies_nothing
 
     def free(self, seq_id):
-        tables_before = dict(self.layout.tables)
+        before = self.layout
         self.cache.call("free", seq_id)
         self.model.free(seq_id)
-        self._did(f"free({seq_id})", freed=seq_id, tables_before=tables_before)
+        self._did(f"free({seq_id})", before, owner=seq_id, freed=seq_id, tables_before=dict(before.tables))
 
-    def _did(self, op, **free_info):
+    def _did(self, op, before=None, owner=None, **free_info):
         self.ops.append(op)
         self.layout = self.expect_state(f"after {op}", **free_info)
+        if before is not None:
+            self._expect_other_tables_kept(before, owner)
+
+    def _expect_other_tables_kept(self, before: Layout, owner):
+        """Every sequence the operation does not name keeps its table (copy-on-write gives the copy to the
+        appending sequence), and the named one keeps the entries of its full blocks (never copied)."""
+        for s, table in before.tables.items():
+            now = self.layout.tables.get(s)
+            if now is None:
+                continue  # freed
+            kept = now if s != owner else now[:before.lens[s] // self.block_size]
+            if not np.array_equal(kept, table if s != owner else table[:len(kept)]):
+                whose = "every other holder keeps its table" if s != owner else "a full block is never copied"
+                fail(f"{self.ops[-1]} changed block_table({s}) from {diagnosis.short(table)} to "
+                     f"{diagnosis.short(now)}: {whose}", self.case(), kind="corrupt")
 
     # -- what the cache holds -----------------------------------------------------------------
 
