@@ -394,8 +394,11 @@ def check_rejects_non_integers(ex):
 
 def integer_edges():
     """Calls whose sizes reach the top of int8, int16 and int32 (tile ends, S - T + row, row +
-    window), for the general integer-type check."""
-    shapes = [(5, 127, 2, 16, None), (5, 127, 2, 16, 100), (127, 127, 16, 16, 9), (3, 32767, 2, 512, 1000),
+    window), for the general integer-type check; and calls where a small size or window (int8, int16 as
+    the check retypes each int alone) meets positions far past its dtype (S - T, p - window): Python ints
+    in the answer's arithmetic do not fit that dtype."""
+    shapes = [(9, 300, 4, 100, 100), (3, 40_000, 64, 1024, 4096), (200, 70_000, 100, 30_000, 120),
+              (5, 127, 2, 16, None), (5, 127, 2, 16, 100), (127, 127, 16, 16, 9), (3, 32767, 2, 512, 1000),
               (100, 127, 100, 64, None), (100, 127, 100, 64, 120), (30000, 32000, 20000, 16000, None),
               (30000, 32000, 20000, 16000, 25000), (32767, 32767, 32767, 32767, 32767),
               (3, 2**31 - 1, 2, 2**30, None), (3, 2**31 - 1, 2, 2**30, 2**31 - 2)]

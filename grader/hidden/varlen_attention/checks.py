@@ -964,6 +964,9 @@ MALFORMED_CU = [
     ([0, 3, 1, 3], [0, 3, 4, 6], "cu_seqlens_q decreasing in the middle (its total still 3)"),
     ([0, 2, 4], [0, 4], "cu_seqlens of unequal lengths"),
     ([0, 3, 4], [0, 2, 6], "a sequence with n_q = 3 > n_k = 2"),
+    ([0, 1, 4, 5], [0, 3, 5, 8], "sequence 1 with n_q = 3 > n_k = 2, while no cu_seqlens_q entry passes "
+     "cu_seqlens_k's"),  # a check on the cumulative arrays, not the counts, lets it through
+    ([0, 2, 5], [0, 3, 5], "the last sequence with n_q = 3 > n_k = 2"),  # a check that stops one short
     ([0], [0], "a single entry (no sequence)"),
     ([0, 2.5], [0, 3], "a float in cu_seqlens_q"),
     ([0, 2], [0, 3.5], "a float in cu_seqlens_k"),
