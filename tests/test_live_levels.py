@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from grader import catalog, engine
 from grader.cli import main
 from grader.result import CheckResult
+from grader.room.session import Room
 from grader.rubric import LIVE_ASK, judge
 
 TREE = catalog.get("tree_mask")
@@ -99,6 +100,13 @@ def test_an_assert_validating_answer_live_and_as_a_take_home(tmp_path):
     again = CliRunner().invoke(main, ["report", str(tmp_path / "live.json")])  # re-judged live, as it was graded
     assert again.exit_code == 0 and "caution" not in again.output and "graded live" in again.output
     assert "strong hire (provisional" in again.output
+    room = Room(tmp_path / "session", ["tree_mask"], None, None)  # the live room's standing, re-judged live too
+    try:
+        room.store.finish_run(room.store.start_run("submit", "tree_mask", 1), "done", live)
+        standing = next(e for e in room.interviewer_view()["exercises"] if e["id"] == "tree_mask")
+        assert (standing["level"], standing["provisional"]) == ("strong_hire", True), standing["reason"]
+    finally:
+        room.close()
 
 
 @pytest.mark.slow

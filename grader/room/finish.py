@@ -43,7 +43,8 @@ def standing(room) -> Result:
     latest = {r["exercise"]: r["outcome"] for r in room.store.runs() if r["kind"] == "submit" and r["status"] == "done"}
     exercises = [Result.from_dict(latest[eid]).exercise(eid) if eid in latest
                  else build_result(ex, ExerciseFacts(), required=True) for eid, ex in room.exercises.items()]
-    return apply(Result(seed=0, submission=str(room.folder), exercises=exercises), Notes(notes_data(room)))
+    # the room grades live (an interviewer is there): its standing is re-judged live as well
+    return apply(Result(seed=0, submission=str(room.folder), exercises=exercises, live=True), Notes(notes_data(room)))
 
 
 def final_result(room, outcome: dict) -> Result:
