@@ -32,7 +32,8 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   (no cache, no lent object), with their answers; these checks replay a bounded sample, smallest
   first and shuffled, and compare with the answers first given. An exercise's ``integer_edges()``
   adds calls whose integers reach the top of int8, int16 or int32, where arithmetic kept in the
-  inputs' dtype wraps (``p + 1`` at 127): right as Python ints, and the same in that dtype. A
+  inputs' dtype wraps (``p + 1`` at 127), or put small ints beside positions past their dtype
+  (``np.int8(100)`` as a window beside ``S = 300``): right as Python ints, and the same retyped. A
   ValueError or TypeError on a retyped call is a hygiene slip only when int64 numpy integers
   are refused too (numpy integers refused as such); when int64 works it is a crash.
 
