@@ -88,13 +88,23 @@ def bwrap():
     pytest.skip("bubblewrap is not installed or does not work here")
 
 
-@pytest.fixture
-def cgroup_cpu():
-    """For tests of the CPU time a child's control group keeps: a skip that names why where this
+def _kept_by_a_cgroup(bound: str, why: str) -> bool:
+    """For tests of a bound a child's control group keeps: a skip that names ``why`` where this
     machine gives no such group, a failure where CI requires groups (KVGRADE_REQUIRE_CGROUPS)."""
     from grader.sandbox import isolation_report
-    if isolation_report()["cpu_time"] == "cgroup":
+    if isolation_report()[bound] == "cgroup":
         return True
     if os.environ.get("KVGRADE_REQUIRE_CGROUPS"):
-        pytest.fail("KVGRADE_REQUIRE_CGROUPS is set but no writable cgroup keeps a child's CPU time here")
-    pytest.skip("no writable cgroup keeps a child's CPU time here: work is counted from /proc alone")
+        pytest.fail(f"KVGRADE_REQUIRE_CGROUPS is set but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture
+def cgroups():
+    return _kept_by_a_cgroup("memory", "no writable memory cgroup on this machine: memory is bounded per process only")
+
+
+@pytest.fixture
+def cgroup_cpu():
+    return _kept_by_a_cgroup("cpu_time", "no writable cgroup keeps a child's CPU time here: work is counted from "
+                             "/proc alone")

@@ -300,13 +300,6 @@ def bounds(tmp_path):
         box.close()
 
 
-def cgroups_or_skip():
-    if isolation_report()["memory"] != "cgroup":
-        if os.environ.get("KVGRADE_REQUIRE_CGROUPS"):
-            pytest.fail("KVGRADE_REQUIRE_CGROUPS is set but no writable cgroup was found")
-        pytest.skip("no writable memory cgroup on this machine: memory is bounded per process only")
-
-
 def test_hashes_are_the_same_in_two_runs(bounds):
     assert bounds().module.hashes() == bounds().module.hashes()
 
@@ -346,15 +339,13 @@ def test_no_pycache_is_written(bounds):
 
 
 @pytest.mark.slow
-def test_memory_of_forks_is_bounded_together(bounds):
-    cgroups_or_skip()
+def test_memory_of_forks_is_bounded_together(bounds, cgroups):
     box = bounds(memory_bytes=1 << 30)
     statuses = box.module.fork_and_hold(3, 500 << 20)  # 1.5 GiB in all, 500 MiB each
     assert any(os.WIFSIGNALED(s) and os.WTERMSIG(s) == 9 for s in statuses), statuses  # the kernel's OOM kill
 
 
-def test_the_memory_peak_is_measured_by_the_grader_forks_included(bounds):
-    cgroups_or_skip()
+def test_the_memory_peak_is_measured_by_the_grader_forks_included(bounds, cgroups):
     box = bounds()
     value, stats = box.module.measured("hold_in_a_fork", 300 << 20)
     assert value == 1 and stats.peak_source == "cgroup"
@@ -373,8 +364,7 @@ def test_the_memory_peak_falls_back_to_vmhwm_and_says_so(bounds, monkeypatch):
     assert forked.peak_source == "vmhwm" and forked.peak_bytes < 100 << 20  # it misses forks: said so
 
 
-def test_processes_are_bounded_per_child(bounds):
-    cgroups_or_skip()
+def test_processes_are_bounded_per_child(bounds, cgroups):
     started = bounds(processes=16).module.many_processes(200)
     assert started < 16
 
