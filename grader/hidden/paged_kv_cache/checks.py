@@ -133,9 +133,10 @@ class Run:
     # -- operations, on both sides, each followed by a full comparison ----------------------
 
     def add(self, seq_id):
+        before = self.layout
         self.cache.call("add_sequence", seq_id)
         self.model.add(seq_id)
-        self._did(f"add_sequence({seq_id})", seq_id)
+        self._did(f"add_sequence({seq_id})", before, owner=seq_id)
 
     def append(self, seq_id, T, dtype=np.float64, rng=None):
         k, v = ((rng or self.rng).standard_normal((T, *self.sizes[2:])).astype(dtype) for _ in range(2))
@@ -148,7 +149,7 @@ class Run:
             self._reuse(box, (1, 2), [k, v], op)
             op += " (then the caller wrote other values into its k and v)"
         self.model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
-        self._did(op, seq_id)
+        self._did(op, before, owner=seq_id)
         if T == 0:
             self.expect_nothing_changed(before)
 
@@ -162,22 +163,22 @@ class Run:
                      "shared last block: nothing is written)", self.case(), kind="corrupt")
 
     def fork(self, parent, child):
+        before = self.layout
         self.cache.call("fork", parent, child)
         self.model.fork(parent, child)
-        self._did(f"fork({parent}, {child})", child)  # sharing itself: fork_copies_nothing
+        self._did(f"fork({parent}, {child})", before, owner=child)  # sharing itself: fork_copies_nothing
 
     def free(self, seq_id):
+        before = self.layout
         self.cache.call("free", seq_id)
         self.model.free(seq_id)
-        self._did(f"free({seq_id})", seq_id, freed=True)
+        self._did(f"free({seq_id})", before, owner=seq_id, freed=seq_id, tables_before=dict(before.tables))
 
-    def _did(self, op, owner, freed=False):
-        """Record ``op``, made on sequence ``owner`` (``freed``: it ended it), and read the cache back."""
-        before = self.layout  # as read back after the operation before
+    def _did(self, op, before=None, owner=None, **free_info):
         self.ops.append(op)
-        ended = (owner, dict(before.tables)) if freed else (None, None)  # for the free count's diagnosis
-        self.layout = self.expect_state(f"after {op}", *ended)
-        self._expect_other_tables_kept(before, owner)
+        self.layout = self.expect_state(f"after {op}", **free_info)
+        if before is not None:
+            self._expect_other_tables_kept(before, owner)
 
     def _expect_other_tables_kept(self, before: Layout, owner):
         """Every sequence the operation does not name keeps its table (copy-on-write gives the copy to the
@@ -186,8 +187,8 @@ class Run:
             now = self.layout.tables.get(s)
             if now is None:
                 continue  # freed
-            full = before.lens[s] // self.block_size if s == owner else None  # None: the whole table
-            if not np.array_equal(now[:full], table[:full]):
+            kept = now if s != owner else now[:before.lens[s] // self.block_size]
+            if not np.array_equal(kept, table if s != owner else table[:len(kept)]):
                 whose = "every other holder keeps its table" if s != owner else "a full block is never copied"
                 fail(f"{self.ops[-1]} changed block_table({s}) from {diagnosis.short(table)} to "
                      f"{diagnosis.short(now)}: {whose}", self.case(), kind="corrupt")
@@ -754,7 +755,7 @@ def _append_or_refuse(run, seq_id, T, seed, dtype):
         return waste
     before_len, before_layout = model.length(seq_id), run.layout
     model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
-    run._did(call, seq_id)
+    run._did(call)
     if T == 0:
         run.expect_nothing_changed(before_layout)
     if T:  # first what it wrote: a cache that shares what it should copy also needs fewer blocks
