@@ -151,6 +151,18 @@ def test_a_full_shared_block_copied_on_append_fails_the_operation_sequences(tmp_
 
 
 @pytest.mark.slow
+def test_a_copy_given_to_the_other_holders_fails_the_operation_sequences(tmp_path):
+    """The random sequences judge every append's effect on the other sequences' tables, not only the
+    scripted checks: copy-on-write gives the copy to the writer, and the other holders keep theirs."""
+    graded = _graded(tmp_path, "paged_kv_cache",
+                     SOLUTIONS / "mutants" / "paged_kv_cache" / "writer_keeps_the_block_it_took.py",
+                     ["operation_sequences"])
+    check = _failed(graded, "operation_sequences")
+    assert not check.passed and check.kind == "corrupt", (check.kind, check.message)
+    assert "every other holder keeps its table" in check.message
+
+
+@pytest.mark.slow
 def test_a_list_block_table_is_judged_on_its_values_and_caps_at_hire(tmp_path):
     graded = _graded(tmp_path, "paged_kv_cache", SOLUTIONS / "variants" / "paged_kv_cache" / "block_table_list.py",
                      ["returns_arrays", "operation_sequences", "single_sequence"])

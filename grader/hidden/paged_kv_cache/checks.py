@@ -174,19 +174,21 @@ class Run:
         self.model.free(seq_id)
         self._did(f"free({seq_id})", before, owner=seq_id, freed=seq_id, tables_before=dict(before.tables))
 
-    def _did(self, op, before=None, owner=None, **free_info):
+    def _did(self, op, before=None, owner=None, owner_full_blocks=True, **free_info):
         self.ops.append(op)
         self.layout = self.expect_state(f"after {op}", **free_info)
         if before is not None:
-            self._expect_other_tables_kept(before, owner)
+            self._expect_other_tables_kept(before, owner, owner_full_blocks)
 
-    def _expect_other_tables_kept(self, before: Layout, owner):
+    def _expect_other_tables_kept(self, before: Layout, owner, owner_full_blocks):
         """Every sequence the operation does not name keeps its table (copy-on-write gives the copy to the
-        appending sequence), and the named one keeps the entries of its full blocks (never copied)."""
+        appending sequence), and the named one keeps the entries of its full blocks (never copied).
+        Without ``owner_full_blocks`` the named sequence is left to the caller (operation_sequences counts
+        a copied full block as the waste it is, see _waste)."""
         for s, table in before.tables.items():
             now = self.layout.tables.get(s)
-            if now is None:
-                continue  # freed
+            if now is None or (s == owner and not owner_full_blocks):
+                continue  # freed, or left to the caller
             kept = now if s != owner else now[:before.lens[s] // self.block_size]
             if not np.array_equal(kept, table if s != owner else table[:len(kept)]):
                 whose = "every other holder keeps its table" if s != owner else "a full block is never copied"
@@ -755,7 +757,7 @@ def _append_or_refuse(run, seq_id, T, seed, dtype):
         return waste
     before_len, before_layout = model.length(seq_id), run.layout
     model.append(seq_id, k.astype(np.float64), v.astype(np.float64))
-    run._did(call)
+    run._did(call, before_layout, owner=seq_id, owner_full_blocks=False)
     if T == 0:
         run.expect_nothing_changed(before_layout)
     if T:  # first what it wrote: a cache that shares what it should copy also needs fewer blocks
