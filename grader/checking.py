@@ -407,6 +407,8 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     computed by the check, never asked of the child) is judged twice, and the worse counts: what
     the call added over the footprint the kernel saw as the request was written, and that
     footprint over the floor and twice ``holds`` (room for a cache that grows by doubling).
+    A cache that frees spare memory of its own size during a call can hide a copy in that room: a
+    limit the README states (nothing measured from outside tells it from a doubling cache).
     Checks compare the figure with what their must-not would cost. ``memory=False`` takes the warnings only
     (``target.with_stats``). None means nothing could be measured, never "fine". Warnings are what
     the child reports: they may count against a candidate, never for one. A call that runs out of
