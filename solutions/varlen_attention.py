@@ -46,13 +46,13 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k) -> np.ndarray:
     """[total_q, D]: each sequence attends causally over its own keys, one sequence at a time."""
     cu_q, cu_k = _validated(cu_seqlens_q, cu_seqlens_k)
     q, k, v = (np.asarray(x) for x in (q, k, v))
-    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
-        raise ValueError(f"q [total_q, D], k [total_k, D], v [total_k, Dv] expected, got "
+    if q.ndim != 2 or k.ndim != 2 or k.shape != v.shape or q.shape[1] != k.shape[1]:
+        raise ValueError(f"q [total_q, D], k [total_k, D], v [total_k, D] expected, got "
                          f"{q.shape}, {k.shape}, {v.shape}")
     if q.shape[0] != cu_q[-1] or k.shape[0] != cu_k[-1]:
         raise ValueError(f"q has {q.shape[0]} rows and k, v {k.shape[0]}; cu_seqlens say "
                          f"{cu_q[-1]} and {cu_k[-1]}")
-    out = np.zeros((q.shape[0], v.shape[1]))  # [total_q, Dv]
+    out = np.zeros((q.shape[0], v.shape[1]))  # [total_q, D]
     for b in range(cu_q.size - 1):
         qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
         n_q, n_k = qs.stop - qs.start, ks.stop - ks.start

@@ -996,7 +996,8 @@ def check_rejects_malformed_cu_seqlens(ex):
 
 def check_rejects_mismatched_rows(ex):
     """q, k or v with other row counts than cu_seqlens announce raise ValueError: each array alone, with
-    fewer rows and with more (extra rows are never read, so only a check refuses them)."""
+    fewer rows and with more (extra rows are never read, so only a check refuses them); and widths that
+    differ (v has the same D as q and k)."""
     cu_q, cu_k = [0, 2, 5], [0, 4, 9]
     ones = np.ones
     for q, k, v, what in [(ones((4, 3)), ones((9, 3)), ones((9, 3)), "q of 4 rows for total_q = 5"),
@@ -1006,7 +1007,8 @@ def check_rejects_mismatched_rows(ex):
                           (ones((5, 3)), ones((10, 3)), ones((9, 3)), "k of 10 rows, v of 9 (total_k = 9)"),
                           (ones((5, 3)), ones((9, 3)), ones((7, 3)), "v of 7 rows, k of 9"),
                           (ones((5, 3)), ones((9, 3)), ones((11, 3)), "v of 11 rows, k of 9"),
-                          (ones((5, 3)), ones((9, 4)), ones((9, 4)), "q with 3 columns, k with 4")]:
+                          (ones((5, 3)), ones((9, 4)), ones((9, 4)), "q with 3 columns, k with 4"),
+                          (ones((5, 3)), ones((9, 3)), ones((9, 2)), "v with 2 columns, q and k with 3")]:
         _reject(ex, "varlen_attention", q, k, v, cu_q, cu_k, what=what)
 
 

@@ -35,7 +35,7 @@ def varlen_mask(cu_seqlens_q, cu_seqlens_k):
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):
     cu_q, cu_k = _checked(cu_seqlens_q, cu_seqlens_k)
-    if q.shape[0] != cu_q[-1] or k.shape[0] != cu_k[-1] or v.shape[0] != k.shape[0] or q.shape[1] != k.shape[1]:
+    if q.shape[0] != cu_q[-1] or k.shape[0] != cu_k[-1] or v.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or v.shape[1] != k.shape[1]:
         raise ValueError("q, k, v rows must match cu_seqlens")
     seq_q, seq_k, q_pos, k_pos = _row_positions(cu_q, cu_k)
     out = np.zeros((q.shape[0], v.shape[1]))

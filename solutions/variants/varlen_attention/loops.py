@@ -49,7 +49,7 @@ def varlen_mask(cu_seqlens_q, cu_seqlens_k):
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):
     sequences, total_q, total_k = _sequences(cu_seqlens_q, cu_seqlens_k)
     q, k, v = np.asarray(q, float), np.asarray(k, float), np.asarray(v, float)
-    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1]:
+    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1] or v.shape[1] != k.shape[1]:
         raise ValueError("q, k, v must be 2-D with matching head dims")
     if q.shape[0] != total_q or k.shape[0] != total_k or v.shape[0] != total_k:
         raise ValueError("row counts do not match cu_seqlens")

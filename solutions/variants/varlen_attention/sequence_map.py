@@ -31,7 +31,7 @@ def varlen_mask(cu_seqlens_q, cu_seqlens_k):
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):
     cu_q, cu_k, n_q, n_k = _checked(cu_seqlens_q, cu_seqlens_k)
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-    if (q.ndim, k.ndim, v.ndim) != (2, 2, 2) or q.shape[1] != k.shape[1]:
+    if (q.ndim, k.ndim, v.ndim) != (2, 2, 2) or q.shape[1] != k.shape[1] or v.shape[1] != k.shape[1]:
         raise ValueError("q, k, v must be 2-D with q and k of the same width")
     if len(q) != cu_q[-1] or len(k) != cu_k[-1] or len(v) != len(k):
         raise ValueError("row counts differ from cu_seqlens")
