@@ -120,6 +120,22 @@ def test_each_variant_is_named_and_the_right_answer_is_not(diagnosis_id, variant
     assert [i for i, _ in diagnosis.explain_outputs([(case, wrong)]).named] == [diagnosis_id]
 
 
+def test_empty_slots_let_through_on_a_ring_not_yet_full_are_not_called_slot_indices():
+    """There the filled slots hold their own index, so slot indices differ from positions only on the
+    empty slots: an answer that merely lets empty slots through (a boundary tile's mask without k >= 0)
+    gives the same outputs, and naming slot indices would be a guess. A wrapped ring still names them."""
+    rng = np.random.default_rng(5)
+    fresh = checks.ring(rng, 60, 41, 5, 4, "ring, not yet full", holes=6)  # slot j holds j or -1 (j > 40, holes)
+    seen = np.where(fresh.k_pos < 0, np.arange(60), fresh.k_pos)  # a hole seen where its slot would be
+    empty_seen = oracle.attention(fresh.q, fresh.k, fresh.v, fresh.q_pos, seen, fresh.window)
+    right = oracle.attention(fresh.q, fresh.k, fresh.v, fresh.q_pos, fresh.k_pos, fresh.window)
+    assert not diagnosis.same(empty_seen[0], right[0], 1e-9)  # wrong, and the old variant fitted it exactly
+    assert diagnosis.explain_outputs([(fresh, empty_seen)]).named == []
+    wrapped = checks.ring(rng, 60, 130, 5, 4, "ring, wrapped")
+    wrong = diagnosis.VARIANTS[0].build(wrapped)
+    assert [i for i, _ in diagnosis.explain_outputs([(wrapped, wrong)]).named] == ["slot_index_positions"]
+
+
 def test_nan_sentence_counts_the_rows_that_see_nothing():
     case = _case(window=1)
     case.k_pos[[35, 37]] = -1  # rows 1 and 3 see nothing
