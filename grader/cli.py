@@ -42,10 +42,14 @@ def _seed_words(seed) -> str:
 EXERCISES = click.option(
     "-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
     help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
-SEED = click.option("--seed", type=int, default=None, callback=_seed,
-                    help="Seed for the hidden tests' random shapes. The same seed gives the same result. "
-                         "Default: a fresh, unpredictable seed for each grading, recorded in the result "
-                         "and in every rerun line.")
+def _seed_option(default: str):
+    return click.option("--seed", type=int, default=None, callback=_seed,
+                        help="Seed for the hidden tests' random shapes. The same seed gives the same result. "
+                             f"Default: {default}, recorded in the result and in every rerun line.")
+
+
+SEED = _seed_option("a fresh, unpredictable seed for each grading")
+BATCH_SEED = _seed_option("one fresh, unpredictable seed for the whole batch (every submission meets the same cases)")
 OUTPUTS = [
     click.option("--json", "json_out", metavar="FILE|-",
                  help="Write the result JSON to FILE, or to stdout with '-'."),
@@ -265,7 +269,7 @@ def _grade_paths(paths, solutions) -> tuple:
 
 @main.command()
 @click.argument("paths", metavar="FOLDER...", nargs=-1, required=True, type=click.Path(path_type=str))
-@_options(EXERCISES, SEED, BATCH_FEEDBACK, BATCH)
+@_options(EXERCISES, BATCH_SEED, BATCH_FEEDBACK, BATCH)
 def batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions):
     """Grade many submissions in parallel and rank them: `kvgrade grade PATH PATH...`, kept as an alias.
 
@@ -504,8 +508,9 @@ def autograder(out, exercises, seed, show_levels, after_published):
 @_options(EXERCISES, SEED)
 @_options(_fail_under("hire", "The level a student's repository must reach for the workflow to pass."))
 @click.option("--install", metavar="SPEC", default=None,
-              help="What the workflow pip-installs (default: this kit's source distribution, written into "
-                   "OUT_DIR/.kvgrade; a PyPI requirement or a git+https URL works too).")
+              help="Required: what the workflow pip-installs, pinned to one build (name==VERSION, a URL ending "
+                   "in #sha256=DIGEST, or git+https://...@COMMIT): the grader-only build you published "
+                   "(python -m grader.platforms.grader_only OUT_DIR writes it).")
 def classroom(directory, exercises, seed, fail_under, install):
     """Write a GitHub Classroom starter repository: the workspace and its autograding workflow.
 
@@ -667,9 +672,13 @@ def hint(exercise_id, directory):
     ex = _exercise(exercise_id)
     if not Path(directory).is_dir():
         raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
-    if not timeline.is_workspace(Path(directory)):
+    workspace = timeline.read_workspace(Path(directory))
+    if workspace is None:
         raise click.BadParameter(f"{directory} is not a workspace made by `kvgrade start`: hints are counted and "
                                  "logged only in one", param_hint="DIR")
+    if workspace["exercises"] and ex.id not in workspace["exercises"]:  # a typo must not spend a hint
+        raise click.BadParameter(f"{directory} holds no {ex.id} (its exercises: {', '.join(workspace['exercises'])})",
+                                 param_hint="ID")
     hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
     if not hints:
         click.echo(f"{ex.id} has no staged hints yet.")

@@ -175,10 +175,11 @@ def _why_no_module(folder: Path) -> str:
     if len(entries) < 2 or not folders:
         return ""
     holding = [name for name in folders if _holds_module(folder / name)]
-    found = f"; {', '.join(f'{n}/' for n in holding)} holds exercise modules" if holding else ""
+    named = ", ".join(f"{n}/" for n in holding)
+    found = f"; {named} {'holds' if len(holding) == 1 else 'hold'} exercise modules" if holding else ""
     return (f"; its top holds {len(entries)} entries ({', '.join(e.name + '/' * e.is_dir() for e in entries[:5])}"
             f"{', ...' if len(entries) > 5 else ''}), and only a single top folder is looked through{found}: "
-            "grade that folder, or zip it alone")
+            "grade the folder you mean on its own, or a zip that holds it alone")
 
 
 def exercise_root(folder: Path) -> Path:

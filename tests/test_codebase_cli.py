@@ -85,6 +85,20 @@ def test_a_hint_inside_a_workspace_is_logged(tmp_path):
     assert (tmp_path / "ws" / ".kvgrade" / "hints.jsonl").is_file()
 
 
+def test_a_hint_for_an_exercise_the_workspace_lacks_spends_nothing(tmp_path):
+    assert invoke("start", tmp_path / "ws", "-e", "decode_mask").exit_code == 0
+    out = invoke("hint", "tree_mask", tmp_path / "ws")
+    assert out.exit_code == 2 and "holds no tree_mask (its exercises: decode_mask)" in out.output, out.output
+    assert not (tmp_path / "ws" / ".kvgrade" / "hints.jsonl").exists()
+
+
+def test_batch_help_says_one_seed_for_the_whole_batch_and_classroom_that_install_is_required():
+    batch = " ".join(invoke("batch", "--help").output.split())
+    assert "one fresh, unpredictable seed for the whole batch" in batch and "for each grading" not in batch
+    classroom = " ".join(invoke("classroom", "--help").output.split())
+    assert "Required: what the workflow pip-installs, pinned" in classroom and "source distribution" not in classroom
+
+
 def zipped(tmp_path, files: dict) -> Path:
     archive = tmp_path / "cand.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -101,6 +115,10 @@ def test_a_zip_with_two_top_folders_names_them_and_the_rule(tmp_path):
     for needle in ("holds no exercise module", "scratch/", "take_home/", "single top folder",
                    "take_home/ holds exercise modules"):
         assert needle in out.output, (needle, out.output)
+    (tmp_path / "both").mkdir()
+    both = zipped(tmp_path / "both", {f"{top}/decode_mask.py": "x = 1\n" for top in ("a", "b")})
+    out = invoke("grade", both)
+    assert out.exit_code == 2 and "a/, b/ hold exercise modules" in out.output, out.output
 
 
 @pytest.mark.slow

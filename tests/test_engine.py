@@ -60,6 +60,7 @@ def test_an_import_error_is_an_error_with_one_line(submission):
     ex = engine.grade(root, ["decode_mask"], seed=0).exercise("decode_mask")
     assert ex.status == "error" and ex.level == "weak"
     assert ex.error.startswith("importing decode_mask.py raised SyntaxError")
+    assert ex.error.endswith("at decode_mask.py:2") and "frozen" not in ex.error  # the line, not the importer's
 
 
 @pytest.mark.slow  # two whole gradings or more: the full suite runs it, the fast loop stays under a minute

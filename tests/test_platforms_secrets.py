@@ -192,9 +192,14 @@ def _interviewer_texts() -> list[str]:
 
 @pytest.fixture(scope="module")
 def grader_only_sdist(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("grader-only")
-    built = subprocess.run([sys.executable, "-m", "grader.platforms.grader_only", str(out)], capture_output=True,
-                           text=True, timeout=600, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = tmp_path_factory.mktemp("grader-only") / "build"  # not there yet: made, as every output folder is
+    command = [sys.executable, "-m", "grader.platforms.grader_only"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    missing_parent = subprocess.run([*command, str(out / "no" / "such")], capture_output=True, text=True,
+                                    timeout=600, check=False, cwd=ROOT, env=env)
+    assert missing_parent.returncode == 2 and "cannot write" in missing_parent.stderr, missing_parent.stderr
+    built = subprocess.run([*command, str(out)], capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
+                           env=env)
     assert built.returncode == 0, built.stderr
     (sdist,) = out.glob("*.tar.gz")
     return sdist

@@ -102,11 +102,18 @@ def _value(value) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python -m grader.platforms.grader_only OUT_DIR (an existing folder)", file=sys.stderr)
+    """The README's rule for output paths: OUT_DIR's parent must exist; OUT_DIR is made when missing."""
+    if len(argv) != 1:
+        print("usage: python -m grader.platforms.grader_only OUT_DIR", file=sys.stderr)
         return 2
+    out = Path(argv[0])
     try:
-        built = build(argv[0])
+        if not out.is_dir():
+            out.mkdir()  # never its parents: a typo is an error, not a new folder tree
+        built = build(out)
+    except OSError as exc:
+        print(f"kvgrade: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except PackageError as exc:
         print(f"kvgrade: {exc}", file=sys.stderr)
         return 2

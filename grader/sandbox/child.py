@@ -156,10 +156,13 @@ def make_host_proxy(host, tagged, arrays):
 
 
 def error_reply(exc):
-    tb = traceback.extract_tb(exc.__traceback__)
+    """The error as data, with where it happened: the innermost frame of the candidate's files (not the
+    kit's runtime, nor Python's import machinery); for a SyntaxError, the line it names."""
     where = ""
-    for frame in reversed(tb):
-        if "kvgrade-runtime" not in frame.filename:
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        where = f"{os.path.basename(exc.filename)}:{exc.lineno}"
+    for frame in reversed(traceback.extract_tb(exc.__traceback__) if not where else ()):
+        if "kvgrade-runtime" not in frame.filename and not frame.filename.startswith("<frozen"):
             where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
             break
     return {
