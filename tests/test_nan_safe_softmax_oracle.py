@@ -220,3 +220,14 @@ def test_a_passing_case_rules_out_a_mistake_that_would_have_broken_it():
     # a passing case where the mistake changes nothing (every row sees one key) rules nothing out
     one = diagnosis.SoftmaxCase(np.array([[5.0, 7.0]]), np.array([[False, True]]), "masked_softmax(...)", {})
     assert named(diagnosis.explain_softmax(failing, passes=[(one, one.want)])) == ["overflow_without_max"]
+
+
+def test_a_warning_with_nan_says_both_and_one_without_says_only_the_warning():
+    from types import SimpleNamespace
+    warned = ["RuntimeWarning: overflow encountered in exp"]
+    nan = checks._quiet_miss(SimpleNamespace(warnings=warned, value=np.array([np.nan]), call="f()"), {}, "huge scores",
+                             empty_rows=False)
+    quiet_values = checks._quiet_miss(SimpleNamespace(warnings=warned, value=np.array([1.0]), call="f()"), {},
+                                      "huge scores", empty_rows=False)
+    assert nan.kind == "nan" and "returned NaN and raised a numpy warning" in nan.message
+    assert quiet_values.kind == "hygiene" and "returned NaN" not in quiet_values.message

@@ -616,7 +616,8 @@ def _quiet_miss(reply, case, situation, empty_rows=True):
                   f"{reply.call} on {situation} gave the right values but numpy warned \"{reply.warnings[0]}\": "
                   "the NaN is computed and then replaced; guard the -inf - (-inf) case before it happens")]
     more = f" (and {len(reply.warnings) - 1} more)" if len(reply.warnings) > 1 else ""
-    return Miss(0 if has_nan else 1, f"{reply.call} on {situation} raised a numpy warning: \"{reply.warnings[0]}\""
+    did = "returned NaN and raised" if has_nan else "raised"  # the kind says nan: the message says why
+    return Miss(0 if has_nan else 1, f"{reply.call} on {situation} {did} a numpy warning: \"{reply.warnings[0]}\""
                 f"{more}; the contract promises none", case, kind="nan" if has_nan else "hygiene", found=found)
 
 
