@@ -21,7 +21,8 @@ def _keys(n: int) -> str:
 def _fail_masks(ex, failures, context="", tried=1):
     """Fail with the smallest of ``failures`` [((T, S), submitted mask)], which draws best; a
     mistake is named only when it explains every one of them."""
-    (T, S), got = min(failures, key=lambda f: f[0][0] * f[0][1])
+    failures = sorted(failures, key=lambda f: f[0][0] * f[0][1])  # the one shown first: a diagnosis speaks of it
+    (T, S), got = failures[0]
     want = oracle.causal_mask(T, S)
     row, col = (int(x) for x in np.argwhere(want != got)[0])
     message = (f"decode_causal_mask({T}, {S}){context} differs from the expected mask in "
