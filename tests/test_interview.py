@@ -325,3 +325,19 @@ def test_the_batch_alias_logs_no_attempt(tmp_path):
     run("grade", "--seed", "0", *spaces, "-e", "decode_mask", "--out", tmp_path / "out", "--jobs", "1")
     for ws in spaces:
         assert timeline.attempts(ws) == []
+
+
+def test_the_candidates_copy_offers_a_hint_only_while_a_check_fails_and_never_mentions_levels():
+    from types import SimpleNamespace
+
+    from grader.render.interview import hint_lines
+
+    def exercise(passed):
+        return SimpleNamespace(id="decode_mask", hints_offered=4, status="graded", timeline={"hints_seen": 0},
+                               hints_given=[2], checks=[SimpleNamespace(passed=passed)])
+
+    failing, done = hint_lines(exercise(False), candidate=True), hint_lines(exercise(True), candidate=True)
+    assert any(line.startswith("stuck? 4 staged hints") for line in failing)
+    assert not any(line.startswith("stuck?") for line in done)
+    assert not any("level" in line for line in failing + done)
+    assert "they count toward the level" in hint_lines(exercise(True))[0]  # the interviewer's copy says so

@@ -21,16 +21,17 @@ def hint_lines(e, candidate: bool = False) -> list[str]:
         return []
     given, seen = [h for h in e.hints_given if _int(h)], _int((e.timeline or {}).get("hints_seen"))
     out = []
-    if given:
+    if given:  # the candidate's copy may hide levels: it says only what was recorded
         out.append(f"hints used: {len(given)} of {offered}, recorded by the interviewer (hint "
-                   f"{', '.join(map(str, given))}): they count toward the level")
+                   f"{', '.join(map(str, given))})" + ("" if candidate else ": they count toward the level"))
     if seen:
         out.append(f"hints used: {seen} of {offered}, from the candidate's own log (kvgrade hint): "
                    "context, never a level")
     if not given and not seen:
         out.append(f"hints used: 0 of {offered}")
-    if candidate:
-        out.append(f"stuck? {offered} staged hints, from a nudge to near the answer: kvgrade hint {e.id} DIR")
+    if candidate and not all(c.passed for c in e.checks):  # nothing to be stuck on once every check passes
+        out.append(f"stuck? {offered} staged hints, from a nudge to near the answer: kvgrade hint {e.id} "
+                   "YOUR_WORKSPACE_FOLDER")
     return out
 
 
