@@ -191,3 +191,8 @@ def test_notes_naming_a_hint_the_rubric_lacks_are_one_line(tmp_path):
                   cwd=tmp_path)
     assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1, ran.stderr
     assert ran.stderr.startswith("Error: ") and "--notes" in ran.stderr
+
+
+def test_room_is_a_hidden_name_for_serve():
+    assert " ".join(invoke("room", "--help").output.split()).startswith("Usage: main room [OPTIONS] DIR Run a live")
+    assert not any(line.split()[:1] == ["room"] for line in invoke("--help").output.splitlines())  # only as serve
