@@ -27,8 +27,9 @@ def hint_lines(e, candidate: bool = False) -> list[str]:
     if seen:
         out.append(f"hints used: {seen} of {offered}, from the candidate's own log (kvgrade hint): "
                    "context, never a level")
-    if not given and not seen:
-        out.append(f"hints used: 0 of {offered}")
+    if not given and not seen:  # "0" only where a log could have shown one; else nothing is known either way
+        out.append(f"hints used: 0 of {offered}" if e.timeline else
+                   f"hints used: none recorded ({offered} staged; no workspace log, no hint in the notes)")
     if candidate and not all(c.passed for c in e.checks):  # nothing to be stuck on once every check passes
         out.append(f"stuck? {offered} staged hints, from a nudge to near the answer: kvgrade hint {e.id} "
                    "YOUR_WORKSPACE_FOLDER")
@@ -55,10 +56,10 @@ def timeline_lines(e) -> list[str]:
     t = e.timeline
     spark = "".join(SPARKS[round((len(SPARKS) - 1) * p / n) if n else 0] for _, p, n in runs)
     first = t.get("first_correct_minutes")
-    out = [f"timeline: {len(runs)} run{'s' if len(runs) != 1 else ''}, checks passed {spark} "
-           f"({runs[0][1]}/{runs[0][2]} at {_min(runs[0][0])} -> {runs[-1][1]}/{runs[-1][2]} at {_min(runs[-1][0])}); "
-           + (f"first all-correct run after {_min(first)}" if isinstance(first, (int, float))
-              else "no all-correct run yet")]
+    ends = [f"{p}/{n} at {_min(m)}" for m, p, n in (runs[0], runs[-1])[:len(runs)]]  # one run: said once
+    out = [f"timeline: {len(runs)} run{'s' if len(runs) != 1 else ''}, checks passed {spark} ({' -> '.join(ends)}); "
+           + (f"first run passing every check after {_min(first)}" if isinstance(first, (int, float))
+              else "no run has passed every check yet")]
     met = diagnoses_met(e)
     if met:
         out.append("diagnoses along the way (UTC): " + "; ".join(met))
