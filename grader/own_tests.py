@@ -298,7 +298,8 @@ def _judged(ex) -> Judgement:
 
 
 def check_own_tests_pass_on_reference(ex):
-    """Your own tests pass on a correct implementation (a test that fails there is set aside)."""
+    """Your own test file is there, and its tests pass on a correct implementation (one that fails there is set
+    aside)."""
     _judged(ex)
 
 
