@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from grader import catalog, timeline
 from grader.cli import main
 from grader.notes import Notes
+from grader.render.interview import hint_lines, timeline_lines
 from grader.result import ExerciseResult, Result
 
 KIT = catalog.KIT_ROOT
@@ -328,10 +330,6 @@ def test_the_batch_alias_logs_no_attempt(tmp_path):
 
 
 def test_the_candidates_copy_offers_a_hint_only_while_a_check_fails_and_never_mentions_levels():
-    from types import SimpleNamespace
-
-    from grader.render.interview import hint_lines
-
     def exercise(passed):
         return SimpleNamespace(id="decode_mask", hints_offered=4, status="graded", timeline={"hints_seen": 0},
                                hints_given=[2], checks=[SimpleNamespace(passed=passed)])
@@ -344,10 +342,6 @@ def test_the_candidates_copy_offers_a_hint_only_while_a_check_fails_and_never_me
 
 
 def test_no_log_and_no_recorded_hint_is_said_as_such_never_as_zero_used():
-    from types import SimpleNamespace
-
-    from grader.render.interview import hint_lines
-
     batch = SimpleNamespace(id="decode_mask", hints_offered=4, status="graded", timeline={}, hints_given=[],
                             checks=[])
     workspace = SimpleNamespace(**{**vars(batch), "timeline": {"hints_seen": 0}})
@@ -356,10 +350,6 @@ def test_no_log_and_no_recorded_hint_is_said_as_such_never_as_zero_used():
 
 
 def test_a_timeline_of_one_run_says_it_once_and_every_check_is_the_bar():
-    from types import SimpleNamespace
-
-    from grader.render.interview import timeline_lines
-
     one = SimpleNamespace(timeline={"points": [[0.4, 14, 22]], "first_correct_minutes": None})
     two = SimpleNamespace(timeline={"points": [[0.4, 14, 22], [3.0, 22, 22]], "first_correct_minutes": 3.0})
     assert "(14/22 at 0.4 min); no run has passed every check yet" in timeline_lines(one)[0]

@@ -48,7 +48,7 @@ def test_report_shows_levels_diagnoses_checks_pictures_and_follow_ups():
         assert needle in text, needle
     assert text.count("<svg") == 4  # one picture per failing mask check
     assert parsed(text).tags.count("section") == 3
-    counts = re.findall(r"(\d+) (cell differs|cells differ) in this crop", text)
+    counts = re.findall(r"([\d,]+) (cell differs|cells differ) in this crop", text)
     assert len(counts) == 4 and all((n == "1") == (noun == "cell differs") for n, noun in counts), counts
 
 

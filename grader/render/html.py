@@ -7,7 +7,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..result import Result
+from ..result import Result, plural
 from . import interview, pictures
 from .common import (CRITERION_MARKS, NOT_ISOLATED, REPLAY_NOTE, case_text, caveats, exercise_level, explanation,
                      failure_parts, level_word, levels_shown, overall_level, own_tests_text, replay, report_link,
@@ -31,7 +31,7 @@ def environment() -> jinja2.Environment:
                        picture_svg=lambda p: Markup(pictures.svg(p)),
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,
-                       overall_level=overall_level, explanation=explanation)
+                       overall_level=overall_level, explanation=explanation, plural=plural)
     env.globals.update(hint_lines=interview.hint_lines, timeline_svg=lambda e: Markup(interview.timeline_svg(e)),
                        timeline_lines=interview.timeline_lines, diagnoses_met=interview.diagnoses_met,
                        session_lines=interview.session_lines, points=interview.points, hint_cost=_hint_cost)
