@@ -172,7 +172,7 @@ def _warn(line: str):
     click.echo(click.style("warning: ", fg="yellow") + line, err=True)
 
 
-def _emit(result, outputs: dict, feedback=None, show_levels=False, only_check=None):
+def _emit(result, outputs: dict, feedback=None, show_levels=False, only_check=None, saved=False):
     """Write every requested format from the one result; the terminal summary unless stdout is taken.
 
     ``feedback`` None means detail, except for student-facing formats (Gradescope): summary.
@@ -185,7 +185,7 @@ def _emit(result, outputs: dict, feedback=None, show_levels=False, only_check=No
             _warn(NOT_ISOLATED)
         return
     shown = api.shown(result, feedback, show_levels)
-    click.echo(terminal.single_check(shown, only_check) if only_check else terminal.summary(shown))
+    click.echo(terminal.single_check(shown, only_check) if only_check else terminal.summary(shown, saved=saved))
 
 
 def _check_ids(exercises, checks):
@@ -385,7 +385,7 @@ def report(result_path, notes_path, feedback, show_levels, **outputs):
         api.record_notes(result, notes)
     except api.NotesError as exc:
         raise click.BadParameter(str(exc), param_hint="--notes") from None
-    _emit(result, outputs, feedback, show_levels)
+    _emit(result, outputs, feedback, show_levels, saved=True)
 
 
 @main.command(name="notes")

@@ -54,6 +54,11 @@ def test_a_report_from_the_file_has_the_kits_words_and_agrees(saved, tmp_path):
     done = report(tmp_path, saved, "--html", page)
     assert done.exit_code == 0, done.output
     assert "overall: weak" in done.output and "caution" not in done.output
+    lines = done.output.splitlines()
+    overall = next(line for line in lines if line.startswith("  overall:"))
+    assert overall.endswith("(saved result, graded in 0.0 s)"), overall  # not timed as if it had just graded
+    reason = next(line for line in lines if line.strip().startswith("weak:")).split(":", 1)[1].strip()
+    assert sum(reason in line for line in lines) == 1, done.output  # one exercise: its reason said once
     rubric = catalog.get("decode_mask").rubric
     for words in (rubric.follow_ups[0].ask, rubric.criteria[0].text):  # the kit's words, not in the file
         assert words.split("(")[0][:40] in page.read_text()

@@ -25,10 +25,12 @@ def header(result: Result) -> list[str]:
     return lines + [click.style(line, dim=True) for line in run_notes(result)] + [""]
 
 
-def summary(result: Result, detail: bool | None = None) -> str:
+def summary(result: Result, detail: bool | None = None, saved: bool = False) -> str:
     """The verdict per exercise; with detail, failures with their case, a reproduce line and
-    the first picture of each exercise drawn in characters."""
+    the first picture of each exercise drawn in characters. ``saved``: a re-render, so the
+    grading time is said to be the saved run's."""
     detail = result.feedback != "summary" if detail is None else detail
+    took = f"({'saved result, graded in ' if saved else ''}{result.seconds:.1f} s)"
     shown = levels_shown(result)
     lines = header(result)
     width = max((len(e.id) for e in result.exercises), default=10)
@@ -46,10 +48,11 @@ def summary(result: Result, detail: bool | None = None) -> str:
         lines += _exercise_lines(result, e, detail)
     if shown:
         overall = level_text(result.overall_level, result.overall_provisional, result.overall_to_observe)
-        lines += ["", f"  overall: {overall}   ({result.seconds:.1f} s)",
-                  click.style(f"    {result.overall_reason}", dim=True)]
+        lines += ["", f"  overall: {overall}   {took}"]
+        if len(result.exercises) > 1:  # with one exercise its own lines above already say why
+            lines.append(click.style(f"    {result.overall_reason}", dim=True))
     else:
-        lines += ["", f"  {result.score:.0%} of checks passed   ({result.seconds:.1f} s)"]
+        lines += ["", f"  {result.score:.0%} of checks passed   {took}"]
     lines += ["  " + line for line in interview.session_lines(result)]
     return "\n".join(lines)
 
