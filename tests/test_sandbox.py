@@ -461,14 +461,14 @@ def test_the_wire_checks_shapes_dtypes_and_bytes_strictly():
 def test_an_exercise_has_a_time_budget(tmp_path):
     """Calls that each stay under the per-call limit still cannot add up to an unbounded run."""
     path = tmp_path / "slow.py"
-    path.write_text("import time\ndef slow():\n    time.sleep(0.4)\n    return 1\n")
-    box = Sandbox(ModuleToLoad("slow", [path], []), Limits(call_seconds=2, exercise_seconds=1.0))
+    path.write_text("import time\ndef slow():\n    time.sleep(0.5)\n    return 1\n")
+    box = Sandbox(ModuleToLoad("slow", [path], []), Limits(call_seconds=2, exercise_seconds=3.0))
     try:
         answers = []
-        with pytest.raises(CandidateUnavailable, match="over this exercise's budget of 1 s"):
-            for _ in range(10):
+        with pytest.raises(CandidateUnavailable, match="over this exercise's budget of 3 s"):
+            for _ in range(20):
                 answers.append(box.module.slow())
-        assert 1 <= len(answers) <= 3
+        assert len(answers) <= 6  # the import counts too, so a loaded machine gets fewer, never more
         with box.budgeted(60) as timeout:  # the candidate's own tests get nothing either
             assert timeout is None
     finally:
