@@ -32,7 +32,7 @@ One sentence, one property (CONTRACT section 1 and rope_cache's section -> check
 | right values in another container: hygiene | returns_arrays |
 | arguments unchanged, results the caller's; calls in any order | (the toolkit's ownership and call-order probes) |
 | ... the cache keeps its own copy: a caller reusing q, k, v, parents changes nothing | keeps_its_own_copy |
-| scores anywhere in [-1e4, 1e4]; float32 inputs | extreme_scores |
+| scores anywhere in [-1e4, 1e4]; float32 inputs; hidden keys scoring far above the seen | extreme_scores |
 | plain steps and trees in any order | steps_and_trees_interleaved |
 
 Sentences no check here holds as such: "keys and values may be properties" (a freedom). Trees
@@ -471,11 +471,32 @@ def _mixed_dtypes(rng) -> Script:
                   "chunks in turn (float32 keys zero past position 0)", exact_float32=True)
 
 
+def _masked_outweigh_the_seen(rng, base) -> Script:
+    """A prefill whose rows see scores near -1e4 while the keys hidden from them score near +1e4,
+    then two sibling drafts, one seeing only 0 and -1e4 while its sibling scores +1e4: adding a
+    finite "large negative" such as -1e4 to hidden scores lets them back in. Inputs are built from
+    the rotated vectors wanted (rotated back by their positions)."""
+    H, D, T = _heads(rng), _head_dim(rng, 6, 20), odd_size(rng, 5, 12)
+    basis = np.linalg.qr(rng.standard_normal((H, D, 2)))[0]  # per head, two orthonormal directions
+    e, f = basis[..., 0], basis[..., 1]  # [H, D]
+    top = 1e4 * np.sqrt(D)  # a query this long scores +-1e4 against a unit key along its direction
+    ramp = np.linspace(-1.0, 1.0, T)[:, None, None]  # key t scores 1e4 * ramp[t]: row t sees only lower ones
+    prefill = Step(oracle.rotate(np.broadcast_to(top * e, (T, H, D)), -np.arange(T), base),
+                   oracle.rotate(ramp * e, -np.arange(T), base), _tokens(rng, T, H, D))
+    at = np.full(2, T)  # both roots sit at position T
+    drafts = Step(oracle.rotate(np.broadcast_to(top * f, (2, H, D)), -at, base),
+                  oracle.rotate(np.stack([-f, f]), -at, base), _tokens(rng, 2, H, D), [-1, -1])
+    return Script(H, D, base, [prefill, drafts], "hidden keys scoring 2e4 above every seen one (a prefill, "
+                  "then two sibling drafts)")
+
+
 def check_extreme_scores(ex):
     """Scaled scores up to 1e4 in size, float64 and float32 inputs, chunks and a tree (bases other than the default),
-    within the inputs' precision."""
+    within the inputs' precision; hidden keys scoring 2e4 above every key a row sees."""
     rng, scripts = ex.rng, []
-    for dtype, base in zip((np.float64, np.float32), other_bases(rng, 2)):
+    bases = other_bases(rng, 3)
+    scripts.append(_masked_outweigh_the_seen(rng, bases[2]))
+    for dtype, base in zip((np.float64, np.float32), bases[:2]):
         H, D = _heads(rng), _head_dim(rng, 6, 20)
         steps = plain_steps(rng, chunk_sizes(rng, odd_size(rng, 30, 60), 2, 9), H, D, dtype)
         steps.append(tree_step(rng, random_tree(rng, 6), H, D))
