@@ -15,6 +15,7 @@ seed given, it goes on at the seed the manifest recorded).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from . import __version__
 from .result import level_rank
+from .submission import MAX_ZIP_BYTES
 from .submission import has_modules
 
 
@@ -90,6 +92,8 @@ def grade_many(paths: list[Path], out: str | Path, exercise_ids: list[str] | Non
     named = list(zip(names(paths), paths))
     todo = []
     for name, path in named:
+        if stop is not None and stop.is_set():  # a stop while fingerprinting: nothing graded yet is lost
+            raise Interrupted
         key = grading_key(path, settings)
         row = manifest.reusable(name, key)
         if row is None:
@@ -145,26 +149,47 @@ def grading_key(path: Path, settings: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+DIGEST_ENTRIES = 10_000  # entries of one submission fingerprinted; a submission is at most 50 modules
+
+
 def files_digest(path: Path) -> str | None:
     """A digest of every regular file under ``path`` (or of the file itself), by relative name;
-    links count by their target's name, never followed. None when nothing can be read."""
+    links count by their target's name, never followed. None when nothing can be read.
+
+    Bounded, since a submission is hostile data read before any sandbox: of each file, its size,
+    its modification time and at most the bytes a grading may read of it (``MAX_ZIP_BYTES``), so a
+    sparse terabyte costs what 64 MiB does; past ``DIGEST_ENTRIES`` entries the rest is not read."""
     digest = hashlib.sha256()
     try:
         entries = [path] if not path.is_dir() or path.is_symlink() else \
-            sorted(p for p in path.rglob("*") if "__pycache__" not in p.parts)
-        for entry in entries:
-            mode = entry.lstat().st_mode
+            sorted(p for p in itertools.islice(path.rglob("*"), DIGEST_ENTRIES + 1) if "__pycache__" not in p.parts)
+        for entry in entries[:DIGEST_ENTRIES]:
+            found = entry.lstat()
             digest.update(str(entry.relative_to(path) if entry != path else entry.name).encode() + b"\0")
-            if stat.S_ISLNK(mode):
+            if stat.S_ISLNK(found.st_mode):
                 digest.update(b"link:" + os.readlink(entry).encode(errors="surrogateescape"))
-            elif stat.S_ISREG(mode):
-                with open(entry, "rb") as f:
-                    while chunk := f.read(1 << 20):
-                        digest.update(chunk)
+            elif stat.S_ISREG(found.st_mode):
+                digest.update(f"{found.st_size}:{found.st_mtime_ns}:".encode())
+                _digest_head(entry, digest)
             digest.update(b"\0")
+        if len(entries) > DIGEST_ENTRIES:
+            digest.update(b"more entries")
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def _digest_head(entry: Path, digest) -> None:
+    """The first ``MAX_ZIP_BYTES`` of a regular file into ``digest``, read without following a link
+    and without blocking on a FIFO swapped in since it was listed."""
+    fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        left = MAX_ZIP_BYTES
+        while left > 0 and (chunk := f.read(min(1 << 20, left))):
+            digest.update(chunk)
+            left -= len(chunk)
 
 
 class Manifest:

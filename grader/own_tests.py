@@ -115,7 +115,7 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
     """Run the candidate's tests against ``implementation``, seen through the black box
     (``read_only``: every array it returns reaches the tests as a read-only view).
 
-    Both processes start their global generators from the grading ``seed``.
+    Both processes start their global generators from the one fixed child seed (``policy.CHILD_SEED``).
     """
     deadline = time.monotonic() + timeout
     api = {exercise.id: relay.public_names(exercise.stub_path),
@@ -134,7 +134,7 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
             for module, names in api.items()})
         junit = scratch.root / JUNIT  # pre-created by Scratch; read back with read_private
         proc = spawn(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                      test_file.name], scratch, limits, pass_fds=(requests_w, replies_r), seed=seed)
+                      test_file.name], scratch, limits, pass_fds=(requests_w, replies_r))
         _close(fds, requests_w, replies_r)  # the tests' ends
         os.set_blocking(replies_w, False)
         try:

@@ -55,13 +55,15 @@ PICTURE_MAX = (64, 128)  # rows, columns a picture may hold (the checks crop to 
 # C0 (bar tab and newline), DEL, C1, bidi marks, embeddings, overrides and isolates, zero-width
 # and other invisible format characters, line and paragraph separators: each can rewrite a
 # terminal, hide text or reorder it.
+_NONCHARACTERS = "\ufdd0-\ufdef" + "".join(chr(plane << 16 | 0xFFFE) + chr(plane << 16 | 0xFFFF) for plane in range(17))
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb" + _NONCHARACTERS + "]")  # noncharacters: XML forbids U+FFFE/F
 
 
 def neutral(text: str) -> str:
-    """``text`` with every control, bidi or zero-width character shown as a visible escape."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """``text`` with every control, bidi, zero-width or non-character shown as a visible escape."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000 else f"\\U{ord(m.group()):08x}",
+                       text)
 
 
 def plain_text(value) -> str:

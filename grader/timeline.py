@@ -66,9 +66,18 @@ def _append(root: Path, name: str, record: dict, fresh: bool = False):
         if folder.is_symlink():
             raise LogError(f"{folder} is a symlink; kvgrade writes its logs only into a real folder")
         folder.mkdir(exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if fresh else os.O_APPEND)
+        # Non-blocking: opening a planted FIFO for writing fails at once instead of waiting forever.
+        # Never truncated before fstat: a hard link planted as the log must not empty another file.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | (0 if fresh else os.O_APPEND)
         fd = os.open(folder / name, flags, 0o644)
-        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w" if fresh else "a", encoding="utf-8") as fh:
+            found = os.fstat(fd)
+            if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+                raise LogError(f"{folder / name} is not a regular file of its own (a FIFO, a device or a hard "
+                               "link); kvgrade writes its logs only into files it made")
+            if fresh:
+                fh.truncate(0)
+                fh.seek(0)
             fh.write(json.dumps(record, sort_keys=True) + "\n")
     except OSError as exc:
         raise LogError(f"cannot write {folder / name}: {exc.strerror or exc}") from None

@@ -329,13 +329,19 @@ def test_a_caller_rewriting_its_buffers_is_not_the_childs_to_forge(tmp_path, exe
 
 def test_the_child_cannot_learn_the_grading_seed(tmp_path):
     """Red team 5: KVGRADE_SEED in the child's environment was the grading seed, from which every
-    check's inputs can be rebuilt (ex.rng is seeded from it and the check id). The child now gets a
-    one-way function of it."""
-    from grader.sandbox.policy import child_seed
+    check's inputs can be rebuilt (ex.rng is seeded from it and the check id). Red team 10: a
+    one-way function of it was inverted by trying seeds. What the child sees is now the same
+    under every grading seed."""
     source = ("import os\n\ndef decode_causal_mask(T, S):\n"
               "    raise ValueError('seed=' + os.environ.get('KVGRADE_SEED', ''))\n")
-    _, check = _check(_write(tmp_path, "decode_mask", source), "decode_mask", "plain_decode")
-    assert f"seed={child_seed(11)}" in check.message and "seed=11 " not in check.message + " ", check.message
+    path = _write(tmp_path, "decode_mask", source)
+    seen = set()
+    for seed in (7, 11):
+        check = next(c for c in engine.grade(path, ["decode_mask"], seed=seed, only_checks={"plain_decode"})
+                     .exercise("decode_mask").checks if c.id == "plain_decode")
+        seen.add(check.message.split("seed=")[1].split()[0].strip("'\"):,."))
+        assert f"seed={seed} " not in check.message + " ", check.message
+    assert len(seen) == 1, seen
 
 
 WORK_ELSEWHERE = {  # where the work of each call runs: a process the child forks, reaps or orphans

@@ -111,6 +111,29 @@ def test_the_files_digest_sees_content_names_and_links_but_never_follows_them(tm
     assert len({before, changed, linked, files_digest(tmp_path / "a")}) == 4
 
 
+def test_a_sparse_terabyte_is_fingerprinted_by_its_head_size_and_time_within_a_deadline(tmp_path):
+    """Red team 10: the batch read every byte of a 1 TiB sparse file before grading anyone (hours)."""
+    (tmp_path / "a").mkdir()
+    big = tmp_path / "a" / "blob.bin"
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)
+    script = ("import sys\nfrom pathlib import Path\nfrom grader.batch import files_digest\n"
+              "print(files_digest(Path(sys.argv[1])))")
+    digests = []
+    for change in (None, b"x", b"y"):  # the head's bytes count; so does the size
+        if change == b"x":
+            with open(big, "r+b") as f:
+                f.write(change)
+        elif change == b"y":
+            with open(big, "ab") as f:
+                f.write(change)
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a")], capture_output=True, text=True,
+                              timeout=60)  # a deadline, not a speed target: reading it all takes hours
+        assert done.returncode == 0, done.stderr
+        digests.append(done.stdout.strip())
+    assert len(set(digests)) == 3 and "None" not in digests
+
+
 @pytest.mark.slow
 def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
     """Batch's rule meets the submission rule: a folder without modules stands for what it holds,

@@ -9,9 +9,11 @@ from grader import catalog
 from grader.cli import main
 
 # OSC 52 (write the clipboard), erase line plus a fake green verdict, a bidi override, a zero-width
-# space and a C1 control: each must reach no output as the raw character.
-EVIL = "\x1b]52;c;ZXZpbA==\x07\x1b[2K\r\x1b[32mstrong hire\x1b[0m \u202eevil\u202c zero\u200bwidth \x85c1"
-RAW = ["\x1b", "\x07", "\r", "\u202e", "\u202c", "\u200b", "\x85"]
+# space, a C1 control and non-characters (XML forbids U+FFFE/U+FFFF: red team 10 broke the JUnit
+# file with them): each must reach no output as the raw character.
+EVIL = ("\x1b]52;c;ZXZpbA==\x07\x1b[2K\r\x1b[32mstrong hire\x1b[0m \u202eevil\u202c zero\u200bwidth \x85c1"
+        " non\uffffchar\ufffe \U0010fffe")
+RAW = ["\x1b", "\x07", "\r", "\u202e", "\u202c", "\u200b", "\x85", "\uffff", "\ufffe", "\U0010fffe"]
 
 
 def run(*args, ok=True):
@@ -41,7 +43,7 @@ def test_candidate_escapes_reach_no_output_as_raw_characters(hostile, tmp_path):
         for raw in RAW:
             assert raw not in text, (name, repr(raw))
     assert "\\u001b]52;c;" in terminal and "\\u202eevil" in terminal  # shown, as visible escapes
-    ET.parse(files["j.xml"])  # control characters would make the XML invalid
+    ET.parse(files["j.xml"])  # control characters or U+FFFF would make the XML invalid
     data = json.loads(files["r.json"].read_text())
     assert {e["id"]: e["status"] for e in data["exercises"]} == {"decode_mask": "graded", "tree_mask": "error"}
 

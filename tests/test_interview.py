@@ -183,6 +183,33 @@ def test_symlinked_or_special_logs_are_never_followed(tmp_path):
     assert not list(elsewhere.iterdir())
 
 
+@pytest.mark.slow
+def test_a_planted_fifo_or_hard_link_as_a_log_is_refused_at_once_and_nothing_outside_is_written(tmp_path):
+    """Red team 10: a FIFO as attempts.jsonl hung `kvgrade grade` forever (a blocking open), and a
+    hard link sent the log's line into a file outside the workspace."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    run("start", ws, "-e", "decode_mask")
+    shutil.copyfile(KIT / "solutions" / "decode_mask.py", ws / "decode_mask" / "decode_mask.py")
+    os.mkfifo(ws / ".kvgrade" / "attempts.jsonl")
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(ws), "-e", "decode_mask", "--seed", "0"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "attempt not logged" in done.stderr and "not a regular file of its own" not in done.stdout, done.stderr
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    os.link(victim, ws / ".kvgrade" / "hints.jsonl")
+    with pytest.raises(timeline.LogError, match="not a regular file of its own"):
+        timeline.record_hint(ws, "decode_mask", 1)
+    os.remove(ws / ".kvgrade" / "workspace.json")
+    os.link(victim, ws / ".kvgrade" / "workspace.json")
+    with pytest.raises(timeline.LogError, match="not a regular file of its own"):
+        timeline.create(ws, ["decode_mask"], None, when=T0)  # a fresh log: never truncated through the link
+    assert victim.read_text() == "keep\n"
+
+
 # ---------------------------------------------------------------------------- a scripted session
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ candidate-tests runner share one policy:
 - ``python -s -P -B``: no user site, no script folder on ``sys.path``, no ``__pycache__``
   written. (Not ``-I``: it implies ``-E``, which would ignore the ``PYTHONHASHSEED`` we set.)
   The environment is built from nothing, so no variable of the grader's reaches the child.
-- ``sitecustomize`` seeds Python's ``random`` and numpy's global generator from the grading
-  seed, in every child (own-test children too), so a run replays whatever the candidate draws.
+- ``sitecustomize`` seeds Python's ``random`` and numpy's global generator from one fixed seed
+  (``policy.CHILD_SEED``), in every child (own-test children too), so a run replays whatever the
+  candidate draws.
 - stdout and stderr go to a pipe the grader drains: output past the cap is dropped, the
   child's writes never fail because of it, and nothing the child can reach is reopened.
 """
@@ -46,10 +47,10 @@ except OSError:  # pragma: no cover
     _libc = None
 
 
-def scrubbed_env(home: Path, marker: str = "", seed: int = 0, site: Path | None = None,
+def scrubbed_env(home: Path, marker: str = "", site: Path | None = None,
                  policy: Limits | None = None) -> dict:
     """Only what Python and a single-threaded BLAS need; nothing of the grader's environment."""
-    return (policy or Limits()).environment_for(home, marker, seed, site, MARKER)
+    return (policy or Limits()).environment_for(home, marker, site, MARKER)
 
 
 def _unshare_network():
@@ -328,7 +329,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fds=(), seed: int = 0) -> Child:
+def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fds=()) -> Child:
     """Start ``python -s -P -B argv...`` in the scratch dir at ``level``, in its own session and
     control group, under the limits."""
     uid, marker = None, secrets.token_hex(12)
@@ -339,7 +340,7 @@ def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fd
     elif level == "uid":
         uid = secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]) + _UID_RANGE[0]
         scratch.give_to(uid)
-    env = scrubbed_env(scratch.work, marker, seed, site, limits)
+    env = scrubbed_env(scratch.work, marker, site, limits)
     group = cgroup.create(*limits.cgroup_limits())
     out_r, out_w = os.pipe()
     try:
@@ -357,9 +358,9 @@ def start(argv: list[str], scratch: Scratch, limits: Limits, level: str, pass_fd
     return Child(proc, level, uid, marker, group, scratch.output)
 
 
-def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=(), seed: int = 0) -> Child:
+def spawn(argv: list[str], scratch: Scratch, limits: Limits, pass_fds=()) -> Child:
     """Start a child at the strongest isolation level available (see ``isolation_level``)."""
-    return start(argv, scratch, limits, isolation_level(limits), pass_fds, seed)
+    return start(argv, scratch, limits, isolation_level(limits), pass_fds)
 
 
 def isolation_level(limits: Limits | None = None) -> str:

@@ -1,7 +1,7 @@
 """Copied into every child's runtime folder as ``sitecustomize.py`` (Python imports it at start):
-seeds Python's ``random`` and numpy's global generator from the seed the grader gives it (a one-way
-function of the grading seed: ``policy.child_seed``), and makes
-``numpy.random.default_rng()`` without a seed draw its n-th generator from (grading seed, n),
+seeds Python's ``random`` and numpy's global generator from the seed the grader gives it (the same
+for every grading seed: ``policy.CHILD_SEED``), and makes
+``numpy.random.default_rng()`` without a seed draw its n-th generator from (that seed, n),
 so a run that draws from any of them replays exactly, whatever the candidate's code or tests do."""
 import itertools
 import os
@@ -19,7 +19,7 @@ else:
     _default_rng = numpy.random.default_rng
 
     def default_rng(seed=None):
-        """numpy's ``default_rng``; without a seed, the next generator of this grading seed."""
+        """numpy's ``default_rng``; without a seed, the next generator of the child's seed."""
         if seed is None:
             seed = numpy.random.SeedSequence([_SEED, next(_unseeded)])
         return _default_rng(seed)

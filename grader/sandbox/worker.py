@@ -33,7 +33,7 @@ class ModuleToLoad:
     candidate_files: list  # (name, bytes) or paths, copied into the child's candidate/ folder
     helper_files: list  # kit helpers; copied into kit/, which comes first on sys.path
     refused: str | None = None  # why the candidate's files were not read: the exercise's load error
-    seed: int = 0  # the grading seed: the child's global generators start from it
+    seed: int = 0  # the grading seed: which calls are sampled and how arrays are laid out (never sent to the child)
 
 
 class State(enum.Enum):
@@ -67,7 +67,7 @@ class Worker:
         self.from_child, from_child_w = os.pipe()
         try:
             self.child = spawn([str(runtime), str(to_child_r), str(from_child_w)], self.scratch, self.limits,
-                               pass_fds=(to_child_r, from_child_w, self.arena.fd), seed=self.module.seed)
+                               pass_fds=(to_child_r, from_child_w, self.arena.fd))
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
