@@ -29,8 +29,7 @@ from pathlib import Path
 
 from . import __version__
 from .result import level_rank
-from .submission import MAX_ZIP_BYTES
-from .submission import has_modules
+from .submission import MAX_ZIP_BYTES, has_modules
 
 
 def submissions(paths: list[str]) -> list[Path]:
