@@ -641,7 +641,10 @@ def check_split_kv_memory_per_split(ex):
     attended one by one."""
     rng = ex.rng
     T, S, D, n = 48, odd_size(rng, 150_000, 160_000), 8, 60
-    wide = 256, odd_size(rng, 120_000, 130_000), 4, 200  # many queries, narrow heads: a T x S mask of bools
+    # A T x S bool mask must outweigh one split's scores (many splits) and every O(S) copy (a
+    # one-wide head), while T x splits stays small: answers that loop over rows and splits in
+    # Python must finish well inside the call deadline on a loaded machine.
+    wide = 64, odd_size(rng, 290_000, 310_000), 1, 256
     cases = [(_decode(rng, T, S, D), n, T * S * 8, "T x S float64 scores"),  # outweighs every copy of k and v
              (_ring(rng, T, S, S + 20_011, D, 500), n, T * S * 8, "T x S float64 scores"),
              (_decode(rng, *wide[:3]), wide[3], wide[0] * wide[1], "a T x S bool mask")]
