@@ -34,8 +34,8 @@ from functools import partial
 
 import numpy as np
 
-from grader.checking import (Miss, allowing_empty, expect_rejected, fail, garbage, in_usual_types, measure,
-                             misfit_calls, odd_size, offset_scores, received, settle, slips_of, summarize)
+from grader.checking import (Miss, allowing_empty, expect_rejected, fail, garbage, in_usual_types, least_over,
+                             measure, misfit_calls, odd_size, offset_scores, received, settle, slips_of, summarize)
 
 from grader.held import Held
 
@@ -636,8 +636,13 @@ def check_buffers_rewritten_in_place(ex):
 
 # ---- efficiency: one split at a time -------------------------------------------------------------
 
+WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS = 256, 128  # T and num_splits of the case a T x S bool mask fails
+WHOLE_MASK_SECONDS = 60.0  # a correct row-by-row loop takes ~14 s here on it under load (32,768 row-splits)
+
+
 def check_split_kv_memory_per_split(ex):
-    """With many splits, a call never holds a T x S score matrix: the splits are attended one by one."""
+    """With many splits, a call never holds a T x S score matrix, nor even a T x S mask: the splits are
+    attended one by one."""
     rng = ex.rng
     T, S, D, n = 48, odd_size(rng, 150_000, 160_000), 8, 60
     for kv in (_decode(rng, T, S, D), _ring(rng, T, S, S + 20_011, D, 500)):
@@ -645,13 +650,47 @@ def check_split_kv_memory_per_split(ex):
         settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])  # it counts like any other answer
         dense = T * S * 8  # one float64 score matrix over all keys
         if peak is not None and peak >= dense // 2:
-            ex.diagnose("dense_scores_not_split",
-                        f"split_kv_attention with T = {T} queries over S = {S:,} keys in {n} splits peaked at "
-                        f"{peak / 2**20:.1f} MiB, while T x S float64 scores are {dense / 2**20:.1f} MiB and one "
-                        f"split's are {dense / n / 2**20:.1f} MiB: the keys were attended all at once")
-            fail(f"split_kv_attention(T = {T}, S = {S:,}, num_splits = {n}) [{kv.label}] allocated up to "
-                 f"{peak:,} bytes; one split's scores need about {dense // n:,}", kv.case(ex.seed, n),
-                 kind="efficiency")
+            _held_all_keys(ex, kv, n, peak, f"while T x S float64 scores are {dense / 2**20:.1f} MiB and one "
+                                            f"split's are {dense / n / 2**20:.1f} MiB")
+    _expect_no_whole_mask(ex)
+
+
+def _expect_no_whole_mask(ex):
+    """Many queries (T = 256) of width 1 over ~40k keys in 128 splits: one bool mask over all T x S pairs
+    is 16 splits' float64 scores, and twenty times the reference's figure. Measured in a fresh child (the
+    twin): import's memory still counts, but not a memo earlier checks filled (positions kept by
+    identity, say), which the looser cases above may carry."""
+    rng, T, n = ex.rng, WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS
+    S = odd_size(rng, 38_000, 42_000)
+    bound = T * S // 2  # bytes: half a T x S bool mask (the reference's figure is a tenth of it)
+    cases = []
+
+    def reading():
+        cases.append(_decode(rng, T, S, 1))
+        kv = cases[-1]
+        value, peak, _ = measure(ex, fresh.module, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
+        settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])
+        return peak
+
+    fresh = ex.sandbox.spare()
+    try:
+        with fresh.patient(WHOLE_MASK_SECONDS):
+            peak = least_over(bound, reading)
+    finally:
+        fresh.let_go()
+    if peak is not None and peak >= bound:
+        _held_all_keys(ex, cases[0], n, peak, f"while a bool mask over all T x S pairs is {T * S / 2**20:.1f} MiB "
+                                              f"and one split's float64 scores are {T * S * 8 / n / 2**20:.2f} MiB")
+
+
+def _held_all_keys(ex, kv, n, peak, sizes: str):
+    T, S = len(kv.q_pos), len(kv.k_pos)
+    ex.diagnose("dense_scores_not_split",
+                f"split_kv_attention with T = {T} queries over S = {S:,} keys in {n} splits peaked at "
+                f"{peak / 2**20:.1f} MiB, {sizes}: it held something as large as all T x S pairs at once")
+    fail(f"split_kv_attention(T = {T}, S = {S:,}, num_splits = {n}) [{kv.label}] allocated up to "
+         f"{peak:,} bytes; one split's scores need about {T * S * 8 // n:,}", kv.case(ex.seed, n),
+         kind="efficiency")
 
 
 # ---- numpy warnings ------------------------------------------------------------------------------
