@@ -27,7 +27,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from . import __version__
+from . import __version__, plainfile
 from .result import level_rank
 from .submission import MAX_ZIP_BYTES, has_modules
 
@@ -179,12 +179,13 @@ def files_digest(path: Path) -> str | None:
 
 
 def _digest_head(entry: Path, digest) -> None:
-    """The first ``MAX_ZIP_BYTES`` of a regular file into ``digest``, read without following a link
-    and without blocking on a FIFO swapped in since it was listed."""
-    fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    """The first ``MAX_ZIP_BYTES`` of a regular file into ``digest``, read as plainfile says (a FIFO or
+    link swapped in since it was listed is skipped)."""
+    try:
+        fd = plainfile.open_plain(entry)
+    except plainfile.NotPlain:
+        return
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
         left = MAX_ZIP_BYTES
         while left > 0 and (chunk := f.read(min(1 << 20, left))):
             digest.update(chunk)

@@ -31,7 +31,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from .sandbox.launch import Oversized, read_descriptor
+from .plainfile import Oversized, read_descriptor
 
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50

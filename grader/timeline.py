@@ -17,6 +17,8 @@ import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import plainfile
+
 LOG_DIR = ".kvgrade"
 WORKSPACE, ATTEMPTS, HINTS = "workspace.json", "attempts.jsonl", "hints.jsonl"
 MAX_LOG_BYTES = 1 << 20
@@ -68,13 +70,13 @@ def _append(root: Path, name: str, record: dict, fresh: bool = False):
         folder.mkdir(exist_ok=True)
         # Non-blocking: opening a planted FIFO for writing fails at once instead of waiting forever.
         # Never truncated before fstat: a hard link planted as the log must not empty another file.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | (0 if fresh else os.O_APPEND)
-        fd = os.open(folder / name, flags, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | (0 if fresh else os.O_APPEND)
+        try:
+            fd = plainfile.open_plain(folder / name, flags, single_link=True)
+        except plainfile.NotPlain:
+            raise LogError(f"{folder / name} is not a regular file of its own (a FIFO, a device or a hard "
+                           "link); kvgrade writes its logs only into files it made") from None
         with os.fdopen(fd, "w" if fresh else "a", encoding="utf-8") as fh:
-            found = os.fstat(fd)
-            if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
-                raise LogError(f"{folder / name} is not a regular file of its own (a FIFO, a device or a hard "
-                               "link); kvgrade writes its logs only into files it made")
             if fresh:
                 fh.truncate(0)
                 fh.seek(0)
@@ -130,13 +132,11 @@ def _records(root: Path, name: str) -> list[dict]:
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
             return []
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        data = plainfile.read_head(folder / name, MAX_LOG_BYTES)  # None: a FIFO or device planted as a log
     except OSError:
         return []
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return []  # a FIFO or device planted as a log: never read
-        data = fh.read(MAX_LOG_BYTES)
+    if data is None:
+        return []
     out = []
     for line in data.split(b"\n"):
         try:

@@ -23,12 +23,12 @@ import secrets
 import select
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
 
+from .. import plainfile
 from . import cgroup
 from .policy import LEVELS, PYTHON, IsolationError, Limits
 
@@ -83,37 +83,9 @@ def _preexec(limits: Limits, level: str, uid: int | None, group: cgroup.Group | 
     return preexec
 
 
-class NotPlain(OSError):
-    """A file that is not a regular file of at most the size read; ``str()`` says why."""
-
-
-class Oversized(NotPlain):
-    pass
-
-
-def read_descriptor(fd: int, name: str, cap: int, single_link: bool = False) -> bytes:
-    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here); NotPlain if it is
-    anything else, larger, or (``single_link``) a hard link that may share its bytes with a
-    file elsewhere."""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotPlain(f"{name} is not a regular file")
-        if single_link and info.st_nlink > 1:
-            raise NotPlain(f"{name} is a hard link")
-        data = os.read(fd, cap + 1)
-    finally:
-        os.close(fd)
-    if len(data) > cap:
-        raise Oversized(f"{name} is over {cap // 1024:,} KiB")
-    return data
-
-
 def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
-    """The bytes of a regular file, from a descriptor opened without following a link or
-    waiting on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    return read_descriptor(fd, Path(path).name, cap)
+    """The bytes of a regular file (a kit helper copied into scratch), opened as plainfile says."""
+    return plainfile.read_plain_file(path, cap)
 
 
 class Output:
@@ -205,14 +177,11 @@ class Scratch:
         """Up to ``cap`` bytes of a report file the child wrote (e.g. ``junit.xml``), from the
         very file the grader created: b"" if it was replaced or is not a regular file."""
         try:
-            fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = plainfile.open_plain(self.root / name)
         except OSError:
             return b""
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_ino != self.reports.get(name):
-                return b""
-            return os.read(fd, cap)
+            return os.read(fd, cap) if os.fstat(fd).st_ino == self.reports.get(name) else b""
         finally:
             os.close(fd)
 

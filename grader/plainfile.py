@@ -1,0 +1,88 @@
+"""Opening a file someone else could have planted: the one place the grader does it.
+
+Submissions, a child's report files, a workspace's logs and a batch's folders are all written by
+people or processes the grader does not trust. So a file is opened without following a link
+(``O_NOFOLLOW``) and without waiting on a FIFO (``O_NONBLOCK``), then judged by ``fstat`` on the
+descriptor it was opened as (never by its name again, which could have been swapped since): a
+regular file, and where the caller asks, not a hard link that shares its bytes with a file elsewhere.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class NotPlain(OSError):
+    """A file that is not a regular file of at most the size read; ``str()`` says why."""
+
+
+class Oversized(NotPlain):
+    pass
+
+
+def open_plain(path: Path | str, flags: int = os.O_RDONLY, *, single_link: bool = False, mode: int = 0o644,
+               dir_fd: int | None = None, shown: str | None = None) -> int:
+    """A descriptor on the regular file at ``path`` (``flags`` plus :data:`SAFE_FLAGS`); NotPlain, with
+    nothing left open, if it is anything else or (``single_link``) has another name elsewhere. Never
+    pass ``O_TRUNC``: truncate after this returns, so a planted hard link cannot empty another file."""
+    if flags & os.O_TRUNC:
+        raise ValueError("open_plain never truncates before it has looked at the file")
+    fd = os.open(path, flags | SAFE_FLAGS, mode, dir_fd=dir_fd)
+    try:
+        judge(fd, shown or Path(path).name, single_link)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def judge(fd: int, name: str, single_link: bool = False) -> os.stat_result:
+    """``fstat(fd)`` when it is a regular file (and, with ``single_link``, its only name); else NotPlain."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotPlain(f"{name} is not a regular file")
+    if single_link and info.st_nlink > 1:
+        raise NotPlain(f"{name} is a hard link")
+    return info
+
+
+def read_descriptor(fd: int, name: str, cap: int, single_link: bool = False) -> bytes:
+    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here); NotPlain if it is
+    anything else, larger, or (``single_link``) a hard link that may share its bytes with a
+    file elsewhere."""
+    try:
+        judge(fd, name, single_link)
+        data = os.read(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise Oversized(f"{name} is over {cap // 1024:,} KiB")
+    return data
+
+
+def read_plain_file(path: Path | str, cap: int) -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes (NotPlain, or Oversized, otherwise)."""
+    return read_descriptor(open_plain(path), Path(path).name, cap)
+
+
+def read_head(path: Path | str, cap: int) -> bytes | None:
+    """The first ``cap`` bytes of a regular file (the rest is not read); None if it is anything else."""
+    try:
+        fd = open_plain(path)
+    except NotPlain:
+        return None
+    try:
+        return _read_up_to(fd, cap)
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, cap: int) -> bytes:
+    chunks, left = [], cap
+    while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
