@@ -137,6 +137,27 @@ def draft_tree_positions(rng, T, P) -> np.ndarray:
     return P + np.array(depths, dtype=np.int64)
 
 
+def _sibling_pairs(rng, T, P) -> np.ndarray:
+    """T query positions in query tiles of 2: one tile holds the lowest and the highest, every other tile two
+    siblings at one position (3 apart from the next pair), tiles in random order. Row tiles see one pair's keys
+    each; tiles of the rows sorted by position (either way) split every pair, so its keys load twice."""
+    inner = P + 3 * (1 + rng.permutation(T // 2 - 1))
+    tiles = [[P, P + 3 * (T // 2)]] + [[x, x] for x in inner]
+    rng.shuffle(tiles)
+    return np.array(tiles, dtype=np.int64).ravel()
+
+
+def _tiles_by_row_tell(case: Case):
+    """A predicate on q_positions: whether query tiles formed from the rows sorted by position (either way)
+    would load some key tile more often than row tiles ``[a*block_q, (a+1)*block_q)`` allow, so the loads
+    show which rows were tiled together."""
+    def holds(q_pos) -> bool:
+        allowed = oracle.visible_tiles(q_pos, case.k_pos, case.window, case.block_q, case.block_k).sum(axis=0)
+        return any((oracle.visible_tiles(order, case.k_pos, case.window, case.block_q, case.block_k).sum(axis=0)
+                    > allowed).any() for order in (np.sort(q_pos), np.sort(q_pos)[::-1]))
+    return holds
+
+
 def _extremes_inside(q_pos, block_q, margin) -> bool:
     """Whether some query tile's lowest and highest positions lie inside it, at least ``margin`` beyond both its
     first and last positions: bounds read from a tile's ends then misjudge the key tiles between (FULL though the
@@ -152,14 +173,16 @@ def _extremes_inside(q_pos, block_q, margin) -> bool:
 _ORDER_DRAWS = 1_000  # bounds the redraws: the draws used qualify 5% (trees) to 40% of the time
 
 
-def in_any_order(rng, case: Case, draw, how: str, margin: int = 1) -> Case:
+def in_any_order(rng, case: Case, draw, how: str, margin: int = 1, holds=None) -> Case:
     """``case`` with q_positions ``draw(rng)`` (T of them, in any order: the prompt restricts none), drawn again
-    until :func:`_extremes_inside` holds; ``margin``: block_k, so a whole tile of contiguous keys lies between."""
+    until ``holds(q_pos)`` (by default :func:`_extremes_inside`; ``margin``: block_k, so a whole tile of
+    contiguous keys lies between)."""
+    holds = holds or (lambda q_pos: _extremes_inside(q_pos, case.block_q, margin))
     for _ in range(_ORDER_DRAWS):
-        if _extremes_inside(q_pos := np.asarray(draw(rng), dtype=np.int64), case.block_q, margin):
+        if holds(q_pos := np.asarray(draw(rng), dtype=np.int64)):
             case.q_pos, case.label = q_pos, f"{case.label}, {how}"
             return case
-    raise AssertionError(f"kit bug: no order of {how} in {_ORDER_DRAWS} draws puts a tile's extremes inside it")
+    raise AssertionError(f"kit bug: no order of {how} in {_ORDER_DRAWS} draws has what the case needs")
 
 
 def run(ex, case, measured=False, kinds=(int, np.asarray), memory=True, source=None):
@@ -531,11 +554,12 @@ def _expect_not_stale(ex, case, positions, o, lse):
 
 
 def check_loads_exactly_visible_tiles(ex):
-    """Loads exactly the key tiles some query of the query tile may see, never a skipped one, and answers
-    from what it loads: each case is called again on the same source after the caller rewrote its keys and
-    values in place, again after it wrote on as a ring buffer (positions of whole tiles moved in place, empty
-    slots filled, newer queries), then on a fresh source with other values at the original positions (calls
-    in any order)."""
+    """Loads exactly the key tiles some query of the query tile may see, never a skipped one (query tiles are
+    rows in the order given: queries in any order, a narrow window and one key per tile show how rows were
+    grouped), and answers from what it loads: each case is called again on the same source after the caller
+    rewrote its keys and values in place, again after it wrote on as a ring buffer (positions of whole
+    tiles moved in place, empty slots filled, newer queries), then on a fresh source with other values at
+    the original positions (calls in any order)."""
     rng = ex.rng
     S = odd_size(rng, 1_000, 2_000)
     cases = [contiguous(rng, 1, S, 8, "decode", block_k=64),
@@ -548,6 +572,10 @@ def check_loads_exactly_visible_tiles(ex):
              ring(rng, 97, 60, 6, 8, "ring buffer, not yet full", block_q=3, block_k=10, holes=5),
              ring(rng, 67, 0, 3, 8, "empty ring buffer", block_q=2, block_k=10)]
     cases[-1].q_pos = np.array([0, 1, 2], dtype=np.int64)
+    pairs = contiguous(rng, 12, odd_size(rng, 40, 90), 8, "sibling drafts, window", window=int(rng.integers(1, 3)),
+                       block_q=2, block_k=1)
+    cases.append(in_any_order(rng, pairs, partial(_sibling_pairs, T=12, P=pairs.S - 19), "siblings side by side",
+                              holds=_tiles_by_row_tell(pairs)))
     for case in cases:
         o, lse, source, *_ = run(ex, case)
         _expect_loads(ex, case, source)

@@ -20,6 +20,7 @@ one, and names a classic mistake only when that mistake explains every failing c
 | split_kv_attention = all keys at once | split_kv_contiguous, split_kv_ring_positions, split_kv_long_context |
 | (section 1) positions are any int64 values: past 2^31 and 2^53, compared exactly | split_kv_ring_positions |
 | (prompt) ring buffer: unsorted, holes; future keys in front of visible ones | split_kv_ring_positions |
+| a negative key position (any, not only -1) marks an empty slot | split_kv_ring_positions, every ring case |
 | shared_prefix_attention: whole prefix, own suffix causally, P = 0 | shared_prefix_values |
 | no NaN or numpy warning | quiet_numpy (NaN: every value check) |
 | invalid arguments raise ValueError (v [n, D]: values as wide as q) | rejects_invalid_arguments |
@@ -332,9 +333,9 @@ def _decode(rng, T, S, D) -> KV:
 
 def _ring(rng, T, capacity, written, D, holes, gap=0) -> KV:
     """A ring buffer of ``capacity`` slots after ``written`` tokens: token p sits in slot p % capacity,
-    unwritten slots and ``holes`` more are -1. Queries are the newest T tokens, plus, when T > 2,
-    one early position that sees no stored key. With ``gap`` > 0 the queries are instead T
-    consecutive tokens ending ``gap`` before the newest, so the cache also holds keys in their
+    unwritten slots and ``holes`` more are empty (any negative position, see _empty_marks). Queries are
+    the newest T tokens, plus, when T > 2, one early position that sees no stored key. With ``gap`` > 0
+    the queries are instead T consecutive tokens ending ``gap`` before the newest, so the cache also holds keys in their
     future (verifying earlier drafts, a query replayed): keys past every query sit in front of visible
     ones in slot order, and the queries' positions and the one after them are never holes (read
     through any rounding, a future key next to a query becomes visible)."""
@@ -344,11 +345,23 @@ def _ring(rng, T, capacity, written, D, holes, gap=0) -> KV:
     q_pos = np.arange(written - gap - T, written - gap, dtype=np.int64)
     kept = np.isin(k_pos, np.arange(q_pos[0], q_pos[-1] + 2)) if gap else np.zeros(capacity, bool)
     k_pos[rng.choice(np.flatnonzero(~kept), size=holes, replace=False)] = -1
+    empty = np.flatnonzero(k_pos < 0)
+    k_pos[empty] = _empty_marks(rng, len(empty))
     if T > 2 and written > capacity and not gap:
         q_pos[0] = int(rng.integers(0, written - capacity))  # before every stored key: sees nothing
     where = f"queries end {gap} before the newest, " if gap else ""
     return KV(_normal(rng, T, D), _normal(rng, capacity, D), _normal(rng, capacity, D), q_pos, k_pos,
               f"ring buffer of {capacity} slots after {written} tokens, {where}{holes} holes")
+
+
+def _empty_marks(rng, n: int) -> np.ndarray:
+    """``n`` positions of empty slots: "a negative key position marks an empty cache slot", so not only -1.
+    About half are -1, the rest any other negative int64, INT64_MIN among them."""
+    marks = np.where(rng.random(n) < 0.5, -1, rng.integers(-(2**31), -1, size=n)).astype(np.int64)
+    marks[rng.random(n) < 0.1] = np.iinfo(np.int64).min
+    if n >= 2:  # at least one mark that is not -1, whatever the draw
+        marks[int(rng.integers(n))] = -2
+    return marks
 
 
 def _dense(kv: KV) -> tuple:
@@ -573,6 +586,8 @@ def _narrowed(args) -> tuple:
     def narrow(a):
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "fi":
             return a
+        if a.dtype.kind == "i" and a.size and not (-(2**31) <= a.min() and a.max() < 2**31):
+            return a  # positions past int32 (an INT64_MIN empty mark) stay int64
         return a.astype(np.float32 if a.dtype.kind == "f" else np.int32)
     return tuple(narrow(a) for a in args)
 

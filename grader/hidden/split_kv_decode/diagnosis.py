@@ -302,7 +302,8 @@ def explaining_split_kv(got, q, k, v, q_pos, k_pos, n, want, tol):
         if _is(got, below, want, tol):
             found.append(("empty_slots_visible",
                           f"your answer equals attention that also reads the {int((np.asarray(k_pos) < 0).sum())} "
-                          "empty slots (position -1 is below every query's position): a key needs k_pos >= 0 too"))
+                          "empty slots (a negative position is below every query's position): a key needs "
+                          "k_pos >= 0 too"))
     if _is(got, oracle.positional_attention(_unscaled(q), k, v, q_pos, k_pos), want, tol):
         found.append(_missing_scale(q.shape[1]))
     if _is(got, (want[0], want[1] / LN2), want, tol) and not any(i == "lse_base_2" for i, _ in found):
