@@ -151,9 +151,16 @@ def test_queries_before_the_newest_keep_their_next_key_and_face_future_keys_in_f
     for seed in range(20):
         kv = checks._ring(np.random.default_rng(seed), T=2, capacity=5, written=13, D=3, holes=2, gap=2)
         assert kv.q_pos.tolist() == [9, 10]
-        assert {9, 10, 11} <= set(kv.k_pos.tolist()) and (kv.k_pos == -1).sum() == 2
+        assert {9, 10, 11} <= set(kv.k_pos.tolist()) and (kv.k_pos < 0).sum() == 2
+        assert (kv.k_pos < -1).any()  # "a negative key position marks an empty slot": not only -1
     full = checks._ring(np.random.default_rng(0), T=2, capacity=5, written=13, D=3, holes=0, gap=2)
     assert full.k_pos.tolist() == [10, 11, 12, 8, 9]  # slot 1 holds a key past every query, before slots 3, 4
+
+
+def test_empty_slots_are_marked_by_any_negative_position_int64_min_included():
+    marks = np.concatenate([checks._empty_marks(np.random.default_rng(seed), 40) for seed in range(5)])
+    assert (marks < 0).all() and (marks == -1).any() and (marks == -2).any()
+    assert (marks == np.iinfo(np.int64).min).any() and ((marks < -2) & (marks > np.iinfo(np.int64).min)).any()
 
 
 def test_positions_read_as_float64_make_a_future_key_visible_past_2_to_53():
