@@ -185,11 +185,11 @@ def _digest_head(entry: Path, digest) -> None:
         fd = plainfile.open_plain(entry)
     except plainfile.NotPlain:
         return
-    with os.fdopen(fd, "rb") as f:
-        left = MAX_ZIP_BYTES
-        while left > 0 and (chunk := f.read(min(1 << 20, left))):
+    try:
+        for chunk in plainfile.chunks(fd, MAX_ZIP_BYTES):
             digest.update(chunk)
-            left -= len(chunk)
+    finally:
+        os.close(fd)
 
 
 class Manifest:

@@ -49,12 +49,10 @@ def judge(fd: int, name: str, single_link: bool = False) -> os.stat_result:
     return info
 
 
-def read_descriptor(fd: int, name: str, cap: int, single_link: bool = False) -> bytes:
-    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here); NotPlain if it is
-    anything else, larger, or (``single_link``) a hard link that may share its bytes with a
-    file elsewhere."""
+def read_descriptor(fd: int, name: str, cap: int) -> bytes:
+    """All of the file :func:`open_plain` gave as ``fd`` (closed here), when it is at most ``cap``
+    bytes; Oversized otherwise."""
     try:
-        judge(fd, name, single_link)
         data = os.read(fd, cap + 1)
     finally:
         os.close(fd)
@@ -75,14 +73,14 @@ def read_head(path: Path | str, cap: int) -> bytes | None:
     except NotPlain:
         return None
     try:
-        return _read_up_to(fd, cap)
+        return b"".join(chunks(fd, cap))
     finally:
         os.close(fd)
 
 
-def _read_up_to(fd: int, cap: int) -> bytes:
-    chunks, left = [], cap
+def chunks(fd: int, cap: int):
+    """The first ``cap`` bytes on ``fd``, a MiB at a time, so a huge (or sparse) file is never held whole."""
+    left = cap
     while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
-        chunks.append(chunk)
+        yield chunk
         left -= len(chunk)
-    return b"".join(chunks)

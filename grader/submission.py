@@ -31,7 +31,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from .plainfile import Oversized, read_descriptor
+from .plainfile import NotPlain, Oversized, open_plain, read_descriptor
 
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50
@@ -67,8 +67,9 @@ def _exercise_ids() -> list[str]:
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _open_inside(root: Path, relative: Path) -> int:
-    """A descriptor on ``root / relative``, walked one component at a time, following no link."""
+def _open_inside(root: Path, relative: Path, shown: str) -> int:
+    """A descriptor on the regular file ``root / relative`` with no other name, walked one component
+    at a time, following no link (NotPlain if it is anything else)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(root, flags | os.O_DIRECTORY)
     try:
@@ -76,7 +77,7 @@ def _open_inside(root: Path, relative: Path) -> int:
             child = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = child
-        return os.open(relative.parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        return open_plain(relative.parts[-1], dir_fd=fd, shown=shown, single_link=True)
     finally:
         os.close(fd)
 
@@ -85,18 +86,20 @@ def read_regular(root: Path, path: Path, cap: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path``, a regular file inside ``root`` of at most ``cap`` bytes; else Refused."""
     shown = _shown(root, path)
     try:
-        fd = _open_inside(root, Path(path).relative_to(root))
+        fd = _open_inside(root, Path(path).relative_to(root), shown)
     except ValueError:
         raise Refused(f"{shown} lies outside the submission; it was not read") from None
+    except NotPlain as exc:
+        raise Refused(f"{exc}; only regular files inside the submission are read") from None
     except OSError as exc:
         raise Refused(f"{shown} is a link or cannot be opened ({exc.strerror}); only regular files "
                       "inside the submission are read") from None
     try:
-        return read_descriptor(fd, shown, cap, single_link=True)
+        return read_descriptor(fd, shown, cap)
     except Oversized as exc:
         raise TooLarge(f"{exc}; the grader reads files up to that size") from None
     except OSError as exc:
-        raise Refused(f"{exc}; only regular files inside the submission are read") from None
+        raise Refused(f"{shown} could not be read ({exc.strerror}); it was not graded") from None
 
 
 def _shown(root: Path, path: Path) -> str:

@@ -83,11 +83,6 @@ def _preexec(limits: Limits, level: str, uid: int | None, group: cgroup.Group | 
     return preexec
 
 
-def read_plain_file(path: Path, cap: int = MAX_COPY_BYTES) -> bytes:
-    """The bytes of a regular file (a kit helper copied into scratch), opened as plainfile says."""
-    return plainfile.read_plain_file(path, cap)
-
-
 class Output:
     """Drains a child's stdout and stderr from a pipe: keeps the last ``TAIL_BYTES`` and counts
     the rest. The child never waits on us for long and never sees a write fail."""
@@ -169,7 +164,7 @@ class Scratch:
         target.mkdir(exist_ok=True)
         for item in files:
             name, source = item if isinstance(item, tuple) else (Path(item).name, item)
-            data = source if isinstance(source, bytes) else read_plain_file(Path(source))
+            data = source if isinstance(source, bytes) else plainfile.read_plain_file(source, MAX_COPY_BYTES)
             (target / name).write_bytes(data)
         return target
 
@@ -177,11 +172,13 @@ class Scratch:
         """Up to ``cap`` bytes of a report file the child wrote (e.g. ``junit.xml``), from the
         very file the grader created: b"" if it was replaced or is not a regular file."""
         try:
-            fd = plainfile.open_plain(self.root / name)
+            fd = os.open(self.root / name, os.O_RDONLY | plainfile.SAFE_FLAGS)
         except OSError:
             return b""
         try:
-            return os.read(fd, cap) if os.fstat(fd).st_ino == self.reports.get(name) else b""
+            return os.read(fd, cap) if plainfile.judge(fd, name).st_ino == self.reports.get(name) else b""
+        except plainfile.NotPlain:
+            return b""
         finally:
             os.close(fd)
 
