@@ -485,6 +485,16 @@ def least_over(limit: int, reading, again=None) -> int | None:
     return first if second is None else min(first, second)
 
 
+def middle_reading(reading, times: int = 3) -> int | None:
+    """The middle figure of ``times`` readings of a must-not, each one measured call of the same kind on fresh
+    values (``reading``, as for :func:`least_over`), all made whatever the first shows (None: nothing measured).
+    For a fresh child (``Sandbox.spare``), where the first call a process gets is a measured one: an answer that
+    behaves only on a call it can place (the first, or any one) still fails when it builds the forbidden array
+    on most of them, while one stray charge cannot fail a correct answer."""
+    figures = sorted(f for f in (reading() for _ in range(times)) if f is not None)
+    return figures[len(figures) // 2] if figures else None
+
+
 def _over_base(ex, stats, data: int, holds: int) -> int | None:
     floor = ex.sandbox.floor_bytes() if stats.peak_bytes is not None else None
     if floor is None:

@@ -157,9 +157,11 @@ def _time(value) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
+        # in UTC from here on: a time within a day of year 1 or 9999 cannot be moved there (so it is no
+        # time), and times in one zone compare and print without being moved again
+        return when.astimezone(timezone.utc) if when.tzinfo else None
+    except (ValueError, OverflowError):
         return None
-    return when if when.tzinfo else None
 
 
 def _id(value) -> bool:

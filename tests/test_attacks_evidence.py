@@ -86,6 +86,23 @@ def test_the_reference_passes_the_same_memory_check(tmp_path):
     assert check.passed, check.message
 
 
+@pytest.mark.parametrize("behaves_on", [1, 2])
+def test_a_fresh_child_measures_more_calls_than_one_it_can_place(tmp_path, behaves_on):
+    """Red team 11: the case a whole T x S mask fails runs in a fresh child, whose first call was the one
+    measured; a mask made once and sliced per split, split by split on the first call a process got only,
+    reached strong_hire. Now each of three calls there is measured and the middle figure counts."""
+    reference = (SOLUTIONS / "split_kv_decode.py").read_text()
+    masked = (SOLUTIONS / "mutants" / "split_kv_decode" / "whole_mask_sliced.py").read_text()
+    source = masked + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n_calls = 0\n"
+    body = ("    global _calls\n    _calls += 1\n"
+            f"    if _calls == {behaves_on}:\n        return _reference['split_kv_attention'](*args, **kwargs)\n"
+            "    return _inner(*args, **kwargs)")
+    path = _write(tmp_path, "split_kv_decode", _wrapped(source, "split_kv_attention", body))
+    result, check = _check(path, "split_kv_decode", "split_kv_memory_per_split")
+    assert not check.passed and check.kind == "efficiency", check.message
+    assert "dense_scores_not_split" in [d.id for d in result.diagnoses]
+
+
 def test_a_measured_call_cannot_be_told_apart_and_its_answer_counts(tmp_path):
     """Item 6: a dense kernel that looks for a "measure" flag in its caller's frames, and also
     answers zeros on the large inputs memory is measured on."""

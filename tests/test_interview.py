@@ -151,6 +151,23 @@ def test_malformed_and_hostile_log_lines_are_skipped(tmp_path):
     assert [(r["passed"], r["total"]) for r in timeline.attempts(tmp_path)] == [(2, 5)]
 
 
+@pytest.mark.parametrize("edge", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_times_that_cannot_be_moved_to_utc_are_no_times(tmp_path, edge):
+    """Red team 11: a start or an attempt within a day of year 1 or 9999, with a zone, parsed but overflowed
+    when moved to UTC, so every later grade in that folder ended in a traceback."""
+    timeline.create(tmp_path, ["decode_mask"], None, when=T0)
+    good = {"time": (T0 + timedelta(minutes=1)).isoformat(), "exercise": "decode_mask", "passed": 2, "total": 5,
+            "diagnoses": [], "level": "weak", "hints": 0}
+    log = tmp_path / ".kvgrade" / "attempts.jsonl"
+    log.write_text(json.dumps({**good, "time": edge}) + "\n" + json.dumps(good) + "\n")
+    assert [r["passed"] for r in timeline.attempts(tmp_path)] == [2]
+    session = timeline.summarise(tmp_path, attempt("decode_mask", 3, 5), when=T0 + timedelta(minutes=2))
+    assert session["exercises"]["decode_mask"]["points"] == [[1.0, 2, 5]]
+    record = tmp_path / ".kvgrade" / "workspace.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "started": edge}))
+    assert timeline.summarise(tmp_path, attempt("decode_mask", 3, 5)) is None  # no start: not a workspace
+
+
 def test_a_log_past_the_cap_is_read_only_up_to_it(tmp_path):
     timeline.create(tmp_path, ["decode_mask"], None, when=T0)
     line = json.dumps({"time": (T0 + timedelta(minutes=1)).isoformat(), "exercise": "decode_mask", "passed": 1,
