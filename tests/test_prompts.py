@@ -41,3 +41,15 @@ def test_no_prompt_stub_or_public_test_states_the_rule(exercise):
 
 def test_the_kit_exercises_are_all_checked():
     assert ALWAYS_THERE <= {e.id for e in catalog.exercises()}
+
+
+@pytest.mark.parametrize("exercise", catalog.exercises(), ids=lambda e: e.id)
+def test_a_prompt_that_names_the_precision_rule_states_the_kits_constant(exercise):
+    """Blind testers read only the prompts and the contract, which leaves the constant to the kit: a prompt that
+    names the rule gives the number the checks use."""
+    from grader.checking import PRECISION
+
+    text = _normalised(exercise.prompt_path.read_text())
+    if "precision rule" in text:
+        stated = (f"{PRECISION}*eps", f"{PRECISION} float64 ulps", f"{PRECISION} ulps")
+        assert any(s in text for s in stated), exercise.id
