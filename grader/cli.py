@@ -146,9 +146,9 @@ class _OneLineErrors(click.Group):
         except click.ClickException as exc:
             click.echo(f"Error: {' '.join(exc.format_message().split())}", err=True)
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort:  # Ctrl-C or SIGTERM: 130, as a shell reports SIGINT (1 is a verdict's)
             click.echo("Aborted!", err=True)
-            sys.exit(1)
+            sys.exit(130)
 
 
 @click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -592,11 +592,13 @@ def verify(exercises, seed, as_json):
 
     seed = api.fresh_seed() if seed is None else seed  # one seed for every subject, said at the end
     outcomes = []
-    for outcome in run_verify(exercises or None, seed=seed):
-        outcomes.append(outcome)
-        if not as_json:
-            mark = click.style("ok  ", fg="green") if outcome.ok else click.style("FAIL", fg="red", bold=True)
-            click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
+    # closed however the loop ends (Ctrl-C while a line prints, too): its pool's workers end with it
+    with contextlib.closing(run_verify(exercises or None, seed=seed)) as running:
+        for outcome in running:
+            outcomes.append(outcome)
+            if not as_json:
+                mark = click.style("ok  ", fg="green") if outcome.ok else click.style("FAIL", fg="red", bold=True)
+                click.echo(f"{mark} {outcome.exercise:<20} {outcome.subject:<24} {outcome.line}")
     failed = sum(not o.ok for o in outcomes)
     if as_json:
         click.echo(json.dumps({"ok": not failed, "seed": seed, "outcomes": [dataclasses.asdict(o) for o in outcomes]},

@@ -26,12 +26,13 @@ import functools
 import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import catalog, engine
+from . import catalog, engine, interruption
 from .catalog import Exercise, Mutant, _module_constant, reference_submission
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
@@ -156,15 +157,59 @@ def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | Non
                 + [(ex.id, f"variant:{p.stem}") for ex in chosen for p in ex.correct_variants])
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(subjects)))
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared with ours
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {subject: pool.submit(judge, *subject, seed) for subject in subjects}
-        for ex in chosen:
-            yield judge_rubric(ex)
-            for name in [None, *(m.name for m in ex.mutants), *(f"variant:{p.stem}" for p in ex.correct_variants)]:
-                try:
-                    yield futures[ex.id, name].result()
-                except Exception as exc:  # noqa: BLE001  the worker died: report it, go on
-                    yield Outcome(ex.id, name or "reference", False, f"grading failed: {type(exc).__name__}: {exc}")
+    # Workers ignore Ctrl-C (the terminal sends it to them too): the parent ends them (_end_workers).
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                             initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
+        futures = {subject: pool.submit(_judged, *subject, seed) for subject in subjects}
+        try:
+            with interruption.ended_by_signals():  # SIGTERM too, as a KeyboardInterrupt here
+                yield from _in_order(chosen, futures)
+        except BaseException:  # Ctrl-C, SIGTERM, or a caller that stopped reading: nothing goes on running
+            _end_workers(pool)
+            raise
+
+
+def _in_order(chosen, futures):
+    for ex in chosen:
+        yield judge_rubric(ex)
+        for name in [None, *(m.name for m in ex.mutants), *(f"variant:{p.stem}" for p in ex.correct_variants)]:
+            try:
+                yield futures[ex.id, name].result()
+            except Exception as exc:  # noqa: BLE001  the worker died: report it, go on
+                yield Outcome(ex.id, name or "reference", False, f"grading failed: {type(exc).__name__}: {exc}")
+
+
+END_SECONDS = 30.0  # how long an ended worker may take to kill its child and remove its scratch
+
+
+def _end_workers(pool: ProcessPoolExecutor):
+    """Cancel every subject not started and end the workers: SIGTERM ends a grading as an interruption
+    (its child killed, its scratch removed, then the worker leaves: ``_judged``); SIGKILL after
+    ``END_SECONDS``. Without this a stopped verify ran every queued subject to the end."""
+    workers = list((pool._processes or {}).values())  # no public handle on them, and shutdown drops this one
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(END_SECONDS)
+        if process.is_alive():
+            process.kill()
+
+
+def _judged(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
+    """:func:`judge` in a pool worker, its scratch folders inside one of its own. An interruption (the
+    parent's SIGTERM) cleans up on its way here, that folder goes with whatever a thread left in it, and
+    the worker leaves rather than take the next subject, as a pool worker otherwise would."""
+    with tempfile.TemporaryDirectory(prefix="kvgrade-verify-") as scratch:
+        os.chmod(scratch, 0o755)  # a "uid" child walks through it to its own scratch
+        tempfile.tempdir = scratch  # every scratch folder of this grading (a twin's too) goes with this one
+        try:
+            return judge(exercise_id, mutant_name, seed)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            tempfile.tempdir = None
+    os._exit(1)
 
 
 @functools.lru_cache(maxsize=4)

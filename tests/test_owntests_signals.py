@@ -70,5 +70,38 @@ def test_an_interrupted_grading_leaves_no_scratch_folder(tmp_path, signum, stage
                   "an own-tests folder")
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=150)  # a signal lost in a fork hook waits for the run's end
-    assert proc.returncode != 0 and "Aborted!" in err and "Traceback" not in err, err  # stopped, not finished
+    assert proc.returncode == 130 and "Aborted!" in err and "Traceback" not in err, err  # stopped, not finished
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_an_interrupted_verify_ends_its_workers_and_their_children(tmp_path, signum):
+    """A stopped `kvgrade verify` went on grading every queued subject in its pool workers (minutes, with
+    the terminal back): now the parent cancels them and ends each worker's grading as an interruption."""
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "verify", "-e", "decode_mask,tree_mask", "--seed", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+                            preexec_fn=_default_signals)  # noqa: PLW1509
+    _wait_for(lambda: any(p.name.startswith("kvgrade-verify-") for p in tmp_path.iterdir()), proc, "a grading")
+    time.sleep(1.0)
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)  # as a terminal sends Ctrl-C: to the workers too
+    else:
+        proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)  # a bound on the test: the whole run takes minutes
+    assert proc.returncode == 130 and "Aborted!" in err and "Traceback" not in err, err
+    assert "self-checks passed" not in out and "self-check failed" not in out
+    _wait_for_none_in(proc.pid)  # no worker (nor child of one) is left in the run's process group
+    assert list(tmp_path.iterdir()) == []
+
+
+def _wait_for_none_in(group: int):
+    deadline = time.monotonic() + 10  # an ended worker is reaped by init a moment after its parent exits
+    while True:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        assert time.monotonic() < deadline, f"processes of group {group} outlived the run"
+        time.sleep(0.2)
