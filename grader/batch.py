@@ -182,14 +182,10 @@ def _digest_head(entry: Path, digest) -> None:
     """The first ``MAX_ZIP_BYTES`` of a regular file into ``digest``, read as plainfile says (a FIFO or
     link swapped in since it was listed is skipped)."""
     try:
-        fd = plainfile.open_plain(entry)
-    except plainfile.NotPlain:
-        return
-    try:
-        for chunk in plainfile.chunks(fd, MAX_ZIP_BYTES):
+        for chunk in plainfile.head_chunks(entry, MAX_ZIP_BYTES):
             digest.update(chunk)
-    finally:
-        os.close(fd)
+    except plainfile.NotPlain:  # raised before any chunk: the digest is untouched
+        return
 
 
 class Manifest:

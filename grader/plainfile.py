@@ -24,15 +24,18 @@ class Oversized(NotPlain):
 
 
 def open_plain(path: Path | str, flags: int = os.O_RDONLY, *, single_link: bool = False, mode: int = 0o644,
-               dir_fd: int | None = None, shown: str | None = None) -> int:
+               dir_fd: int | None = None, shown: str | None = None, inode: int | None = None) -> int:
     """A descriptor on the regular file at ``path`` (``flags`` plus :data:`SAFE_FLAGS`); NotPlain, with
-    nothing left open, if it is anything else or (``single_link``) has another name elsewhere. Never
-    pass ``O_TRUNC``: truncate after this returns, so a planted hard link cannot empty another file."""
+    nothing left open, if it is anything else, (``single_link``) has another name elsewhere, or (``inode``)
+    is not the very file the grader made there. Never pass ``O_TRUNC``: truncate after this returns, so a
+    planted hard link cannot empty another file."""
     if flags & os.O_TRUNC:
         raise ValueError("open_plain never truncates before it has looked at the file")
     fd = os.open(path, flags | SAFE_FLAGS, mode, dir_fd=dir_fd)
     try:
-        judge(fd, shown or Path(path).name, single_link)
+        info = judge(fd, shown or Path(path).name, single_link)
+        if inode is not None and info.st_ino != inode:
+            raise NotPlain(f"{shown or Path(path).name} was replaced")
     except BaseException:
         os.close(fd)
         raise
@@ -69,18 +72,20 @@ def read_plain_file(path: Path | str, cap: int) -> bytes:
 def read_head(path: Path | str, cap: int) -> bytes | None:
     """The first ``cap`` bytes of a regular file (the rest is not read); None if it is anything else."""
     try:
-        fd = open_plain(path)
+        return b"".join(head_chunks(path, cap))
     except NotPlain:
         return None
+
+
+def head_chunks(path: Path | str, cap: int, *, inode: int | None = None):
+    """The first ``cap`` bytes of the regular file at ``path``, a MiB at a time, so a huge (or sparse) file
+    is never held whole; the descriptor is this generator's own. NotPlain (as :func:`open_plain` says)
+    when iteration starts, before any bytes."""
+    fd = open_plain(path, inode=inode)
     try:
-        return b"".join(chunks(fd, cap))
+        left = cap
+        while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
+            yield chunk
+            left -= len(chunk)
     finally:
         os.close(fd)
-
-
-def chunks(fd: int, cap: int):
-    """The first ``cap`` bytes on ``fd``, a MiB at a time, so a huge (or sparse) file is never held whole."""
-    left = cap
-    while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
-        yield chunk
-        left -= len(chunk)

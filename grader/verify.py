@@ -202,13 +202,13 @@ def _judged(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
     the worker leaves rather than take the next subject, as a pool worker otherwise would."""
     with tempfile.TemporaryDirectory(prefix="kvgrade-verify-") as scratch:
         os.chmod(scratch, 0o755)  # a "uid" child walks through it to its own scratch
-        tempfile.tempdir = scratch  # every scratch folder of this grading (a twin's too) goes with this one
+        outer, tempfile.tempdir = tempfile.tempdir, scratch  # every scratch folder of this grading goes with this one
         try:
             return judge(exercise_id, mutant_name, seed)
         except KeyboardInterrupt:
             pass
         finally:
-            tempfile.tempdir = None
+            tempfile.tempdir = outer
     os._exit(1)
 
 

@@ -58,3 +58,27 @@ def test_a_fifo_opened_for_writing_is_refused_at_once(tmp_path):
             plainfile.open_plain(tmp_path / "fifo", os.O_WRONLY | os.O_APPEND)
     finally:
         os.close(reader)
+
+
+def test_a_file_swapped_for_another_is_not_the_one_named_by_its_inode(tmp_path):
+    report = tmp_path / "junit.xml"
+    report.write_bytes(b"made by the grader")
+    inode = report.stat().st_ino
+    assert b"".join(plainfile.head_chunks(report, 100, inode=inode)) == b"made by the grader"
+    report.rename(tmp_path / "kept")  # keeps the inode alive, so the new file cannot reuse its number
+    report.write_bytes(b"forged by the child")
+    with pytest.raises(plainfile.NotPlain, match="replaced"):
+        b"".join(plainfile.head_chunks(report, 100, inode=inode))
+
+
+def test_head_chunks_reads_only_the_head_and_leaves_no_descriptor_behind(tmp_path):
+    big = tmp_path / "sparse"
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)  # a terabyte that holds no blocks: read whole, it would never end
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        assert sum(map(len, plainfile.head_chunks(big, (3 << 20) + 5))) == (3 << 20) + 5
+        started = plainfile.head_chunks(big, 1 << 30)
+        next(started)
+        started.close()  # a reader that stops early: the generator's descriptor goes with it
+    assert len(os.listdir("/proc/self/fd")) == before
