@@ -216,6 +216,7 @@ def test_at_the_uid_level_the_implementation_folder_is_its_own_uids(tmp_path):
     scratch = Scratch(prefix="kvgrade-uid-test-")
     scratch.add_files("candidate", [("decode_mask.py", DECODE_MASK.reference_path)])
     child = type("Child", (), {"uid": 1_960_000_123})()
+    served.worker.stop()  # never launched: this removes the scratch it made, which the stand-in below replaces
     served.worker = type("Worker", (), {"launch": lambda self: None, "child": child, "scratch": scratch})()
     try:
         assert scratch.root / "candidate" / "decode_mask.py" in readable_by_a_fresh_uid(scratch.root)  # as it was
