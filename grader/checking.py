@@ -17,8 +17,8 @@ failure (what it costs). The toolkit, so a new exercise's checks are a short lis
 - section 1's values and containers: :func:`garbage`, :func:`offset_scores`; :func:`expect_array`
   and :func:`received` take the right values in a list or another dtype as a slip of the running
   check (:func:`note_slip`: hygiene, and the values are still judged);
-- evidence: :func:`measure`, the one place memory and warnings are taken (:func:`least_over` for a must-not
-  read twice, on fresh values, when near its bound); :func:`cpu_of`,
+- evidence: :func:`measure`, the one place memory and warnings are taken (:func:`middle_reading` for a
+  must-not: most of three readings on fresh shapes decide); :func:`cpu_of`,
   :class:`ChildCpu` and :func:`child_cpu_seconds`, the child's CPU time as the kernel counts it;
 - diagnoses: a list of :class:`Variant` per function, :func:`explain` over every failing case
   (:func:`fits` for one case),
@@ -470,29 +470,25 @@ def misfit_calls(name: str, arg_names: list, axes: list, arrays: list, pack: Cal
             yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
 
 
-def least_over(limit: int, reading, again=None) -> int | None:
-    """The figure of a must-not read near its bound: ``reading()`` makes one measured call (:func:`measure`),
-    judges its answer like any other and returns the figure (None: nothing measured); when that reaches
-    ``limit``, ``again()`` (``reading`` by default) is read too and the smaller figure counts. One
-    reading can fail a correct answer on a stray charge (the kernel counts the whole cgroup: under
-    heavy load a correct varlen answer once read over its 8.5 MiB bound); an answer that really
-    allocates the forbidden array does it on both calls. Each reading draws fresh values of the same
-    shapes: on the same inputs a memo would answer the second call without allocating anything."""
-    first = reading()
-    if first is None or first < limit:
-        return first
-    second = (again or reading)()
-    return first if second is None else min(first, second)
+def middle_reading(limit: int, reading, times: int = 3) -> int | None:
+    """The figure of a must-not: the middle of ``times`` readings (None when nothing was measured), each one
+    measured call (:func:`measure`) whose answer is judged like any other. Readings stop once most of them
+    fall on one side of ``limit``: the rest could not move the middle across it.
 
-
-def middle_reading(reading, times: int = 3) -> int | None:
-    """The middle figure of ``times`` readings of a must-not, each one measured call of the same kind on fresh
-    values (``reading``, as for :func:`least_over`), all made whatever the first shows (None: nothing measured).
-    For a fresh child (``Sandbox.spare``), where the first call a process gets is a measured one: an answer that
-    behaves only on a call it can place (the first, or any one) still fails when it builds the forbidden array
-    on most of them, while one stray charge cannot fail a correct answer."""
-    figures = sorted(f for f in (reading() for _ in range(times)) if f is not None)
-    return figures[len(figures) // 2] if figures else None
+    Why never one reading, nor the least of two: a stray charge (the kernel counts the whole cgroup) once
+    read a correct answer over its bound, so one high figure cannot fail; and an answer that builds the
+    forbidden array on every call but the few it can tell apart (its process's first, or one repeating the
+    call before) must not pass on those. So ``reading`` draws fresh shapes and values every time (a repeat is
+    a call an answer can recognise), and an answer fails when most of its readings reach the bound. A reading
+    may return a figure scaled to its own shapes, judged against the same ``limit``."""
+    figures, most = [], times // 2 + 1
+    for _ in range(times):
+        figure = reading()
+        if figure is not None:
+            figures.append(figure)
+        if max(sum(f >= limit for f in figures), sum(f < limit for f in figures)) >= most:
+            break
+    return sorted(figures)[(len(figures) - 1) // 2] if figures else None
 
 
 def _over_base(ex, stats, data: int, holds: int) -> int | None:

@@ -27,10 +27,10 @@ def check_id(item) -> str:
 
 
 def measures_memory(module) -> bool:
-    """Whether a checks module measures memory: it uses ``measure`` or ``least_over`` and does not say
+    """Whether a checks module measures memory: it uses ``measure`` and does not say
     ``MEASURES_MEMORY = False`` (one that takes warnings only). Only then do its checks need the
     kit-only floor child and a collection in the candidate's child before each check."""
-    measures = hasattr(module, "measure") or hasattr(module, "least_over")
+    measures = hasattr(module, "measure")
     return bool(getattr(module, "MEASURES_MEMORY", measures))
 
 

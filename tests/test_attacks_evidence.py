@@ -103,6 +103,59 @@ def test_a_fresh_child_measures_more_calls_than_one_it_can_place(tmp_path, behav
     assert "dense_scores_not_split" in [d.id for d in result.diagnoses]
 
 
+# A call's shapes and sizes, as an answer could compare them with the call before.
+SHAPES = ("tuple((getattr(a, 'shape', None), len(a) if hasattr(a, '__len__') else repr(a)) for a in args)"
+          " + tuple(sorted((k, repr(v)) for k, v in kwargs.items()))")
+
+
+@pytest.mark.parametrize("exercise, check, mutant, function", [
+    ("fused_attention", "no_dense_allocation", "dense_mask", "flash_attention"),
+    ("split_kv_decode", "split_kv_memory_per_split", "whole_mask_sliced", "split_kv_attention"),
+    ("varlen_attention", "no_batch_sized_memory", "batch_sized_mask", "varlen_attention")])
+def test_a_must_not_is_read_on_fresh_shapes_so_a_repeated_call_cannot_be_the_lean_one(
+        tmp_path, exercise, check, mutant, function):
+    """Red team 12: an answer that builds the forbidden array on every call but one repeating the shapes of the
+    call before reached strong_hire on fused_attention, whose second reading repeated the first's shapes and
+    the smaller counted (``least_over``). Every must-not now reads fresh shapes, and most readings decide."""
+    reference = (SOLUTIONS / f"{exercise}.py").read_text()
+    wrong = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text()
+    source = wrong + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n_last = [None]\n"
+    body = (f"    key = {SHAPES}\n    repeat, _last[0] = key == _last[0], key\n"
+            f"    return (_reference[{function!r}] if repeat else _inner)(*args, **kwargs)")
+    if exercise == "fused_attention":
+        for helper in ("nan_safe_softmax.py", "tile_classification.py"):
+            (tmp_path / helper).write_text((SOLUTIONS / helper).read_text())
+    path = _write(tmp_path, exercise, _wrapped(source, function, body))
+    _, check_result = _check(path, exercise, check)
+    assert not check_result.passed and check_result.kind in ("must_not", "efficiency"), check_result.message
+
+
+def test_a_step_cost_is_judged_on_most_tries_so_the_first_long_cache_cannot_be_the_cheap_one(tmp_path):
+    """Red team 12: decode steps that run the whole past through the model again, except on the first cache
+    of the process to grow long, reached strong_hire: one cheap try of three passed the check."""
+    source = (SOLUTIONS / "gpt2_decode.py").read_text() + "\n_lean = []\n"
+    body = ("    logits = _inner(*args, **kwargs)\n    model, cache = args[0], args[1]\n"
+            "    cache.seen = getattr(cache, 'seen', []) + [int(t) for t in args[2]]\n"
+            "    if len(cache) >= 480 and not _lean:\n        _lean.append(id(cache))\n"
+            "    if _lean[:1] != [id(cache)]:\n        model.forward(cache.seen)  # the past again, thrown away\n"
+            "    return logits")
+    path = _write(tmp_path, "gpt2_decode", _wrapped(source, "decode_step", body))
+    result, check = _check(path, "gpt2_decode", "step_cost_does_not_grow_with_the_past")
+    assert not check.passed and check.kind == "must_not", check.message
+    assert "recomputes_past" in [d.id for d in result.diagnoses]
+
+
+def test_a_step_that_copies_the_cache_into_padded_room_fails_on_its_size_not_only_its_growth(tmp_path):
+    """Red team 12: copies_cache_each_step with its copy padded to 2,048 tokens allocated as much at either
+    cache length the check compared, so its growth hid it; a step's figure now also stays under half the keys."""
+    wrong = (SOLUTIONS / "mutants" / "rope_cache" / "copies_cache_each_step.py").read_text()
+    assert wrong.count("grown = end\n") == 1
+    path = _write(tmp_path, "rope_cache", wrong.replace("grown = end\n", "grown = max(end, 2048)\n"))
+    result, check = _check(path, "rope_cache", "decode_step_memory")
+    assert not check.passed and check.kind == "efficiency", check.message
+    assert "cache_copied_each_step" in [d.id for d in result.diagnoses]
+
+
 def test_a_measured_call_cannot_be_told_apart_and_its_answer_counts(tmp_path):
     """Item 6: a dense kernel that looks for a "measure" flag in its caller's frames, and also
     answers zeros on the large inputs memory is measured on."""

@@ -30,7 +30,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from grader.checking import (SHOWN, CheckFailure, allowing_empty, describe, edge_windows, expect_rejected, fail,
-                             garbage, grid_picture, least_over, measure, name_mistakes, odd_size, offset_scores,
+                             garbage, grid_picture, measure, middle_reading, name_mistakes, odd_size, offset_scores,
                              other_argument_types, past_int64, plural, received, slips_of, tolerance)
 
 from . import diagnosis, oracle
@@ -623,28 +623,36 @@ def _dense_peak(ex, case) -> int | None:
     return None if peak is None else max(0, peak - 2 * (case.k.nbytes + case.v.nbytes))
 
 
-def redrawn(rng, case) -> Case:
-    """``case`` with fresh values of the same shapes and dtype; empty slots keep theirs (garbage stays)."""
-    q, k, v = _tensors(rng, case.T, case.S, case.D, case.q.dtype)
-    empty = (case.k_pos < 0)[:, None]
-    return replace(case, q=q, k=np.where(empty, case.k, k), v=np.where(empty, case.v, v))
-
-
 def check_no_dense_allocation(ex):
     """Peak memory stays far below T x S bytes (no dense mask or score matrix) on every path:
     window or none, contiguous or ring positions with empty slots, one query tile or many."""
-    for case in _dense_cases(ex.rng):
-        dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
+    for path in range(len(_dense_cases(ex.rng))):
+        seen = {}  # each reading's figure: its case and peak; every reading draws fresh sizes (middle_reading)
+        drawn = []
+
+        def reading():
+            drawn.append(_dense_cases(ex.rng)[path])
+            case, peak = drawn[-1], _dense_peak(ex, drawn[-1])
+            if peak is None:
+                return None
+            share = peak / (case.T * case.S)  # bytes per T x S cell
+            seen[share] = case, peak
+            return share
+
         try:
-            peak = least_over(dense // 2, lambda: _dense_peak(ex, case), lambda: _dense_peak(ex, redrawn(ex.rng, case)))
+            share = middle_reading(0.5, reading)
         except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
             if failure.kind != "must_not":
                 raise
+            case = drawn[-1]
             ex.diagnose("dense_mask_materialized", f"a call with T = {case.T:,} queries over S = {case.S:,} keys "
-                        f"({case.label}) ran out of memory; a T x S boolean mask alone is {dense / 2**20:.1f} MiB")
+                        f"({case.label}) ran out of memory; a T x S boolean mask alone is "
+                        f"{case.T * case.S / 2**20:.1f} MiB")
             raise
-        if peak is None or peak < dense // 2:
+        if share is None or share < 0.5:
             continue  # nothing measured is not evidence either way
+        case, peak = seen[share]
+        dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
         ex.diagnose("dense_mask_materialized",
                     f"a call with T = {case.T:,} queries over S = {case.S:,} keys ({case.label}) peaked at "
                     f"{peak / 2**20:.1f} MiB besides the keys and values loaded; a T x S boolean mask alone is "

@@ -63,6 +63,7 @@ from grader.checking import (
     expect_rejected,
     fail,
     grid_picture,
+    middle_reading,
     name_mistakes,
     odd_size,
     other_argument_types,
@@ -596,7 +597,7 @@ TIMED_STEPS = 16  # one-token steps timed after each past (the short past's coun
 GROWTH = 15.0  # a step after the long past may cost this many times one after the short past ...
 ATTENTION_LAYERS = 1.0  # ... and at most the grader's time for this many layers' attention weights over it
 CPU_FLOOR = 0.02  # s: the short past's block of steps counts as two clock ticks at least
-COST_TRIES = 3  # the verdict needs every try (fresh tokens, caches and model) to cost too much
+COST_TRIES = 3  # most tries (fresh tokens, caches and model) decide
 
 
 def _attention_seconds(rng, S: int) -> float:
@@ -672,8 +673,9 @@ def check_step_cost_does_not_grow_with_the_past(ex):
     steps after a short one, far less than a forward pass over the whole sequence: the past is read from
     the cache, not run through the model again. Their logits are judged like any other step's."""
     # The child's CPU time is the kernel's count for it and everything it starts (child_cpu_seconds): load
-    # does not inflate it as it does wall time. A try whose long-past steps stay within both bounds ends the
-    # check; the verdict needs every one of COST_TRIES tries, each on fresh inputs, to pass one. The bounds:
+    # does not inflate it as it does wall time. Most of COST_TRIES tries, each on fresh inputs, decide
+    # (checking.middle_reading): one cheap try cannot pass an answer that is cheap only on the first long cache
+    # its process sees, and one dear try cannot fail a correct answer. The bounds:
     # GROWTH times the short past's steps (mostly the call's own cost, which every step pays), and
     # ATTENTION_LAYERS of one layer's attention weights over the long sequence, timed here (a step made to
     # cost the same at any length, by running the model over n_ctx tokens every time say, still computes
@@ -693,24 +695,29 @@ def check_step_cost_does_not_grow_with_the_past(ex):
     # ticks, far under both bounds; verify's mutants and tests/test_attacks_evidence.py's attack are still caught.
     # What it cannot see: no other check has a past this long or an n_ctx this large, so a submission that
     # reads a real cache only there, and recomputes elsewhere, passes it.
-    attempts, tries = [], []
-    for n in range(COST_TRIES):
-        found = _cost_try(ex, 26 + n, attempts)
-        if found is None or not _costs_too_much(found):
-            break  # nothing measured is not evidence either way; within the bounds once is enough
-        tries.append(found)
+    attempts, seen = [], {}  # each try's figure: the try
+
+    def reading():
+        found = _cost_try(ex, 26 + len(attempts) // 2, attempts)
+        if found is None:
+            return None  # nothing measured is not evidence either way
+        share = max(found["long"] / (GROWTH * found["short"]), found["long"] / (ATTENTION_LAYERS * found["attention"]))
+        seen[share] = found
+        return share  # past 1: over a bound
+
+    share = middle_reading(1.0, reading, COST_TRIES)
     _expect_runs(ex, attempts)
-    if len(tries) < COST_TRIES:
+    if share is None or share < 1.0:
         return
-    cheapest = min(tries, key=lambda t: t["long"])
-    sentence = (f"a one-token step with {_tokens(cheapest['pasts'][1])} cached used {cheapest['long'] * 1e3:.3g} ms "
-                f"of CPU time, {' and '.join(_costs_too_much(cheapest))}, the least of {COST_TRIES} tries with "
+    middle = seen[share]
+    sentence = (f"a one-token step with {_tokens(middle['pasts'][1])} cached used {middle['long'] * 1e3:.3g} ms "
+                f"of CPU time, {' and '.join(_costs_too_much(middle))}, the middle of {len(seen)} tries with "
                 "fresh tokens and caches: a step does work of the order of a pass over the past, as when the "
                 "cached tokens run through the model again instead of their keys and values being read from the "
                 "cache")
     ex.diagnose("recomputes_past", sentence)
-    fail(f"decode_step: {sentence}", case={"config": COST, "short past": cheapest["pasts"][0],
-                                          "long past": cheapest["pasts"][1], "timed steps": TIMED_STEPS,
+    fail(f"decode_step: {sentence}", case={"config": COST, "short past": middle["pasts"][0],
+                                          "long past": middle["pasts"][1], "timed steps": TIMED_STEPS,
                                           "seed": ex.seed}, kind="must_not")
 
 

@@ -415,17 +415,43 @@ def expect_lent_cases(ex, cases, extreme=False):
                 "seq_lens": [layout.lens[s] for s in ids], "seed": ex.seed}
         for n, (index, T) in enumerate(calls):
             s = ids[index]
-            keys, values = layout.gather(s)
+            keys, _ = layout.gather(s)
             dtype = np.float32 if extreme and n % 2 else np.float64
             q = _queries(ex.rng, keys, T, Hkv * group, extreme, dtype, offsets=extreme and n % 4 >= 2)
-            precision = ", float32" if dtype != np.float64 else ""
-            call = f"paged_attention(layout, {s}, q [{T}, {Hkv * group}, {D}]{precision})"
-            got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout), s, q),
-                               call=call, shape=q.shape, case=case)
-            failure = Failure(layout, s, q, got, oracle.attention(keys, values, q.astype(np.float64)), case=case)
-            if not failure.right():
-                failures.append(failure)
-    report_attention(ex, failures)
+            failures.append(_lent_call(ex, layout, s, q, case))
+    report_attention(ex, [f for f in failures if f is not None])
+
+
+def _lent_call(ex, layout, s, q, case) -> Failure | None:
+    """paged_attention on the grader's ``layout`` for sequence ``s``: the failure, or None when the oracle agrees."""
+    keys, values = layout.gather(s)
+    T, Hq, D = q.shape
+    precision = ", float32" if q.dtype != np.float64 else ""
+    call = f"paged_attention(layout, {s}, q [{T}, {Hq}, {D}]{precision})"
+    got = _float_array(ex.candidate.call("paged_attention", LentLayout(layout), s, q), call=call, shape=q.shape,
+                       case=case)
+    failure = Failure(layout, s, q, got, oracle.attention(keys, values, q.astype(np.float64)), case=case)
+    return None if failure.right() else failure
+
+
+def _outscored_by_unseen_keys(ex) -> list:
+    """T >= 2 queries whose first one scores about -x over every key it may see and +x over the later keys it
+    may not (x in 3e3 .. 6e3, inside section 1's 1e4): a softmax shifted by a max over keys the row may not
+    see leaves exp of every visible score 0 (a NaN, or zeros), which no spread of random scores is sure to
+    show."""
+    rng, failures = ex.rng, []
+    for bs, Hkv, group in ((3, 1, 2), (4, 2, 1)):
+        L, T, D = odd_size_closed(rng, 14, 40), int(rng.integers(2, 12)), odd_size_closed(rng, 3, 9)
+        layout = lent_layout(rng, [L], bs, Hkv, D)
+        (s,) = layout.lens
+        p = np.arange(L)
+        layout.key_pool[layout.tables[s][p // bs], p % bs, :, 0] = np.where(p > L - T, -1.0, 1.0)[:, None]
+        q = rng.standard_normal((T, Hkv * group, D))
+        q[0, :, 0] = -rng.uniform(3e3, 6e3) * math.sqrt(D)
+        case = {"block_size": bs, "num_kv_heads": Hkv, "query_heads": Hkv * group, "head_dim": D,
+                "seq_lens": [L], "seed": ex.seed}
+        failures.append(_lent_call(ex, layout, s, q, case))
+    return [f for f in failures if f is not None]
 
 
 def _lent_calls(rng, lens):
@@ -872,12 +898,14 @@ def check_attention_gqa_groups(ex):
 
 def check_attention_extreme_scores(ex):
     """paged_attention with scaled scores up to 1e4 in size and float32 queries, values of any size in unread slots
-    (up to 1e300, past float32's range, beside the float32 queries)."""
+    (up to 1e300, past float32's range, beside the float32 queries), and a first query whose visible keys all
+    score thousands below the later keys it may not see."""
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((5, 2, 3), (1, 1, 2), (7, 3, 1)):
         lens = _lens(rng, 2, bs, longest=30)
         cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 9), _lent_calls(rng, lens)))
     expect_lent_cases(ex, cases, extreme=True)
+    report_attention(ex, _outscored_by_unseen_keys(ex))
 
 
 def check_attention_edges(ex):

@@ -780,7 +780,8 @@ def _typical_peak(ex, cache, H, D, T, parents, times, holds) -> int | None:
 
 
 def check_decode_step_memory(ex):
-    """Steps over a cache at two lengths (T = 1, a short chunk, a tree): a step's allocation does not grow with it."""
+    """Steps over a cache at two lengths (T = 1, a short chunk, a tree): a step's allocation does not grow with
+    the cache, nor come near the size of its keys."""
     rng = ex.rng
     # 4 heads: a copy of the keys outgrows any per-position table; D = 130: a copy of the keys (1,040
     # bytes a token and head) outgrows a dozen [T, S] score temporaries of a T = 5 step (40 each)
@@ -796,16 +797,20 @@ def check_decode_step_memory(ex):
         holds = 2 * (fed + 64) * H * D * 8  # the cache's keys and values; the measured steps add < 64 tokens
         peaks.append([_typical_peak(ex, cache, H, D, T, parents, 3, holds) for T, parents, _ in kinds])
     grown_keys = (fed - S) * H * D * 8  # the cached keys added between the two lengths
+    keys = fed * H * D * 8  # the cached keys at the longer length: a copy of them, however padded
     for (T, parents, what), short, long in zip(kinds, *peaks):
-        if short is None or long is None or long - short < grown_keys // 2:
-            continue  # a per-step table of fixed size is no copy: only growth with the cache is
+        if short is None or long is None or (long - short < grown_keys // 2 and long < keys // 2):
+            continue  # a per-step table of fixed size is no copy: only growth with the cache, or its size, is
+        size = (f"{(long - short) / 2**20:.2f} MiB more over {fed:,} cached tokens than over {S:,}, as much as the "
+                f"keys added ({grown_keys / 2**20:.2f} MiB)" if long - short >= grown_keys // 2 else
+                f"{long / 2**20:.2f} MiB over {fed:,} cached tokens, as much as half their keys "
+                f"({keys / 2**20:.2f} MiB in all)")
         ex.diagnose("cache_copied_each_step",
-                    f"{what} allocated {(long - short) / 2**20:.2f} MiB more over {fed:,} cached tokens than over "
-                    f"{S:,}, as much as the keys added ({grown_keys / 2**20:.2f} MiB): the cache is copied (or "
-                    "rotated anew) at every step instead of being read where it lies")
+                    f"{what} allocated {size}: the cache is copied (or rotated anew) at every step instead of "
+                    "being read where it lies")
         fail(f"{what} peaked at a median of {short / 2**20:.2f} MiB over {S:,} cached tokens and "
-             f"{long / 2**20:.2f} MiB over {fed:,} (H = {H}, D = {D}): what a step allocates grows with the "
-             "cache, as a copy or a re-rotation of it does",
+             f"{long / 2**20:.2f} MiB over {fed:,} (H = {H}, D = {D}): a step allocates as much as a copy or a "
+             "re-rotation of the cache",
              {"num_heads": H, "head_dim": D, "cached": [S, fed], "T": T, "parents": parents, "seed": ex.seed},
              kind="efficiency")
 

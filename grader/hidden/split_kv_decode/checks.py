@@ -679,29 +679,33 @@ def _expect_no_whole_mask(ex):
     """Many queries (T = 64) of width 1 over ~160k keys in 128 splits: one bool mask over all T x S pairs
     is 16 splits' float64 scores, and twenty times the reference's figure. Measured in a fresh child (the
     twin): import's memory still counts, but not a memo earlier checks filled (positions kept by
-    identity, say), which the looser cases above may carry. Every call that child gets is measured, and
-    the middle of three counts (``middle_reading``): its first call cannot be the only one that behaves."""
+    identity, say), which the looser cases above may carry. Every call that child gets is measured, each
+    on a fresh S, and the middle of three counts (``middle_reading``): the one call an answer can place
+    (its first) cannot be the only one that behaves."""
     rng, T, n = ex.rng, WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS
-    S = odd_size(rng, *WHOLE_MASK_KEYS)
-    bound = T * S // 2  # bytes: half a T x S bool mask (the reference's figure is a tenth of it)
-    cases = []
+    seen = {}  # each reading's figure: its case and peak
 
     def reading():
-        cases.append(_decode(rng, T, S, 1))
-        kv = cases[-1]
+        kv = _decode(rng, T, odd_size(rng, *WHOLE_MASK_KEYS), 1)
         value, peak, _ = measure(ex, fresh.module, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
         settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])
-        return peak
+        if peak is None:
+            return None
+        share = peak / (T * len(kv.k_pos))  # bytes per T x S pair
+        seen[share] = kv, peak
+        return share
 
     fresh = ex.sandbox.spare()
     try:
         with fresh.patient(WHOLE_MASK_SECONDS):
-            peak = middle_reading(reading)
+            share = middle_reading(0.5, reading)  # the bound: half a T x S bool mask (the reference's is a tenth)
     finally:
         fresh.let_go()
-    if peak is not None and peak >= bound:
-        _held_all_keys(ex, cases[0], n, peak, f"while a bool mask over all T x S pairs is {T * S / 2**20:.1f} MiB "
-                                              f"and one split's float64 scores are {T * S * 8 / n / 2**20:.2f} MiB")
+    if share is not None and share >= 0.5:
+        kv, peak = seen[share]
+        S = len(kv.k_pos)
+        _held_all_keys(ex, kv, n, peak, f"while a bool mask over all T x S pairs is {T * S / 2**20:.1f} MiB "
+                                        f"and one split's float64 scores are {T * S * 8 / n / 2**20:.2f} MiB")
 
 
 def _held_all_keys(ex, kv, n, peak, sizes: str):

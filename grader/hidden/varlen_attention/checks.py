@@ -499,70 +499,72 @@ def check_attention_long_next_to_short(ex):
     expect_attention(ex, batches, "a long sequence beside short ones")
 
 
-def _peak_near(ex, target, rng, batch: Packed, forbidden: int) -> int | None:
-    """The peak memory of a varlen_attention call in ``target`` on ``batch`` (random q, k, v of D = 8) when it
-    reaches a quarter of ``forbidden`` (the bytes of an array the call must never build), once its output is
-    right; None when it stays below, or nothing was measured. ``target`` is a fresh child, where every call is
-    measured, so checking.middle_reading: three calls on fresh values, and the middle figure counts (an answer
-    that behaves only on calls it can place, its first say, still fails when it pads on most of them)."""
+def _peak_near(ex, target, rng, draw) -> tuple | None:
+    """(batch, sentence) of a varlen_attention call in ``target`` whose peak memory reaches a quarter of the
+    bytes of an array it must never build, once its output is right; None when it stays below, or nothing was
+    measured. ``draw(rng)`` gives a batch of fresh sizes, those bytes, and the sentence for a peak. ``target``
+    is a fresh child, where every call is measured, so checking.middle_reading: three calls, each on a fresh
+    batch, and the middle figure counts (an answer that behaves only on calls it can place, its first or one
+    repeating the last, still fails when it builds the array on most of them)."""
+    seen = {}  # each reading's figure: its batch and sentence
+
     def reading():
+        batch, forbidden, sentence = draw(rng)
         q, k, v = _qkv(rng, batch, 8)
         value, peak, _ = measure(ex, target, "varlen_attention", q, k, v, *batch.inputs)
         _expect_output(ex, batch, q, k, v, value)  # forms: the value checks
-        return peak
+        if peak is None:
+            return None
+        share = peak / forbidden
+        seen[share] = batch, sentence(peak)
+        return share
 
-    peak = middle_reading(reading)
-    return None if peak is None or peak < forbidden // 4 else peak
+    share = middle_reading(0.25, reading)
+    return None if share is None or share < 0.25 else seen[share]
 
 
-def _batch_sized(ex, target, rng, what, kinds) -> tuple | None:
-    """(batch, sentence) when a batch of ~50 sequences of ``kinds`` peaks near a bool mask of the
-    whole batch (total_q x total_k bytes); None when it stays below, or nothing was measured."""
+def _batch_sized(rng, what, kinds) -> tuple:
+    """A batch of ~50 sequences of ``kinds``, the bytes of a bool mask of the whole batch (total_q x total_k),
+    and the sentence for a peak near it."""
     B = odd_size_closed(rng, 45, 60)
     n_q, n_k = counts(rng, [kinds[n % len(kinds)] for n in range(B)], max_k=300)
     n_k = [max(k, 150) for k in n_k]  # keep the whole batch large next to any one sequence
     batch = Packed(n_q, n_k, "int64")
-    whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])  # bytes of a bool mask of the whole batch
-    peak = _peak_near(ex, target, rng, batch, whole)
-    if peak is None:
-        return None
+    whole = int(batch.cu_q[-1]) * int(batch.cu_k[-1])
     largest = max(a * b for a, b in zip(n_q, n_k))
-    return batch, (f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) peaked "
-                   f"at {peak / 2**20:.1f} MiB; a bool mask of the whole batch is {whole / 2**20:.1f} MiB, while "
-                   f"the largest sequence's bool mask is {largest / 2**20:.2f} MiB")
+    return batch, whole, lambda peak: (
+        f"a batch of {B} sequences ({what}: {batch.cu_q[-1]:,} queries, {batch.cu_k[-1]:,} keys) peaked "
+        f"at {peak / 2**20:.1f} MiB; a bool mask of the whole batch is {whole / 2**20:.1f} MiB, while "
+        f"the largest sequence's bool mask is {largest / 2**20:.2f} MiB")
 
 
-def _padded_prefill(ex, target, rng) -> tuple | None:
-    """(batch, sentence) when one long prefill beside many one-token sequences peaks near float64 scores padded
-    to the longest (B x max_q x max_k); None when it stays below. The batch is small as a whole (total_q x
+def _padded_prefill(rng) -> tuple:
+    """One long prefill beside many one-token sequences, the bytes of float64 scores padded to the longest
+    (B x max_q x max_k), and the sentence for a peak near them. The batch is small as a whole (total_q x
     total_k), so only padding shows here."""
     L, singles = odd_size_closed(rng, 240, 270), odd_size_closed(rng, 60, 70)
     batch = Packed([L] + [1] * singles, [L] + [1] * singles, "int64")
-    padded = (singles + 1) * L * L * 8  # float64 scores of every sequence padded to the longest
-    peak = _peak_near(ex, target, rng, batch, padded)
-    if peak is None:
-        return None
-    return batch, (f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
-                   f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
-                   f"{singles + 1} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 "
-                   f"scores need {L * L * 8 / 2**20:.2f} MiB")
+    padded = (singles + 1) * L * L * 8
+    return batch, padded, lambda peak: (
+        f"a batch of one {L}-token prefill and {singles} one-token sequences peaked at "
+        f"{peak / 2**20:.1f} MiB; float64 scores padded to the longest sequence (B x max_q x max_k = "
+        f"{singles + 1} x {L} x {L}) are {padded / 2**20:.1f} MiB, while the largest sequence's float64 "
+        f"scores need {L * L * 8 / 2**20:.2f} MiB")
 
 
-def _padded_decodes(ex, target, rng) -> tuple | None:
-    """(batch, sentence) when one long decode step beside many short ones peaks near float64 scores of every
-    decode padded to the longest (B x max_k); None when it stays below."""
+def _padded_decodes(rng) -> tuple:
+    """One long decode step beside many short ones, the bytes of float64 scores of every decode padded to the
+    longest (B x max_k), and the sentence for a peak near them."""
     long_k, short = odd_size_closed(rng, 20_000, 24_000), odd_size_closed(rng, 120, 160)
     n_k = rng.integers(1, 9, short + 1).tolist()
     n_k[int(rng.integers(1, short + 1))] = long_k  # one long decode among short ones, not first
     batch = Packed([1] * (short + 1), n_k, "int64")
-    padded = (short + 1) * long_k * 8  # float64 scores of every decode padded to the longest
-    peak = _peak_near(ex, target, rng, batch, padded)
-    if peak is None:
-        return None
-    return batch, (f"a batch of {short + 1} decode steps, one over {long_k:,} keys and the others over at most 8, "
-                   f"peaked at {peak / 2**20:.1f} MiB; float64 scores of every decode padded to the longest (B x max_k "
-                   f"= {short + 1} x {long_k:,}) are {padded / 2**20:.1f} MiB, while the largest sequence's need "
-                   f"{long_k * 8 / 2**20:.2f} MiB")
+    padded = (short + 1) * long_k * 8
+    return batch, padded, lambda peak: (
+        f"a batch of {short + 1} decode steps, one over {long_k:,} keys and the others over at most 8, "
+        f"peaked at {peak / 2**20:.1f} MiB; float64 scores of every decode padded to the longest (B x max_k "
+        f"= {short + 1} x {long_k:,}) are {padded / 2**20:.1f} MiB, while the largest sequence's need "
+        f"{long_k * 8 / 2**20:.2f} MiB")
 
 
 def check_no_batch_sized_memory(ex):
@@ -578,7 +580,7 @@ def check_no_batch_sized_memory(ex):
 
 def _expect_per_sequence_memory(ex, target):
     rng = ex.rng
-    padded = _padded_prefill(ex, target, rng) or _padded_decodes(ex, target, rng)
+    padded = _peak_near(ex, target, rng, _padded_prefill) or _peak_near(ex, target, rng, _padded_decodes)
     if padded:
         batch, sentence = padded
         ex.diagnose("padded_batch", sentence)
@@ -588,7 +590,7 @@ def _expect_per_sequence_memory(ex, target):
              "chunks and decode steps": ["chunk", "chunk", "decode"],
              "mixed, with idle sequences": ["prefill", "chunk", "decode", "idle"]}
     for what, kinds in paths.items():
-        found = _batch_sized(ex, target, rng, what, kinds)
+        found = _peak_near(ex, target, rng, lambda rng: _batch_sized(rng, what, kinds))
         if found:
             batch, sentence = found
             ex.diagnose("batch_sized_mask", sentence)
