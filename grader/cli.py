@@ -88,13 +88,14 @@ def _fail_under(default=None, why="Exit 1 when the overall level is below LEVEL 
 
 NOTES = click.option("--notes", "notes_path", type=click.Path(path_type=str),
                      help="Interviewer notes (TOML): observed criteria met or missed, free text per exercise.")
+TRUST = click.option("--trust-submissions", is_flag=True,
+                     help="Run without bubblewrap or a separate uid (the process level): only for code you trust.")
 BATCH = [
     click.option("--out", "out_dir", metavar="DIR", default=None,
                  help="Where each candidate's reports and the ranked summary go (default: kvgrade-batch)."),
     click.option("--jobs", type=click.IntRange(min=1), default=None,
                  help="Submissions graded at once (default: the number of cores)."),
-    click.option("--trust-submissions", is_flag=True,
-                 help="Grade without bubblewrap or a separate uid (the process level): only for code you trust."),
+    TRUST,
 ]
 
 
@@ -441,17 +442,22 @@ def start(directory, exercises, minutes):
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=None,
               help="The port (0: a free one). Default: the session's own port when resumed, else a free one.")
-def serve(directory, exercises, minutes, feedback, host, port):
+@TRUST
+def serve(directory, exercises, minutes, feedback, host, port, trust_submissions):
     """Run a live interview room: a candidate page and an interviewer page, in the browser.
 
     DIR is the session folder: created when missing, resumed when it exists (same links).
-    Prints the two links; send the candidate link only. Needs `pip install 'kvgrade[room]'`.
+    Prints the two links; send the candidate link only. Needs `pip install 'kvgrade[room]'`. Refuses to run
+    without bubblewrap or a separate uid unless --trust-submissions: the room runs the candidate's code.
     """
     from .room import MissingExtra, RoomError
     from .room import serve as serve_room
 
     try:
-        serve_room(directory, exercises or None, minutes, feedback, host, port, echo=click.echo)
+        serve_room(directory, exercises or None, minutes, feedback, host, port, echo=click.echo,
+                   trust=trust_submissions)
+    except api.IsolationError as exc:
+        raise Refused(str(exc)) from None
     except MissingExtra as exc:
         click.echo(str(exc), err=True)
         sys.exit(2)

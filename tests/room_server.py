@@ -56,9 +56,10 @@ def environment() -> dict:
 
 
 class Server:
-    def __init__(self, *args: str, cwd: Path = REPO):
-        self.proc = subprocess.Popen(kvgrade(["serve", *args]), cwd=cwd, env=environment(), text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    def __init__(self, *args: str, cwd: Path = REPO, env: dict | None = None):
+        self.proc = subprocess.Popen(kvgrade(["serve", *args]), cwd=cwd, env={**environment(), **(env or {})},
+                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.output: list[str] = []

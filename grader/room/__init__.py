@@ -30,11 +30,15 @@ class MissingExtra(RoomError):
 
 
 def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | None, feedback: str | None,
-          host: str, port: int | None, echo=print):
-    """Open (or resume) the session in ``folder``, print its two links, and serve until stopped."""
+          host: str, port: int | None, echo=print, trust: bool = False):
+    """Open (or resume) the session in ``folder``, print its two links, and serve until stopped. The room runs
+    someone else's code: IsolationError at the process level unless ``trust`` (as for batch)."""
     if not all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn")):
         raise MissingExtra(EXTRA)
     import uvicorn
+
+    from ..sandbox import Limits, require_isolation
+    level = require_isolation(trust, Limits())
 
     from .app import create_app
     from .session import Room
@@ -47,7 +51,7 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
     try:
         sock = _listen(host, port, room.meta.get("port"))
         room.store.set_meta(port=sock.getsockname()[1])
-        for line in _banner(room, host, sock.getsockname()[1], resumed):
+        for line in _banner(room, host, sock.getsockname()[1], resumed, level):
             echo(line)
         config = uvicorn.Config(create_app(room), log_level="warning", access_log=False,
                                 timeout_graceful_shutdown=5)
@@ -86,12 +90,13 @@ def _listen(host: str, port: int | None, stored: int | None) -> socket.socket:
     raise AssertionError("unreachable: tries is never empty")
 
 
-def _banner(room, host: str, port: int, resumed: bool) -> list[str]:
+def _banner(room, host: str, port: int, resumed: bool, level: str) -> list[str]:
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
     base = f"http://{shown}:{port}"
     meta = room.meta
     return [(f"kvgrade serve: {', '.join(meta['exercises'])} in {room.folder} ({'resumed' if resumed else 'new'} "
-             f"session; time box {meta['minutes']} min, feedback {meta['feedback']})"),
+             f"session; time box {meta['minutes']} min, feedback {meta['feedback']}; isolation {level}"
+             + (": NOT ISOLATED, for code you trust only)" if level == "process" else ")")),
             f"candidate:   {base}/c/{meta['candidate_token']}/",
             f"interviewer: {base}/i/{meta['interviewer_token']}/",
             (f"Send the candidate link only; the interviewer link opens the sheet and the answers. The server "

@@ -134,7 +134,7 @@ def _events(room: Room, role: str):
                 pass
 
         async def lines():
-            stop = room.listen(role, notify)
+            listener = room.listen(role, notify)
             try:
                 yield "retry: 1000\n\ndata: change\n\n"
                 while True:
@@ -144,11 +144,11 @@ def _events(room: Room, role: str):
                         yield ": still here\n\n"
                         continue
                     changed.clear()
-                    if room.closing.is_set():
+                    if room.closing.is_set() or listener.ended:
                         return
                     yield "data: change\n\n"
             finally:
-                stop()
+                room.unlisten(listener)
         return StreamingResponse(lines(), media_type="text/event-stream", headers=SECURITY_HEADERS)
     return stream
 

@@ -25,6 +25,7 @@ log = logging.getLogger("kvgrade.room")
 MAX_FILE_BYTES = 64 << 10  # one file of the candidate's, as UTF-8
 MAX_NOTE_BYTES = 16 << 10
 MAX_QUEUED = 1  # candidate runs waiting or running at once: a second click is refused, not piled up
+MAX_STREAMS = 8  # open event streams per side: a page holds one; reloads and a second tab a few more
 JOB_SECONDS = 900.0  # a whole grading process, as a last resort (the sandbox bounds each call far tighter)
 FEEDBACK = ("none", "summary", "detail")
 CANDIDATE, INTERVIEWER = "candidate", "interviewer"
@@ -48,6 +49,13 @@ def starting_text(exercise: catalog.Exercise, name: str) -> str:
 def time_box(exercises: list[catalog.Exercise]) -> int:
     """The session's minutes from the rubrics' time boxes (30 where one has none)."""
     return sum(e.rubric.time_box_minutes or 30 for e in exercises)
+
+
+class Listener:
+    """One open event stream: its side, how to wake it, and whether a newer stream of its side ended it."""
+
+    def __init__(self, role: str, notify):
+        self.role, self.notify, self.ended = role, notify, False
 
 
 class Room:
@@ -100,11 +108,22 @@ class Room:
                 return role
         return None
 
-    def listen(self, role: str, notify):
-        """Call ``notify()`` (from any thread) whenever ``role``'s view may have changed."""
-        entry = (role, notify)
+    def listen(self, role: str, notify) -> Listener:
+        """Call ``notify()`` (from any thread) whenever ``role``'s view may have changed. A side holds at most
+        ``MAX_STREAMS``: a newer stream ends its oldest (``ended``, then notified), so neither side can
+        exhaust the server's connections and files (a red team wedged it with 244 streams)."""
+        entry = Listener(role, notify)
+        mine = [old for old in self._listeners if old.role == role]
+        for old in mine[:max(0, len(mine) + 1 - MAX_STREAMS)]:
+            old.ended = True
+            self.unlisten(old)
+            old.notify()
         self._listeners.append(entry)
-        return lambda: self._listeners.remove(entry)
+        return entry
+
+    def unlisten(self, entry: Listener):
+        if entry in self._listeners:
+            self._listeners.remove(entry)
 
     def stop_streams(self):
         """End every open event stream now, so a stopping server does not wait on them."""
@@ -112,9 +131,9 @@ class Room:
         self._changed()
 
     def _changed(self, *roles: str):
-        for role, notify in list(self._listeners):
-            if role in (roles or (CANDIDATE, INTERVIEWER)):
-                notify()
+        for entry in list(self._listeners):
+            if entry.role in (roles or (CANDIDATE, INTERVIEWER)):
+                entry.notify()
 
     @property
     def ended(self) -> bool:
