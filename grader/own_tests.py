@@ -98,6 +98,8 @@ class OwnTestsRun:
     tests: dict = field(default_factory=dict)  # test id -> "passed" | "failed" | "skipped"
     detail: str = ""  # why it could not run; never the process's output
     by_kit: bool = False  # it could not run for the kit's own reason (the implementation under test)
+    exit: int | None = None  # pytest's status, when it ended
+    output: str = ""  # the tail of the tests' process's output, when asked for (``output_chars``)
 
     @property
     def failed(self) -> set[str]:
@@ -111,15 +113,18 @@ class OwnTestsRun:
 
 
 def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limits,
-        timeout: float = TIMEOUT_SECONDS, seed: int = 0, read_only: bool = False) -> OwnTestsRun:
-    """Run the candidate's tests against ``implementation``, seen through the black box
-    (``read_only``: every array it returns reaches the tests as a read-only view).
+        timeout: float = TIMEOUT_SECONDS, seed: int = 0, read_only: bool = False,
+        output_chars: int = 0) -> OwnTestsRun:
+    """Run the tests in ``test_file`` (and its sibling .py files) against ``implementation``, seen through the
+    black box (``read_only``: every array it returns reaches the tests as a read-only view): the candidate's
+    own tests, or the kit's public tests for the room (``output_chars`` of pytest's output kept), whose
+    report and output then come from a process no candidate code runs in.
 
     Both processes start their global generators from the one fixed child seed (``policy.CHILD_SEED``).
     """
     deadline = time.monotonic() + timeout
-    api = {exercise.id: relay.public_names(exercise.stub_path),
-           **{helper.stem: relay.public_names(helper) for helper in exercise.helper_files}}
+    sources = {exercise.id: exercise.stub_path, **{helper.stem: helper for helper in exercise.helper_files}}
+    api = {module: relay.public_names(path) for module, path in sources.items()}
     served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed,
                                   read_only=read_only)
     scratch = Scratch(prefix="kvgrade-tests-")
@@ -130,7 +135,8 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
         replies_r, replies_w = os.pipe()
         fds = [requests_r, requests_w, replies_r, replies_w]
         _fill(scratch, test_file, exercise, {
-            module: relay.proxy_source(module, scratch.root / RUNTIME_DIR, requests_w, replies_r, names)
+            module: relay.proxy_source(module, scratch.root / RUNTIME_DIR, requests_w, replies_r, names,
+                                       relay.public_constants(sources[module]))
             for module, names in api.items()})
         junit = scratch.root / JUNIT  # pre-created by Scratch; read back with read_private
         proc = spawn(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
@@ -145,7 +151,9 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
         relay.serve(served, requests_r, replies_w, proc, deadline)
         _close(fds, requests_r, replies_w)  # EOF for tests still waiting on a refused frame
         code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        return _outcome(code, read_junit(scratch))
+        kill(proc)  # ends whatever it left running, and drains its output to the end
+        return replace(_outcome(code, read_junit(scratch)), exit=code,
+                       output=scratch.output_tail(output_chars) if output_chars else "")
     except (relay.RelayTimeout, subprocess.TimeoutExpired):
         return OwnTestsRun("error", detail=f"the tests did not finish within {timeout:g} s")
     finally:

@@ -31,6 +31,6 @@ class KVSource:
         self.loads.append((int(start), int(stop)))
         return self.k[start:stop].copy(), self.v[start:stop].copy()
 
-    def loaded_keys(self) -> set:
-        """Indices of every key read at least once."""
-        return {j for start, stop in self.loads for j in range(start, stop)}
+    def loaded_keys(self) -> list[int]:
+        """Indices of every key read at least once, in increasing order."""
+        return sorted({j for start, stop in self.loads for j in range(start, stop)})

@@ -15,11 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import catalog
-from ..own_tests import JUNIT, read_junit
+from .. import catalog, own_tests
 from ..render.common import neutral, neutralized
 from ..sandbox import Limits
-from ..sandbox.launch import Scratch, kill, spawn
 
 PUBLIC_SECONDS = 60.0  # a public test run, import included
 OUTPUT_SHOWN = 6000  # characters of pytest's output the candidate sees
@@ -47,29 +45,18 @@ def grade(folder: str, exercise_ids: list[str], seed: int) -> dict:
 
 
 def public_tests(folder: str, exercise_id: str, limits: Limits | None = None) -> dict:
-    """Run the exercise's public tests against the candidate's module, in the sandbox:
-    ``{"exit", "tests": {name: outcome}, "output"}`` (pytest's own summary at the end)."""
+    """Run the exercise's public tests against the candidate's module: ``{"exit", "tests": {name: outcome},
+    "output"}`` (pytest's own summary at the end). The kit's tests run in a sandboxed process of their own
+    and reach the candidate's module only through the relay, as the candidate's own tests do in grading:
+    so the report and the output shown come from a process no candidate code runs in (a red team's module
+    rewrote its own process's JUnit file and printed "4 passed" for tests it failed)."""
     exercise = catalog.get(exercise_id)
-    limits = limits or Limits()
-    scratch = Scratch(prefix="kvgrade-room-")
-    child = None
-    try:
-        module = Path(folder) / exercise_id / f"{exercise_id}.py"
-        scratch.add_files("work", [(module.name, module), *exercise.helper_files, *exercise.public_tests])
-        (scratch.work / "pytest.ini").write_text("[pytest]\n")
-        child = spawn(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={scratch.root / JUNIT}",
-                       *(p.name for p in exercise.public_tests)], scratch, limits)
-        try:
-            code = child.wait(timeout=PUBLIC_SECONDS)
-        except subprocess.TimeoutExpired:
-            return {"exit": None, "tests": {}, "output": f"stopped: the tests ran past {PUBLIC_SECONDS:g} s"}
-        kill(child)
-        return {"exit": code, "tests": read_junit(scratch), "output": neutral(scratch.output_tail(OUTPUT_SHOWN))}
-    except OSError as exc:
-        return {"exit": None, "tests": {}, "output": f"could not run the tests: {exc.strerror or exc}"}
-    finally:
-        kill(child)
-        scratch.remove()
+    module = Path(folder) / exercise_id / f"{exercise_id}.py"
+    ran = own_tests.run(exercise.public_tests[0], module, exercise, limits or Limits(), timeout=PUBLIC_SECONDS,
+                        output_chars=OUTPUT_SHOWN)
+    if ran.exit is None:
+        return {"exit": None, "tests": {}, "output": f"could not run the tests: {neutral(ran.detail)}"}
+    return {"exit": ran.exit, "tests": ran.tests, "output": neutral(ran.output)}
 
 
 JOBS = {"grade": grade, "public_tests": public_tests}

@@ -36,15 +36,37 @@ def public_names(source: Path) -> list[str]:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
 
 
-def proxy_source(module_name: str, runtime: Path, to_grader: int, from_grader: int, names) -> str:
-    """A module the tests import in place of ``module_name``: each public name forwards."""
+def public_constants(source: Path) -> dict:
+    """A module's public names bound to literals at the top level (``SKIP, PARTIAL, FULL = 0, 1, 2``): values
+    the contract fixes, so a proxy holds them itself rather than asking the implementation."""
+    found = {}
+    for node in ast.parse(source.read_text()).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+        target = node.targets[0]
+        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+        values = [value] if isinstance(target, ast.Name) else list(value) if isinstance(value, tuple) else []
+        if len(names) == len(values) and all(isinstance(n, ast.Name) for n in names):
+            found.update({n.id: v for n, v in zip(names, values) if not n.id.startswith("_")})
+    return found
+
+
+def proxy_source(module_name: str, runtime: Path, to_grader: int, from_grader: int, names,
+                 constants: dict | None = None) -> str:
+    """A module the tests import in place of ``module_name``: each public name forwards; ``constants``
+    (:func:`public_constants`) are its own."""
     return (f'"""{module_name}, served by the grader: each public name forwards its calls to the '
             'implementation under test."""\n'
             "import sys as _sys\n"
             f"_sys.path.insert(0, {str(runtime)!r})\n"
             "import blackbox as _blackbox\n"
             "del _sys.path[0]\n"
-            f"_blackbox.install(globals(), {to_grader}, {from_grader}, {module_name!r}, {list(names)!r})\n")
+            f"_blackbox.install(globals(), {to_grader}, {from_grader}, {module_name!r}, {list(names)!r})\n"
+            + "".join(f"{name} = {value!r}\n" for name, value in (constants or {}).items()))
 
 
 @dataclass(frozen=True)
