@@ -268,3 +268,18 @@ def test_the_core_never_imports_the_room_extra():
     code = "import sys, grader.cli, grader.engine; print(sorted({'starlette', 'uvicorn'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_session_store_is_the_owners_alone_in_any_folder(tmp_path, held):
+    """Red team 13: in a folder made beforehand (mode 755), room.sqlite, which holds both tokens, was made
+    readable by every user, a child at the uid level included."""
+    folder = tmp_path / "made-by-hand"
+    folder.mkdir(mode=0o755)
+    r = Room(folder, [EXERCISE], None, None)
+    try:
+        r.store.set_meta(note="written")  # the write-ahead log exists now too
+        made = [p for p in folder.iterdir() if p.name.startswith("room.sqlite")]
+        assert {p.name for p in made} >= {"room.sqlite", "room.sqlite-wal"}
+        assert all(p.stat().st_mode & 0o077 == 0 for p in made), {p.name: oct(p.stat().st_mode) for p in made}
+    finally:
+        r.close()

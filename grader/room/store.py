@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import os
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -40,7 +41,10 @@ class Store:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.folder / FILE, check_same_thread=False, isolation_level=None)
+        path = self.folder / FILE  # it holds both tokens: the owner's alone, whatever the folder's mode
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.chmod(path, 0o600)  # SQLite gives its -wal and -shm files this file's mode
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # a row acknowledged is a row on disk
         self._db.executescript(SCHEMA)
