@@ -29,6 +29,15 @@ def pytest_collection_modifyitems(items):
     items.sort(key=waits_for)
 
 
+def pytest_configure(config):
+    """``-n`` (pytest-xdist) is for the fast loop: each worker is a session of its own, so on the slow tier
+    each would start the whole-kit verify, itself a pool over every core."""
+    spread = config.getoption("numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")
+    if spread and "not slow" not in (config.getoption("markexpr", "") or ""):
+        raise pytest.UsageError("-n is for the fast loop (-m 'not slow and not browser' -n 2): the slow tier "
+                                "runs its own pools on every core")
+
+
 def pytest_collection_finish(session):
     background.start({n for item in session.items for n in getattr(item, "fixturenames", ())})
 

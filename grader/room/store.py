@@ -8,8 +8,8 @@ the same links. The last write wins; history stays (snapshots and events are nev
 from __future__ import annotations
 
 import json
-import secrets
 import os
+import secrets
 import sqlite3
 import threading
 from datetime import UTC, datetime
