@@ -130,6 +130,29 @@ def test_a_must_not_is_read_on_fresh_shapes_so_a_repeated_call_cannot_be_the_lea
     assert not check_result.passed and check_result.kind in ("must_not", "efficiency"), check_result.message
 
 
+@pytest.mark.parametrize("exercise, check, mutant, function, lean_when", [
+    ("fused_attention", "no_dense_allocation", "dense_mask", "flash_attention", "args[0].shape[1] == 4"),
+    ("split_kv_decode", "split_kv_memory_per_split", "whole_mask_sliced", "split_kv_attention",
+     "args[0].shape[1] in (1, 8)"),
+    ("varlen_attention", "no_batch_sized_memory", "batch_sized_mask", "varlen_attention",
+     "args[0].shape[1] == 8 and len(args[3]) > 45")])
+def test_a_measured_call_shares_no_constant_the_value_checks_lack(tmp_path, exercise, check, mutant, function,
+                                                                    lean_when):
+    """Red team 14: every measured call had one head size (D = 4 in fused, 1 and 8 in split, 8 in varlen) that
+    no value check needed; an answer lean on those calls only reached strong_hire. The measured calls now
+    draw their head sizes (and split its T and splits, fused its block sizes) as value checks draw theirs."""
+    reference = (SOLUTIONS / f"{exercise}.py").read_text()
+    wrong = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text()
+    source = wrong + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n"
+    body = f"    return (_reference[{function!r}] if {lean_when} else _inner)(*args, **kwargs)"
+    if exercise == "fused_attention":
+        for helper in ("nan_safe_softmax.py", "tile_classification.py"):
+            (tmp_path / helper).write_text((SOLUTIONS / helper).read_text())
+    path = _write(tmp_path, exercise, _wrapped(source, function, body))
+    _, check_result = _check(path, exercise, check)
+    assert not check_result.passed and check_result.kind in ("must_not", "efficiency"), check_result.message
+
+
 def test_a_step_cost_is_judged_on_most_tries_so_the_first_long_cache_cannot_be_the_cheap_one(tmp_path):
     """Red team 12: decode steps that run the whole past through the model again, except on the first cache
     of the process to grow long, reached strong_hire: one cheap try of three passed the check."""

@@ -593,16 +593,23 @@ def check_loads_exactly_visible_tiles(ex):
 
 def _dense_cases(rng):
     """Every path of the kernel with T > 1 (at T = 1 a T x S array is only O(S): the loads check
-    judges that path), each big enough that a T x S mask shows in the peak. T past 1,000 and D = 4: the
-    prompt lets a run of adjacent tiles come in one load, so every key and value at once (2 x S x D
-    floats, and a copy) is the answer's to hold, and only a T x S array stands out above it."""
+    judges that path), each big enough that a T x S mask shows in the peak. T past 1,000 and D of 2 to 8,
+    drawn anew each time as every value check draws its own (no constant of these calls tells them from
+    the rest: a red team kept the mask off only where D = 4): the prompt lets a run of adjacent tiles come
+    in one load, so every key and value at once (2 x S x D floats, and a copy) is the answer's to hold, and
+    only a T x S array stands out above it."""
     S = odd_size(rng, 20_000, 25_000)  # T x S ~ 25M cells without a window: cheap to compute, plain to see
     T = odd_size(rng, 1_021, 1_100)
-    return [contiguous(rng, 1021, 2 * S, 4, "chunk, window", window=1021, block_k=1000),
-            contiguous(rng, T, S, 4, "chunk, no window", block_k=512),
-            contiguous(rng, T, S, 4, "a chunk inside one query tile", block_q=2048, block_k=256),
-            ring(rng, 2 * S, 7 * S + 17, 1021, 4, "ring buffer chunk, window", window=509, block_k=1000),
-            ring(rng, S, S - 50, T, 4, "ring buffer chunk, empty slots", block_k=512, holes=99)]
+    D, B = [int(d) for d in rng.integers(2, 9, 5)], [int(b) for b in rng.integers(200, 1_001, 5)]  # B: block_k
+    return [contiguous(rng, odd_size(rng, 1_001, 1_050), 2 * S, D[0], "chunk, window",
+                       window=odd_size(rng, 900, 1_100), block_k=B[0]),
+            contiguous(rng, T, S, D[1], "chunk, no window", block_k=B[1]),
+            contiguous(rng, T, S, D[2], "a chunk inside one query tile", block_q=odd_size(rng, 1_200, 2_100),
+                       block_k=B[2] // 4 + 50),  # T x block_k float64 scores, and their temporaries, stay well
+                                                  # under the bound
+            ring(rng, 2 * S, 7 * S + 17, odd_size(rng, 1_001, 1_050), D[3], "ring buffer chunk, window",
+                 window=odd_size(rng, 450, 600), block_k=B[3]),
+            ring(rng, S, S - 50, T, D[4], "ring buffer chunk, empty slots", block_k=B[4], holes=99)]
 
 
 def _expect_sampled_rows(ex, case, o, lse, count=3):

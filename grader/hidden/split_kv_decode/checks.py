@@ -655,7 +655,7 @@ def check_buffers_rewritten_in_place(ex):
 
 # ---- efficiency: one split at a time -------------------------------------------------------------
 
-WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS = 64, 128  # T and num_splits of the case a T x S bool mask fails
+WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS = (56, 72), (112, 144)  # T and num_splits of the case a T x S bool mask fails
 WHOLE_MASK_KEYS = (150_000, 165_000)  # S: a T x S bool mask of ~10 MB, twice the bound
 WHOLE_MASK_SECONDS = 60.0  # per call: a correct row-by-row loop (8,192 row-splits) takes a few s under load
 
@@ -663,8 +663,8 @@ WHOLE_MASK_SECONDS = 60.0  # per call: a correct row-by-row loop (8,192 row-spli
 def check_split_kv_memory_per_split(ex):
     """With many splits, a call never holds a T x S score matrix, nor even a T x S mask: the splits are
     attended one by one."""
-    rng = ex.rng
-    T, S, D, n = 48, odd_size(rng, 150_000, 160_000), 8, 60
+    rng = ex.rng  # T, D and n drawn too: no constant tells these calls from the value checks' (a red team's did)
+    T, S, D, n = odd_size(rng, 40, 56), odd_size(rng, 150_000, 160_000), int(rng.integers(4, 9)), odd_size(rng, 50, 70)
     for kv in (_decode(rng, T, S, D), _ring(rng, T, S, S + 20_011, D, 500)):
         value, peak, _ = measure(ex, ex.candidate, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
         settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])  # it counts like any other answer
@@ -676,23 +676,25 @@ def check_split_kv_memory_per_split(ex):
 
 
 def _expect_no_whole_mask(ex):
-    """Many queries (T = 64) of width 1 over ~160k keys in 128 splits: one bool mask over all T x S pairs
-    is 16 splits' float64 scores, and twenty times the reference's figure. Measured in a fresh child (the
-    twin): import's memory still counts, but not a memo earlier checks filled (positions kept by
+    """Many queries (T about 64) of width 1 to 4 over ~160k keys in about 128 splits, each drawn anew (no
+    constant tells these calls from others: a red team kept the mask off only where D = 1): one bool mask
+    over all T x S pairs is 16 splits' float64 scores, and twenty times the reference's figure. Measured in
+    a fresh child (the twin): import's memory still counts, but not a memo earlier checks filled (positions kept by
     identity, say), which the looser cases above may carry. Every call that child gets is measured, each
     on a fresh S, and the middle of three counts (``middle_reading``): the one call an answer can place
     (its first) cannot be the only one that behaves."""
-    rng, T, n = ex.rng, WHOLE_MASK_ROWS, WHOLE_MASK_SPLITS
+    rng = ex.rng
     seen = {}  # each reading's figure: its case and peak
 
     def reading():
-        kv = _decode(rng, T, odd_size(rng, *WHOLE_MASK_KEYS), 1)
+        T, n = odd_size(rng, *WHOLE_MASK_ROWS), odd_size(rng, *WHOLE_MASK_SPLITS)
+        kv = _decode(rng, T, odd_size(rng, *WHOLE_MASK_KEYS), int(rng.integers(1, 5)))
         value, peak, _ = measure(ex, fresh.module, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
         settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])
         if peak is None:
             return None
         share = peak / (T * len(kv.k_pos))  # bytes per T x S pair
-        seen[share] = kv, peak
+        seen[share] = kv, n, peak
         return share
 
     fresh = ex.sandbox.spare()
@@ -702,8 +704,8 @@ def _expect_no_whole_mask(ex):
     finally:
         fresh.let_go()
     if share is not None and share >= 0.5:
-        kv, peak = seen[share]
-        S = len(kv.k_pos)
+        kv, n, peak = seen[share]
+        T, S = len(kv.q_pos), len(kv.k_pos)
         _held_all_keys(ex, kv, n, peak, f"while a bool mask over all T x S pairs is {T * S / 2**20:.1f} MiB "
                                         f"and one split's float64 scores are {T * S * 8 / n / 2**20:.2f} MiB")
 
