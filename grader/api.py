@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from . import catalog, engine, timeline
+from . import catalog, engine, plainfile, timeline
 from .engine import fresh_seed
 from .notes import Notes, NotesError, apply as apply_notes, reread, template
 from .render.common import neutralized
@@ -125,13 +125,17 @@ def _feedback(result: Result, feedback: str | None) -> str | None:
     return "summary" if result.feedback == "summary" and feedback is None else feedback
 
 
+RESULT_BYTES = 64 << 20  # a saved result: a whole batch's is a few MiB
+
+
 def load(path: str | Path) -> Result:
     """A saved result (``--json``), validated; its candidate text made safe again."""
-    try:
-        return neutralized(reread(json.loads(Path(path).read_text())))  # validated, levels re-derived
+    try:  # a regular file under the cap, never a FIFO or a device: a result is anyone's to hand over
+        data = plainfile.read_plain_file(path, RESULT_BYTES)
+        return neutralized(reread(json.loads(data)))  # validated, levels re-derived
     except OSError as exc:
         raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+    except (ValueError, TypeError, KeyError, RecursionError, OverflowError) as exc:
         why = str(exc).removeprefix("not a kvgrade result: ")
         raise ResultError(f"{path} is not a kvgrade result: {why}") from None
 

@@ -45,17 +45,21 @@ def submissions(paths: list[str]) -> list[Path]:
                             and (p.is_dir() or p.suffix.lower() == ".zip"))
         else:
             found.append(path)
-    return found
+    return list({os.path.abspath(p): p for p in found}.values())  # one candidate named twice is graded once
+
+
+BATCH_FILES = {"index.html", "summary.md", "manifest.json"}  # the batch's own files beside the candidates' folders
 
 
 def names(paths: list[Path]) -> list[str]:
-    """A folder name per submission, unique and stable: a name that is already safe and shared
-    with no other submission is kept; any other gets a short digest of its full path, so
-    "alice smith" and "alice_smith" never write into one folder, whatever the order."""
+    """A folder name per submission, unique and stable: a name that is already safe, shared with no
+    other submission and none of the batch's own files is kept; any other gets a short digest of its
+    full path, so "alice smith" and "alice_smith" never write into one folder, whatever the order, and
+    a candidate named ``index.html`` never takes the ranking's place."""
     bases = [re.sub(r"[^A-Za-z0-9._-]+", "_", p.name).lstrip(".") or "submission" for p in paths]
     counts = Counter(bases)
-    return [base if base == path.name and counts[base] == 1 else f"{base}-{_digest(path)}"
-            for base, path in zip(bases, paths)]
+    return [base if base == path.name and counts[base] == 1 and base.lower() not in BATCH_FILES
+            else f"{base}-{_digest(path)}" for base, path in zip(bases, paths)]
 
 
 def _digest(path: Path) -> str:

@@ -24,7 +24,7 @@ def _exercise_ids(ctx, param, values):
     for value in values:
         if value not in known:
             raise click.BadParameter(f"unknown exercise {value!r}; choose from {', '.join(sorted(known))}")
-    return list(values)
+    return list(dict.fromkeys(values))  # -e X -e X is the set {X}: one result per exercise, in the order given
 
 
 def _seed(ctx, param, value):

@@ -233,6 +233,17 @@ def _hints_line(e) -> list[str]:
 
 
 def _toml_string(text: str) -> str:
-    if "\n" in text:
-        return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"""') + '"""'
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a TOML basic string that reads back as itself: every quote, backslash and control
+    character escaped (a note ending in four quotes, or holding a bell, once made the file unreadable);
+    multi-line when it has lines."""
+    multi = "\n" in text
+    body = "".join(_toml_char(c, multi) for c in text)
+    return '"""\n' + body + '"""' if multi else '"' + body + '"'
+
+
+def _toml_char(c: str, multi: bool) -> str:
+    if c in '"\\':
+        return "\\" + c
+    if c == "\n" and multi or c == "\t":
+        return c
+    return f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c

@@ -476,7 +476,8 @@ def _all(*tests):
 
 
 def _number(low=0.0):
-    return _all(_kind(int, float), lambda v: None if math.isfinite(v) and v >= low else f"is {v}, not >= {low}")
+    return _all(_kind(int, float), lambda v: None if (isinstance(v, int) or math.isfinite(v)) and v >= low
+                else f"is {v}, not >= {low}")  # an int is finite however long (math.isfinite would overflow)
 
 
 _TEXT, _FLAG, _PLAIN_DICT = _kind(str), _kind(bool), _all(_kind(dict), _is_plain)

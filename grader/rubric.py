@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import plainfile
 from .result import FAILURE_CAPS, LEVELS, CheckResult, Criterion, Diagnosis, level_rank, plural
 
 HIRE_CAPPED_KINDS = tuple(kind for kind, cap in FAILURE_CAPS.items() if cap == "hire")
@@ -101,14 +102,16 @@ class Rubric:
 
 # ---------------------------------------------------------------------------- loading
 
+TOML_BYTES = 1 << 20  # a rubric or an interviewer's notes: a few KiB
+
+
 def read_toml(path: str | Path) -> dict:
     """The TOML file at ``path`` as a dict; a ``ValueError`` says in a few words why it cannot be
     (unreadable, not UTF-8 text, not valid TOML). Rubrics and interviewer notes both read so."""
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+    try:  # a regular file of at most a MiB, never a FIFO or a device (a notes file is anyone's to give)
+        return tomllib.loads(plainfile.read_plain_file(path, TOML_BYTES).decode("utf-8"))
     except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror}") from None
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:  # a binary file: not text, let alone TOML
         raise ValueError(f"it is not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:

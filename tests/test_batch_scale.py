@@ -158,3 +158,25 @@ def test_a_cohort_folder_holds_candidate_folders_and_zips_never_links(tmp_path):
     for submission in rows:
         result = json.loads((out / rows[submission] / "result.json").read_text())
         assert result["exercises"][0]["status"] == "graded", submission
+
+
+@pytest.mark.slow
+def test_candidates_named_like_the_batchs_own_files_or_named_twice_are_graded_once_each(tmp_path):
+    """Red team 14: a candidate folder named index.html or manifest.json took the batch's own file's place
+    (a traceback, exit 1, later candidates never graded), and one path given three times was graded three
+    times into one folder."""
+    reference = (catalog.KIT_ROOT / "solutions" / "tree_mask.py").read_bytes()
+    cohort = tmp_path / "cohort"
+    for name in ("index.html", "manifest.json", "summary.md", "carol"):
+        (cohort / name).mkdir(parents=True)
+        (cohort / name / "tree_mask.py").write_bytes(reference)
+    out = tmp_path / "out"
+    carol = str(cohort / "carol")
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", "--seed", "0", str(cohort), carol, carol,
+                           "--out", str(out), "-e", "tree_mask"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert (out / "index.html").is_file() and (out / "summary.md").is_file() and (out / "manifest.json").is_file()
+    graded = [json.loads((d / "result.json").read_text())["submission"] for d in out.iterdir() if d.is_dir()]
+    assert sorted(graded) == sorted(str(cohort / n) for n in ("index.html", "manifest.json", "summary.md", "carol"))
+    assert "<html" in (out / "index.html").read_text().lower()

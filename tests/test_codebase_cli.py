@@ -196,3 +196,18 @@ def test_notes_naming_a_hint_the_rubric_lacks_are_one_line(tmp_path):
 def test_room_is_a_hidden_name_for_serve():
     assert " ".join(invoke("room", "--help").output.split()).startswith("Usage: main room [OPTIONS] DIR Run a live")
     assert not any(line.split()[:1] == ["room"] for line in invoke("--help").output.splitlines())  # only as serve
+
+
+def test_an_exercise_named_twice_is_one_exercise(tmp_path):
+    """Red team 14: -e X -e X graded X twice (two entries with one id, a notes template that is not TOML),
+    and start with a repeated -e left a half-made folder behind an unrelated error."""
+    out = tmp_path / "r.json"
+    (tmp_path / "stub").mkdir()  # the stub, not attempted: quick, and still one entry per exercise
+    (tmp_path / "stub" / "tree_mask.py").write_text(catalog.get("tree_mask").stub_path.read_text())
+    done = CliRunner().invoke(main, ["grade", str(tmp_path / "stub"), "-e", "tree_mask", "-e",
+                                     "tree_mask,tree_mask", "--json", str(out)])
+    assert done.exit_code in (0, 1), done.output
+    assert [e["id"] for e in json.loads(out.read_text())["exercises"]] == ["tree_mask"]
+    started = CliRunner().invoke(main, ["start", str(tmp_path / "ws"), "-e", "tree_mask", "-e", "tree_mask"])
+    assert started.exit_code == 0, started.output
+    assert sorted(p.name for p in (tmp_path / "ws" / "tree_mask").iterdir() if p.suffix == ".py")

@@ -6,6 +6,7 @@ and back in through ``Result.from_dict``. It is seeded (derandomized), so it run
 examples each time.
 """
 import copy
+import os
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -281,3 +282,38 @@ def test_the_replay_line_reproduces_a_failure_that_depends_on_earlier_calls(tmp_
     replayed = outcome(replay)
     assert replayed["incremental_attention"] is False
     assert replayed["same_answer_in_any_order"] is False  # the general rule sees the state too
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge_int"])
+def test_a_result_or_notes_file_of_any_kind_is_one_line_and_exit_2(tmp_path, kind):
+    """Red team 14: report and --notes read any file whole: a FIFO hung, /dev/zero grew without end, and a
+    401-digit number overflowed math.isfinite into a traceback. Both now read through plainfile, under a cap."""
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(saved_result().to_dict()))
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "planted")
+        bad = str(tmp_path / "planted")
+    elif kind == "device":
+        bad = "/dev/zero"
+    else:
+        data = json.loads(good.read_text())
+        data["exercises"][0]["checks"][0]["seconds"] = int("9" * 401)
+        (tmp_path / "huge.json").write_text(json.dumps(data))
+        bad = str(tmp_path / "huge.json")
+    for args in (["report", bad], *([] if kind == "huge_int" else [["report", str(good), "--notes", bad]])):
+        done = CliRunner().invoke(main, args)
+        assert done.exit_code in (0, 2), done.output  # shown, or refused in one line: never a traceback
+        assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
+        if kind != "huge_int":
+            assert done.exit_code == 2 and "not a regular file" in done.output, done.output
+
+
+@given(st.text())
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_any_note_text_reads_back_from_the_notes_template_as_itself(text):
+    """Red team 14: a multi-line note ending in four quotes made notes.toml unreadable; a control character
+    did too. Every text now reads back as itself."""
+    import tomllib
+
+    from grader.notes import _toml_string
+    assert tomllib.loads("note = " + _toml_string(text))["note"] == text
