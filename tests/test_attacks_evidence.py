@@ -55,6 +55,21 @@ def _wrapped(source: str, name: str, body: str) -> str:
     return source + f"\n_inner = {name}\n\ndef {name}(*args, **kwargs):\n{body}\n"
 
 
+def _lean_when(tmp_path: Path, exercise: str, mutant: str, function: str, condition: str, state: str = "",
+               setup: str = "") -> Path:
+    """A known-wrong ``mutant`` that answers with the reference whenever ``condition`` holds (an expression over
+    ``args`` and ``kwargs``, after ``setup``; ``state`` at module level): an answer that behaves only on the
+    calls it can tell apart, as a red team wrote them."""
+    reference = (SOLUTIONS / f"{exercise}.py").read_text()
+    wrong = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text()
+    source = wrong + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n{state}"
+    body = f"{setup}    return (_reference[{function!r}] if {condition} else _inner)(*args, **kwargs)"
+    if exercise == "fused_attention":  # the reference kernel builds on these two
+        for helper in ("nan_safe_softmax.py", "tile_classification.py"):
+            (tmp_path / helper).write_text((SOLUTIONS / helper).read_text())
+    return _write(tmp_path, exercise, _wrapped(source, function, body))
+
+
 @pytest.mark.parametrize("readies", [1, 2])
 def test_a_ready_frame_sent_by_the_child_starts_nothing_and_is_a_fault(tmp_path, readies):
     """Items 3 and 4: work done before a "ready" frame, or a second "ready" after it, used to move
@@ -91,13 +106,8 @@ def test_a_fresh_child_measures_more_calls_than_one_it_can_place(tmp_path, behav
     """Red team 11: the case a whole T x S mask fails runs in a fresh child, whose first call was the one
     measured; a mask made once and sliced per split, split by split on the first call a process got only,
     reached strong_hire. Now each of three calls there is measured and the middle figure counts."""
-    reference = (SOLUTIONS / "split_kv_decode.py").read_text()
-    masked = (SOLUTIONS / "mutants" / "split_kv_decode" / "whole_mask_sliced.py").read_text()
-    source = masked + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n_calls = 0\n"
-    body = ("    global _calls\n    _calls += 1\n"
-            f"    if _calls == {behaves_on}:\n        return _reference['split_kv_attention'](*args, **kwargs)\n"
-            "    return _inner(*args, **kwargs)")
-    path = _write(tmp_path, "split_kv_decode", _wrapped(source, "split_kv_attention", body))
+    path = _lean_when(tmp_path, "split_kv_decode", "whole_mask_sliced", "split_kv_attention",
+                      f"_calls == {behaves_on}", state="_calls = 0\n", setup="    global _calls\n    _calls += 1\n")
     result, check = _check(path, "split_kv_decode", "split_kv_memory_per_split")
     assert not check.passed and check.kind == "efficiency", check.message
     assert "dense_scores_not_split" in [d.id for d in result.diagnoses]
@@ -117,15 +127,8 @@ def test_a_must_not_is_read_on_fresh_shapes_so_a_repeated_call_cannot_be_the_lea
     """Red team 12: an answer that builds the forbidden array on every call but one repeating the shapes of the
     call before reached strong_hire on fused_attention, whose second reading repeated the first's shapes and
     the smaller counted (``least_over``). Every must-not now reads fresh shapes, and most readings decide."""
-    reference = (SOLUTIONS / f"{exercise}.py").read_text()
-    wrong = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text()
-    source = wrong + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n_last = [None]\n"
-    body = (f"    key = {SHAPES}\n    repeat, _last[0] = key == _last[0], key\n"
-            f"    return (_reference[{function!r}] if repeat else _inner)(*args, **kwargs)")
-    if exercise == "fused_attention":
-        for helper in ("nan_safe_softmax.py", "tile_classification.py"):
-            (tmp_path / helper).write_text((SOLUTIONS / helper).read_text())
-    path = _write(tmp_path, exercise, _wrapped(source, function, body))
+    path = _lean_when(tmp_path, exercise, mutant, function, "repeat", state="_last = [None]\n",
+                      setup=f"    key = {SHAPES}\n    repeat, _last[0] = key == _last[0], key\n")
     _, check_result = _check(path, exercise, check)
     assert not check_result.passed and check_result.kind in ("must_not", "efficiency"), check_result.message
 
@@ -141,14 +144,7 @@ def test_a_measured_call_shares_no_constant_the_value_checks_lack(tmp_path, exer
     """Red team 14: every measured call had one head size (D = 4 in fused, 1 and 8 in split, 8 in varlen) that
     no value check needed; an answer lean on those calls only reached strong_hire. The measured calls now
     draw their head sizes (and split its T and splits, fused its block sizes) as value checks draw theirs."""
-    reference = (SOLUTIONS / f"{exercise}.py").read_text()
-    wrong = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text()
-    source = wrong + f"\n_reference = {{}}\nexec({reference!r}, _reference)\n"
-    body = f"    return (_reference[{function!r}] if {lean_when} else _inner)(*args, **kwargs)"
-    if exercise == "fused_attention":
-        for helper in ("nan_safe_softmax.py", "tile_classification.py"):
-            (tmp_path / helper).write_text((SOLUTIONS / helper).read_text())
-    path = _write(tmp_path, exercise, _wrapped(source, function, body))
+    path = _lean_when(tmp_path, exercise, mutant, function, lean_when)
     _, check_result = _check(path, exercise, check)
     assert not check_result.passed and check_result.kind in ("must_not", "efficiency"), check_result.message
 
