@@ -180,6 +180,7 @@ def _in_order(chosen, futures):
 
 
 END_SECONDS = 30.0  # how long an ended worker may take to kill its child and remove its scratch
+SCRATCH_PREFIX = "kvgrade-verify-"  # then the worker's pid: what an ended worker left, its parent removes
 
 
 def _end_workers(pool: ProcessPoolExecutor):
@@ -194,13 +195,16 @@ def _end_workers(pool: ProcessPoolExecutor):
         process.join(END_SECONDS)
         if process.is_alive():
             process.kill()
+            process.join(END_SECONDS)
+        for left in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}{process.pid}-*"):
+            shutil.rmtree(left, ignore_errors=True)  # the signal came between the worker's own cleanups
 
 
 def _judged(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
     """:func:`judge` in a pool worker, its scratch folders inside one of its own. An interruption (the
     parent's SIGTERM) cleans up on its way here, that folder goes with whatever a thread left in it, and
     the worker leaves rather than take the next subject, as a pool worker otherwise would."""
-    with tempfile.TemporaryDirectory(prefix="kvgrade-verify-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as scratch:
         os.chmod(scratch, 0o755)  # a "uid" child walks through it to its own scratch
         outer, tempfile.tempdir = tempfile.tempdir, scratch  # every scratch folder of this grading goes with this one
         try:
