@@ -470,10 +470,12 @@ def misfit_calls(name: str, arg_names: list, axes: list, arrays: list, pack: Cal
             yield name, pack(args), f"{name}({shapes}): {arg_names[i]} with {what}"
 
 
-def middle_reading(limit: int, reading, times: int = 3) -> int | None:
-    """The figure of a must-not: the middle of ``times`` readings (None when nothing was measured), each one
-    measured call (:func:`measure`) whose answer is judged like any other. Readings stop once most of them
-    fall on one side of ``limit``: the rest could not move the middle across it.
+def middle_reading(limit: float, reading, times: int = 3) -> tuple | None:
+    """A must-not's middle reading: ``(figure, detail)`` of the middle of up to ``times`` readings, or None
+    when nothing was measured. ``reading()`` makes one measured call (:func:`measure`), whose answer is judged
+    like any other, and returns ``(figure, detail)`` (the detail, such as the case, names the call in a
+    failure) or None. Readings stop once most of them fall on one side of ``limit``: the rest could not move
+    the middle across it.
 
     Why never one reading, nor the least of two: a stray charge (the kernel counts the whole cgroup) once
     read a correct answer over its bound, so one high figure cannot fail; and an answer that builds the
@@ -481,14 +483,14 @@ def middle_reading(limit: int, reading, times: int = 3) -> int | None:
     call before) must not pass on those. So ``reading`` draws fresh shapes and values every time (a repeat is
     a call an answer can recognise), and an answer fails when most of its readings reach the bound. A reading
     may return a figure scaled to its own shapes, judged against the same ``limit``."""
-    figures, most = [], times // 2 + 1
+    readings, most = [], times // 2 + 1
     for _ in range(times):
-        figure = reading()
-        if figure is not None:
-            figures.append(figure)
-        if max(sum(f >= limit for f in figures), sum(f < limit for f in figures)) >= most:
+        read = reading()
+        if read is not None:
+            readings.append(read)
+        if max(sum(f >= limit for f, _ in readings), sum(f < limit for f, _ in readings)) >= most:
             break
-    return sorted(figures)[(len(figures) - 1) // 2] if figures else None
+    return sorted(readings, key=lambda r: r[0])[(len(readings) - 1) // 2] if readings else None
 
 
 def _over_base(ex, stats, data: int, holds: int) -> int | None:

@@ -228,6 +228,8 @@ def test_most_readings_decide_a_must_not_and_reading_stops_once_they_agree(figur
 
     def reading():
         made.append(figures[len(made)])
-        return made[-1]
-    assert middle_reading(5, reading) == middle
+        return None if made[-1] is None else (made[-1], f"reading {len(made)}")
+    got = middle_reading(5, reading)
+    assert (None if got is None else got[0]) == middle
+    assert got is None or got[1] == f"reading {figures.index(middle) + 1}"  # the middle figure's own reading
     assert len(made) == read

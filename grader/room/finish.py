@@ -41,10 +41,11 @@ def notes_data(room) -> dict:
 def standing(room) -> Result:
     """The level as it stands: the final grading once there is one (what the reports say), else each
     exercise's latest submission; with the interviewer's record."""
-    final = [r for r in room.store.runs() if r["kind"] == "final" and r["status"] == "done"]
+    done = [r for r in room.store.runs() if r["status"] == "done"]
+    final = [r for r in done if r["kind"] == "final"]
     if final:
         return final_result(room, final[-1]["outcome"])
-    latest = {r["exercise"]: r["outcome"] for r in room.store.runs() if r["kind"] == "submit" and r["status"] == "done"}
+    latest = {r["exercise"]: r["outcome"] for r in done if r["kind"] == "submit"}
     exercises = [Result.from_dict(latest[eid]).exercise(eid) if eid in latest
                  else build_result(ex, ExerciseFacts(), required=True) for eid, ex in room.exercises.items()]
     # the room grades live (an interviewer is there): its standing is re-judged live as well

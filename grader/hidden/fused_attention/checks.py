@@ -634,20 +634,15 @@ def check_no_dense_allocation(ex):
     """Peak memory stays far below T x S bytes (no dense mask or score matrix) on every path:
     window or none, contiguous or ring positions with empty slots, one query tile or many."""
     for path in range(len(_dense_cases(ex.rng))):
-        seen = {}  # each reading's figure: its case and peak; every reading draws fresh sizes (middle_reading)
-        drawn = []
+        drawn = []  # every reading draws fresh sizes (middle_reading)
 
         def reading():
             drawn.append(_dense_cases(ex.rng)[path])
             case, peak = drawn[-1], _dense_peak(ex, drawn[-1])
-            if peak is None:
-                return None
-            share = peak / (case.T * case.S)  # bytes per T x S cell
-            seen[share] = case, peak
-            return share
+            return None if peak is None else (peak / (case.T * case.S), (case, peak))  # bytes per T x S cell
 
         try:
-            share = middle_reading(0.5, reading)
+            middle = middle_reading(0.5, reading)
         except CheckFailure as failure:  # out of memory: the allocation itself was the mistake
             if failure.kind != "must_not":
                 raise
@@ -656,9 +651,9 @@ def check_no_dense_allocation(ex):
                         f"({case.label}) ran out of memory; a T x S boolean mask alone is "
                         f"{case.T * case.S / 2**20:.1f} MiB")
             raise
-        if share is None or share < 0.5:
+        if middle is None or middle[0] < 0.5:
             continue  # nothing measured is not evidence either way
-        case, peak = seen[share]
+        case, peak = middle[1]
         dense = case.T * case.S  # a boolean T x S mask, the smallest dense object
         ex.diagnose("dense_mask_materialized",
                     f"a call with T = {case.T:,} queries over S = {case.S:,} keys ({case.label}) peaked at "

@@ -695,23 +695,23 @@ def check_step_cost_does_not_grow_with_the_past(ex):
     # ticks, far under both bounds; verify's mutants and tests/test_attacks_evidence.py's attack are still caught.
     # What it cannot see: no other check has a past this long or an n_ctx this large, so a submission that
     # reads a real cache only there, and recomputes elsewhere, passes it.
-    attempts, seen = [], {}  # each try's figure: the try
+    attempts, tries = [], []
 
     def reading():
         found = _cost_try(ex, 26 + len(attempts) // 2, attempts)
         if found is None:
             return None  # nothing measured is not evidence either way
-        share = max(found["long"] / (GROWTH * found["short"]), found["long"] / (ATTENTION_LAYERS * found["attention"]))
-        seen[share] = found
-        return share  # past 1: over a bound
+        tries.append(found)
+        over = max(found["long"] / (GROWTH * found["short"]), found["long"] / (ATTENTION_LAYERS * found["attention"]))
+        return over, found  # past 1: over a bound
 
-    share = middle_reading(1.0, reading, COST_TRIES)
+    read = middle_reading(1.0, reading, COST_TRIES)
     _expect_runs(ex, attempts)
-    if share is None or share < 1.0:
+    if read is None or read[0] < 1.0:
         return
-    middle = seen[share]
+    middle = read[1]
     sentence = (f"a one-token step with {_tokens(middle['pasts'][1])} cached used {middle['long'] * 1e3:.3g} ms "
-                f"of CPU time, {' and '.join(_costs_too_much(middle))}, the middle of {len(seen)} tries with "
+                f"of CPU time, {' and '.join(_costs_too_much(middle))}, the middle of {len(tries)} tries with "
                 "fresh tokens and caches: a step does work of the order of a pass over the past, as when the "
                 "cached tokens run through the model again instead of their keys and values being read from the "
                 "cache")

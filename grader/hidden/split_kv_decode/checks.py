@@ -684,27 +684,22 @@ def _expect_no_whole_mask(ex):
     on a fresh S, and the middle of three counts (``middle_reading``): the one call an answer can place
     (its first) cannot be the only one that behaves."""
     rng = ex.rng
-    seen = {}  # each reading's figure: its case and peak
 
     def reading():
         T, n = odd_size(rng, *WHOLE_MASK_ROWS), odd_size(rng, *WHOLE_MASK_SPLITS)
         kv = _decode(rng, T, odd_size(rng, *WHOLE_MASK_KEYS), int(rng.integers(1, 5)))
         value, peak, _ = measure(ex, fresh.module, "split_kv_attention", kv.q, kv.k, kv.v, kv.q_pos, kv.k_pos, n)
         settle(ex, [_expect_measured(ex, kv, n, value, kv.case(ex.seed, n))])
-        if peak is None:
-            return None
-        share = peak / (T * len(kv.k_pos))  # bytes per T x S pair
-        seen[share] = kv, n, peak
-        return share
+        return None if peak is None else (peak / (T * len(kv.k_pos)), (kv, n, peak))  # bytes per T x S pair
 
     fresh = ex.sandbox.spare()
     try:
         with fresh.patient(WHOLE_MASK_SECONDS):
-            share = middle_reading(0.5, reading)  # the bound: half a T x S bool mask (the reference's is a tenth)
+            middle = middle_reading(0.5, reading)  # the bound: half a T x S bool mask (the reference's is a tenth)
     finally:
         fresh.let_go()
-    if share is not None and share >= 0.5:
-        kv, n, peak = seen[share]
+    if middle is not None and middle[0] >= 0.5:
+        kv, n, peak = middle[1]
         T, S = len(kv.q_pos), len(kv.k_pos)
         _held_all_keys(ex, kv, n, peak, f"while a bool mask over all T x S pairs is {T * S / 2**20:.1f} MiB "
                                         f"and one split's float64 scores are {T * S * 8 / n / 2**20:.2f} MiB")

@@ -506,22 +506,16 @@ def _peak_near(ex, target, rng, draw) -> tuple | None:
     is a fresh child, where every call is measured, so checking.middle_reading: three calls, each on a fresh
     batch, and the middle figure counts (an answer that behaves only on calls it can place, its first or one
     repeating the last, still fails when it builds the array on most of them)."""
-    seen = {}  # each reading's figure: its batch and sentence
-
     def reading():
         batch, forbidden, sentence = draw(rng)
         D = int(rng.integers(2, 10))  # drawn, as the value checks draw theirs: a red team kept the mask off at D = 8
         q, k, v = _qkv(rng, batch, D)
         value, peak, _ = measure(ex, target, "varlen_attention", q, k, v, *batch.inputs)
         _expect_output(ex, batch, q, k, v, value)  # forms: the value checks
-        if peak is None:
-            return None
-        share = peak / forbidden
-        seen[share] = batch, sentence(peak), D
-        return share
+        return None if peak is None else (peak / forbidden, (batch, sentence(peak), D))
 
-    share = middle_reading(0.25, reading)
-    return None if share is None or share < 0.25 else seen[share]
+    middle = middle_reading(0.25, reading)
+    return None if middle is None or middle[0] < 0.25 else middle[1]
 
 
 def _batch_sized(rng, what, kinds) -> tuple:
