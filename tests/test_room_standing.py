@@ -38,3 +38,21 @@ def test_after_the_end_the_standing_level_is_the_final_gradings(tmp_path):
         assert finish.final_result(room, wrong).overall_level == "weak"  # what result.json says
     finally:
         room.close()
+
+
+def test_with_two_exercises_the_final_grading_is_listed_under_each_with_its_own_part(tmp_path):
+    ids = ["decode_mask", "tree_mask"]
+    final = api.grade(SOLUTIONS, ids, seed=7, live=True).to_dict()
+    room = Room(tmp_path / "session", ids, None, None)
+    try:
+        room.store.set_meta(ended=now())
+        room.store.finish_run(room.store.start_run("final", ",".join(ids), 7), "done", final)
+        shown = views.interviewer(room)
+        for section in shown["exercises"]:
+            runs = [r for r in section["runs"] if r["kind"] == "final"]
+            assert len(runs) == 1, f"{section['id']} lists {len(runs)} final gradings"
+            assert [e["id"] for e in runs[0]["exercises"]] == [section["id"]]
+            assert runs[0]["exercises"][0]["level"] == section["level"] == "strong_hire"
+        assert [e["id"] for e in shown["final"]["exercises"]] == ids  # the page's own line covers both
+    finally:
+        room.close()

@@ -50,7 +50,7 @@ def interviewer(room) -> dict:
             "id": eid, "title": ex.title, "files": _files(room, eid), "sheet": _sheet(ex),
             "hints_sent": notes[eid]["hints"], "observed": notes[eid]["observed"], "notes": notes[eid]["notes"],
             "level": e.level, "provisional": e.provisional, "reason": e.reason,
-            "runs": [_interviewer_run(r) for r in runs if r["exercise"] == eid]})
+            "runs": [_interviewer_run(r, eid) for r in runs if eid in r["exercise"].split(",")]})
     finals = [_interviewer_run(r) for r in runs if r["kind"] == "final"]
     return {"role": "interviewer", "ended": meta.get("ended") is not None, "feedback": meta["feedback"],
             "minutes": meta["minutes"], "remaining_seconds": room.remaining_seconds(), "exercises": exercises,
@@ -95,7 +95,9 @@ def _candidate_run(run: dict, ex, feedback: str) -> dict:
     return out
 
 
-def _interviewer_run(run: dict) -> dict:
+def _interviewer_run(run: dict, only: str | None = None) -> dict:
+    """A run as the interviewer sees it; under one exercise's section (``only``), that exercise's part of it
+    (the final grading covers every exercise of the session)."""
     out = {k: run[k] for k in ("id", "at", "kind", "exercise", "status")}
     out["seed"] = None if run["seed"] is None else str(run["seed"])  # 63 bits: more than a JavaScript number holds
     outcome = run["outcome"]
@@ -107,7 +109,8 @@ def _interviewer_run(run: dict) -> dict:
         "reason": e.reason, "passed": e.passed_checks, "total": len(e.checks),
         "checks": [{"id": c.id, "passed": c.passed, "description": c.description, "message": c.message,
                     "kind": c.kind} for c in e.checks],
-        "diagnoses": [{"id": d.id, "message": d.message} for d in e.diagnoses]} for e in result.exercises]
+        "diagnoses": [{"id": d.id, "message": d.message} for d in e.diagnoses]}
+        for e in result.exercises if only is None or e.id == only]
     return out
 
 
