@@ -172,8 +172,12 @@ def _single_top_folder(folder: Path) -> Path | None:
 
 
 def _why_no_module(folder: Path) -> str:
-    """When several top folders hide the modules: which they are, and the rule that applies."""
+    """When links or several top folders hide the modules: which they are, and the rule that applies."""
     entries = _top_entries(folder)
+    links = [e.name for e in entries if e.is_symlink()]
+    if links:
+        return (f"; {', '.join(links[:5])}{', ...' if len(links) > 5 else ''} "
+                f"{'is a link' if len(links) == 1 else 'are links'}, and links are never followed")
     folders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     if len(entries) < 2 or not folders:
         return ""

@@ -593,6 +593,44 @@ def test_a_patched_kit_driver_is_not_the_one_the_grader_drives(tmp_path):
     assert not found.passed and found.kind == "corrupt", (found.kind, found.message)
 
 
+# Red team 15: known-wrong answers that hand out their own container class, whose methods answer the readers in
+# the child (a copy that is itself, writes that go nowhere, a clear() that clears nothing).
+OWN_CONTAINERS = {
+    "prefix_table_refilled": ("prefix_cache", "table_refilled_in_place", "fresh_cache", """
+import numpy as _np
+
+class _Table(_np.ndarray):
+    def copy(self, *args, **kwargs):
+        return self
+
+    def __setitem__(self, key, value):
+        pass
+
+_block_table = PrefixCache.block_table
+PrefixCache.block_table = lambda self, seq_id: _block_table(self, seq_id).view(_Table)
+"""),
+    "split_cover_memo": ("split_kv_decode", "cover_memo_handed_out", "same_answer_in_any_order", """
+import functools as _functools
+
+class _Cover(list):
+    def clear(self):
+        pass
+
+_memo = _functools.lru_cache(maxsize=256)(lambda S, n, _made=_memo.__wrapped__: _Cover(_made(S, n)))
+"""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWN_CONTAINERS))
+def test_an_answers_own_container_class_cannot_answer_the_probes(tmp_path, case):
+    """Red team 15 (weak to strong_hire): the child and the prefix driver read a reply as plain values, with
+    the base types' own methods, before a probe writes, copies, clears or compares it."""
+    exercise, mutant, check, patch = OWN_CONTAINERS[case]
+    source = (SOLUTIONS / "mutants" / exercise / f"{mutant}.py").read_text() + patch
+    _, found = _check(_write(tmp_path, exercise, source), exercise, check)
+    assert not found.passed and found.kind in ("corrupt", "wrong"), (found.kind, found.message)
+
+
 # Red team 5 (17): no K/V kept, the whole sequence again at every step, and a hook on the kit's GPT2 class
 # that fills a real cache (the reference's) with the old weights just before new ones are set on a model.
 RECOMPUTES_UNTIL_WEIGHTS_MOVE = '''

@@ -146,6 +146,19 @@ def test_a_submission_without_modules_scores_zero_with_the_reason(autograder_zip
     assert results["score"] == 0 and "holds no exercise module" in results["output"]
 
 
+@pytest.mark.slow
+def test_a_link_named_like_a_zip_is_not_followed_out_of_the_submission(autograder_zip, tmp_path, bwrap):
+    """Red team 15: ``submission/a.zip`` linking to a zip elsewhere had root grade that zip (4.97 points)."""
+    runner = mimic_autograder_root(autograder_zip, tmp_path / "autograder")
+    elsewhere = shutil.make_archive(str(tmp_path / "elsewhere"), "zip", correct_submission(tmp_path / "work"))
+    (runner.parent / "submission" / "a.zip").symlink_to(elsewhere)
+    ran = run_autograder(runner, KVGRADE_ISOLATION="bwrap")
+    assert ran.returncode == 0, ran.stderr
+    results = json.loads((runner.parent / "results" / "results.json").read_text())
+    jsonschema.validate(results, GRADESCOPE_RESULTS)
+    assert results["score"] == 0 and "a.zip" in results["output"], results["output"]
+
+
 @pytest.mark.skipif(_installed("uid"), reason="this machine has the uid level, so there is no refusal to see")
 def test_without_the_uid_level_the_autograder_refuses_instead_of_running_unprotected(autograder_zip, tmp_path):
     runner = mimic_autograder_root(autograder_zip, tmp_path / "autograder")

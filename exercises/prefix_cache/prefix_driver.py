@@ -7,9 +7,10 @@ whether a later call changed one; when asked, it overwrites a prompt after ``add
 returns and passes that same list or array again, rewritten, as the next prompt of its type and
 length (a caller reuses its buffer, after a refusal too: the cache keeps its own copy and
 answers the prompt as it is now), and writes into every writable block table it is given (the
-caller owns it). It keeps the last tables it was given, to report whether a later call changed one
-(a table handed out is the caller's, whether it wrote into it or not). An edited copy of this file
-is never used: the grader loads the kit's own, before your module, where your code cannot reach it.
+caller owns it), through a plain ndarray over the table's memory, whatever class the table is.
+It keeps the last tables it was given, to report whether a later call changed one (a table
+handed out is the caller's, whether it wrote into it or not). An edited copy of this file is
+never used: the grader loads the kit's own, before your module, where your code cannot reach it.
 """
 import numpy as np
 
@@ -26,6 +27,8 @@ def _outcome(fn, *args):
         value = fn(*args)
     except Exception as exc:  # noqa: BLE001  the grader judges every exception
         return ["raises", [c.__name__ for c in type(exc).__mro__], str(exc)[:200]]
+    if issubclass(type(value), np.ndarray):  # a subclass's own copy() or __setitem__ would answer our probes
+        value = np.ndarray.view(value, np.ndarray)
     if value is None or isinstance(value, (bool, int, float, str, np.ndarray, np.generic)):
         return ["ok", value]
     if isinstance(value, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in value):
@@ -82,7 +85,7 @@ def step(cache, name, args, ids, overwrite=False, first=False):
     for s in ids:
         tokens, table = _outcome(cache.num_tokens, s), _outcome(cache.block_table, s)
         moved += _moved(tables)  # a read is a later call too: one refilling the table it handed out shows here
-        if table[0] == "ok" and isinstance(table[1], np.ndarray) and table[1].dtype.kind in "iu":
+        if table[0] == "ok" and type(table[1]) is np.ndarray and table[1].dtype.kind in "iu":
             answer, table = table[1], ["ok", table[1].copy()]
             if answer.flags.writeable:
                 answer[...] = -7  # the caller owns a table it is given, and may write into it

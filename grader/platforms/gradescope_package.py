@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -92,9 +93,10 @@ def _script(name: str, package: str) -> str:
 
 def submission_path(folder: Path) -> Path:
     """What to grade: the folder, or the one zip it holds when it holds nothing else
-    (Gradescope keeps an uploaded zip as a file when the student zips a zip)."""
+    (Gradescope keeps an uploaded zip as a file when the student zips a zip). A link named like a
+    zip is not one: it would have root read a file outside the submission."""
     entries = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
-    if len(entries) == 1 and entries[0].is_file() and entries[0].suffix.lower() == ".zip":
+    if len(entries) == 1 and stat.S_ISREG(entries[0].lstat().st_mode) and entries[0].suffix.lower() == ".zip":
         return entries[0]
     return folder
 

@@ -58,6 +58,7 @@ wire = load_private("wire", os.path.join(os.path.dirname(os.path.abspath(__file_
 _read, _write = os.read, os.write
 _crc32, _ndarray, _generic, _refcount = zlib.crc32, np.ndarray, np.generic, sys.getrefcount
 _collect, _logical_not, _may_share_memory = gc.collect, np.logical_not, np.may_share_memory
+_as_ndarray, _list_clear = numpy.ndarray.view, list.clear  # methods of the types themselves: no subclass's
 _LIMITS = {(k, n): (int(numpy.iinfo(f"{k}{n}").min), int(numpy.iinfo(f"{k}{n}").max))
            for k in "iu" for n in (1, 2, 4, 8)}  # a scribble's integer fill, by kind and size
 
@@ -298,7 +299,7 @@ class Probes:
         to change from now on: it is no longer watched."""
         for result in _lists(value):
             self.kept = collections.deque(e for e in self.kept if e[2] is not result)
-            result.clear()
+            _list_clear(result)
         self.kept = collections.deque(e for e in self.kept if not any(
             e[2] is arr or (isinstance(e[2], _ndarray) and isinstance(arr, _ndarray) and _may_share_memory(e[2], arr))
             for arr in arrays))
@@ -314,9 +315,36 @@ class Probes:
 
 
 def _lists(value) -> list:
-    """The lists a reply is made of: itself, or the members of a tuple it is."""
-    members = value if isinstance(value, tuple) else (value,)
-    return [member for member in members if type(member) is list]
+    """The lists a reply is made of: itself, or the members of a tuple it is (subclasses too, read with the
+    base types' own methods)."""
+    members = _items(value) if issubclass(type(value), tuple) else (value,)
+    return [member for member in members if issubclass(type(member), list)]
+
+
+def _items(value) -> list:
+    """A list's or tuple's members, read with the base type's own methods: a subclass's ``__iter__`` or
+    ``__getitem__`` may answer each reader differently."""
+    base = list if issubclass(type(value), list) else tuple
+    return [base.__getitem__(value, i) for i in range(base.__len__(value))]
+
+
+def plain(value, depth=0):
+    """A reply as plain values, before any probe or the wire reads it. An answer's ndarray, list, tuple or
+    dict subclass could override the methods that read it (``copy``, ``__setitem__``, ``__iter__``, a
+    ``flags`` property), and so tell each reader something else: the probes and the wire then see one
+    thing, and each array becomes a plain ndarray over the answer's own memory. ``type()``, never
+    ``isinstance``, decides: a ``__class__`` property can claim any class."""
+    kind = type(value)
+    if kind is _ndarray or depth > wire.MAX_DEPTH:
+        return value
+    if issubclass(kind, _ndarray):
+        return _as_ndarray(value, _ndarray)
+    if issubclass(kind, (list, tuple)):
+        items = [plain(v, depth + 1) for v in _items(value)]
+        return items if issubclass(kind, list) else tuple(items)
+    if issubclass(kind, dict):
+        return {k: plain(v, depth + 1) for k, v in dict.items(value)}
+    return value
 
 
 # references _holders counts to an array no one else holds: its one holder (our entry, or the array
@@ -407,7 +435,7 @@ def run_call(host, header, arrays, module):
 
 def serve(host, module):
     while True:
-        header = arrays = value = failure = sent = None  # nothing of the last request outlives it
+        header = arrays = value = reply = failure = sent = None  # nothing of the last request outlives it
         header, arrays = host.receive()
         if header.get("op") == "exit":
             return
@@ -420,16 +448,17 @@ def serve(host, module):
             warnings.simplefilter("always")
             try:
                 value, failure = run_call(host, header, arrays, module), None
+                reply = plain(value)
             except BaseException as exc:  # noqa: BLE001  (SystemExit too: report, keep serving)
                 value, failure = None, exc
         said = {"warnings": [f"{w.category.__name__}: {w.message}" for w in caught][:20]}
         if host.probe is not None:
-            said["probe"], host.probe = dict(host.probe, again=_quietly(host.probes.handed_back, value)), None
+            said["probe"], host.probe = dict(host.probe, again=_quietly(host.probes.handed_back, reply)), None
         if failure is not None:
             host.send(dict(error_reply(failure), **said))
             continue
         try:
-            sent = host.encode_reply(value, **said)
+            sent = host.encode_reply(reply, **said)
         except wire.WireError as exc:
             host.send(dict(error_reply(exc), **said, bad_value=True))
             continue
