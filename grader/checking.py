@@ -401,7 +401,8 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     (``target.measured``: a cgroup's peak, or the child's own high-water mark where no cgroup can
     be had), memory held since import included. The figure returned is what is left of that peak
     after the base every answer may use: a kit-only child's footprint measured in the same run
-    (``Sandbox.floor_bytes``), the arguments as received, twice the answer's own size, and the
+    (``Sandbox.floor_bytes``), the arguments as received and as float64 copies (a cast or a defensive
+    copy of its inputs is no forbidden array), twice the answer's own size, and the
     results the child holds for the ownership probes (``wire.HELD_BYTES``). A call
     on state (``holds``: the bytes of the keys and values the contract lets its cache hold,
     computed by the check, never asked of the child) is judged twice, and the worse counts: what
@@ -430,7 +431,9 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
             raise
         fail(f"{name} killed its process ({str(exc)[:120]}), as when it passes the memory limit",
              kind="must_not")
-    over = _over_base(ex, stats, _data_bytes((args, kwargs)) + 2 * _data_bytes(value), holds) if memory else None
+    given = (args, kwargs)
+    allowed = _data_bytes(given) + _data_bytes(given, widened=True) + 2 * _data_bytes(value)
+    over = _over_base(ex, stats, allowed, holds) if memory else None
     return value, over, list(stats.warnings)
 
 
@@ -504,13 +507,14 @@ def _over_base(ex, stats, data: int, holds: int) -> int | None:
     return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - HELD_BYTES - 2 * holds)
 
 
-def _data_bytes(value) -> int:
+def _data_bytes(value, widened: bool = False) -> int:
+    """The bytes of the arrays in ``value``; ``widened``: of copies of them at 8 bytes an element."""
     if isinstance(value, np.ndarray):
-        return value.nbytes
+        return value.size * max(8, value.itemsize) if widened else value.nbytes
     if isinstance(value, (list, tuple)):
-        return sum(map(_data_bytes, value))
+        return sum(_data_bytes(v, widened) for v in value)
     if isinstance(value, dict):
-        return sum(map(_data_bytes, value.values()))
+        return sum(_data_bytes(v, widened) for v in value.values())
     return 0
 
 
@@ -699,6 +703,9 @@ class ExerciseRun:
         # {variant: own_tests.OwnTestsRun}: the candidate's own tests run against the reference
         # and each declared known-wrong version; filled by the engine as grading begins
         self.own_tests: Mapping = {}
+        # what a checks module keeps across its checks, by its own key: the (case, answer) pairs judged so far,
+        # which a mistake of the whole computation must fit, wherever they were judged
+        self.evidence: dict[Any, list] = {}
 
     @property
     def candidate(self):

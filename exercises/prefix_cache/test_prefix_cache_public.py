@@ -48,3 +48,21 @@ def test_a_reused_id_is_rejected():
     cache.add_request(1, [1, 2])
     with pytest.raises(ValueError):
         cache.add_request(1, [3, 4])
+
+
+def test_the_readmes_worked_example():
+    cache = PrefixCache(6, 2)
+    assert cache.add_request(1, [1, 2, 3, 4, 5]) == 0
+    assert cache.num_cached_blocks() == 2
+    assert cache.add_request(2, [1, 2, 3, 4, 9, 9, 9]) == 4
+    assert cache.block_table(2).tolist() == [0, 1, 3, 4]
+    assert cache.num_free_blocks() == 1
+    cache.append_token(1, 6)
+    cache.free(1)
+    assert cache.num_free_blocks() == 2
+    assert cache.add_request(3, [1, 2, 3, 4, 5, 6, 7]) == 6
+    assert cache.block_table(3).tolist() == [0, 1, 2, 5]
+    assert cache.num_free_blocks() == 0
+    cache.append_token(2, 9)
+    with pytest.raises(RuntimeError):
+        cache.append_token(2, 9)

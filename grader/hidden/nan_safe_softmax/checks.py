@@ -176,14 +176,19 @@ def _softmax_message(case, got) -> str:
 
 def _settle(ex, judged, explain, message):
     """Fail on the smallest failing (case, answer) of ``judged``, told by ``message``; name a mistake
-    only when it explains every failing case and no passing case rules it out. NaN where a
-    number was due, in any failing case, is its own kind."""
+    only when it explains every failing case and no passing case rules it out, nor (for a mistake of
+    the whole computation) any case an earlier check judged. NaN where a number was due, in any
+    failing case, is its own kind."""
+    earlier = ex.evidence.setdefault(explain, [])
     failures = sorted(((c, a) for c, a in judged if c.is_off(a)), key=lambda f: f[0].size)
     if not failures:
+        earlier.extend(judged)
         return
     passes = [(c, a) for c, a in judged if not c.is_off(a)]
     case, got = failures[0]
-    text = message(case, got) + _also(failures) + name_mistakes(ex, explain(failures, passes))
+    explanation = explain(failures, passes + earlier)
+    earlier.extend(judged)
+    text = message(case, got) + _also(failures) + name_mistakes(ex, explanation)
     fail(text, case=case.details, kind="nan" if any(c.has_nan(a) for c, a in failures) else "wrong")
 
 

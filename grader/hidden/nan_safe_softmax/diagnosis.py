@@ -216,7 +216,8 @@ WHOLE_COMPUTATION = frozenset({"overflow_without_max", "missing_scale", "no_resc
 
 
 def _not_contradicted(variants, passes) -> list:
-    """The variants that no passing (case, answer) rules out."""
+    """The variants that no (case, answer) of ``passes`` rules out: the check's passing cases, and every
+    case earlier checks judged, passing or not (a mistake of the whole computation shows in each)."""
     def contradicted(variant):
         tests = ((variant.build(case), answer) for case, answer in passes)
         return variant.id in WHOLE_COMPUTATION and any(test is not None and not test(answer) for test, answer in tests)

@@ -783,9 +783,12 @@ def check_decode_step_memory(ex):
     """Steps over a cache at two lengths (T = 1, a short chunk, a tree): a step's allocation does not grow with
     the cache, nor come near the size of its keys."""
     rng = ex.rng
-    # 4 heads: a copy of the keys outgrows any per-position table; D = 130: a copy of the keys (1,040
-    # bytes a token and head) outgrows a dozen [T, S] score temporaries of a T = 5 step (40 each)
-    H, D, S = 4, 130, odd_size(rng, 500, 600)  # the keys added between the two lengths: about 2.3 MiB
+    # 16 to 20 heads: half a copy of the keys (8 to 10 rows of D a position) outgrows the per-position tables a
+    # correct step may build (Hugging Face's rotary cos and sin of every position, with their angles: 3.5 rows
+    # of D; a red team's 4 heads allowed only 2); D about 130: a copy of the keys (1,040 bytes a token and
+    # head) outgrows a dozen [T, S] score temporaries of a T = 5 step (40 each). Both drawn: no constant
+    # tells these steps from others.
+    H, D, S = int(rng.integers(16, 21)), 2 * int(rng.integers(60, 71)), odd_size(rng, 500, 600)
     cache, fed = ex.candidate.call("RopeKVCache", H, D), 0
     kinds = [(1, None, "decode steps (T = 1)"), (5, None, "chunks of T = 5"), (4, [-1, 0, 0, 1], "trees of 4 drafts")]
     peaks = []  # per cache length: the typical peak of each kind of step
