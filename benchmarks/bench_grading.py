@@ -1,7 +1,7 @@
 """How long a candidate waits: wall time of `kvgrade grade` and `kvgrade verify`, and where it goes.
 
     python benchmarks/bench_grading.py            # full table (about a minute and a half)
-    python benchmarks/bench_grading.py --quick    # CI: one repetition of the two grade commands
+    python benchmarks/bench_grading.py --quick    # CI: one repetition of the one-exercise grade command
     python benchmarks/bench_grading.py --against eb99c8b [-e ID]... [--rounds N]
         # per exercise, `kvgrade grade solutions -e ID` now / at that revision, side by side
 
@@ -147,7 +147,8 @@ def against(revision: str, exercise_ids: list[str], rounds: int, limit: float) -
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one repetition of the grade commands only")
+    parser.add_argument("--quick", action="store_true",
+                        help="one repetition of the one-exercise grade command only (the table keeps running in CI)")
     parser.add_argument("--against", metavar="REV", help="a git revision: print per-exercise time ratios, now / REV")
     parser.add_argument("-e", "--exercise", dest="exercises", action="append", metavar="ID",
                         help="with --against: only this exercise (repeatable; default: every exercise)")
@@ -160,9 +161,9 @@ def main():
         ids = args.exercises or [e.id for e in catalog.exercises()]
         raise SystemExit(against(args.against, ids, max(1, args.rounds), args.limit))
     repeat = 1 if args.quick else 3
-    rows = [("all exercises", timed(kvgrade("grade", "solutions"), repeat)),
-            ("one exercise (decode_mask)", timed(kvgrade("grade", "solutions", "-e", "decode_mask"), repeat))]
+    rows = [("one exercise (decode_mask)", timed(kvgrade("grade", "solutions", "-e", "decode_mask"), repeat))]
     if not args.quick:
+        rows.insert(0, ("all exercises", timed(kvgrade("grade", "solutions"), repeat)))
         rows.append(("verify", timed(kvgrade("verify"), 1)))
         with tempfile.TemporaryDirectory() as tmp:
             root = batch_folder(Path(tmp), 20)

@@ -138,7 +138,10 @@ def test_a_must_not_is_read_on_fresh_shapes_so_a_repeated_call_cannot_be_the_lea
     ("split_kv_decode", "split_kv_memory_per_split", "whole_mask_sliced", "split_kv_attention",
      "args[0].shape[1] in (1, 8)"),
     ("varlen_attention", "no_batch_sized_memory", "batch_sized_mask", "varlen_attention",
-     "args[0].shape[1] == 8 and len(args[3]) > 45")])
+     "args[0].shape[1] == 8 and len(args[3]) > 45"),
+    # red team 17: the timed calls' values were uniform within +-2, where every value check draws normal ones
+    ("varlen_attention", "work_grows_per_sequence", "rowwise_over_batch", "varlen_attention",
+     "len(args[1]) > 1000 and abs(args[1]).max() <= 2.0")])
 def test_a_measured_call_shares_no_constant_the_value_checks_lack(tmp_path, exercise, check, mutant, function,
                                                                     lean_when):
     """Red team 14: every measured call had one head size (D = 4 in fused, 1 and 8 in split, 8 in varlen) that
@@ -514,6 +517,32 @@ def test_a_fixed_cost_per_call_does_not_hide_batch_sized_work(tmp_path):
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
     assert [d.id for d in result.diagnoses] == ["batch_sized_work"]
+
+
+# Red team 17: every call pays as many whole-batch scans as a batch of 100 busy sequences would, so its cost is
+# linear in the batch wherever the check measures (no rise), though each sequence costs 60 times its attention.
+FLAT_BURN = """
+import numpy as _np
+_inner_flat = varlen_attention
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k):
+    out = _inner_flat(q, k, v, cu_seqlens_q, cu_seqlens_k)
+    cu_q, cu_k = _np.asarray(cu_seqlens_q), _np.asarray(cu_seqlens_k)
+    busy, key_sequence = _np.flatnonzero(_np.diff(cu_q) > 0), _row_sequences(cu_k)
+    for j in range(max(0, 100 - busy.size) if busy.size else 0):
+        mine = key_sequence == busy[j % busy.size]
+        _np.asarray(k)[mine], _np.asarray(v)[mine]
+    return out
+"""
+
+
+def test_work_padded_to_the_largest_batch_is_bounded_by_its_cost_not_only_its_rise(tmp_path):
+    """A flat cost curve hides the rise the check reads; a sequence added then costs tens of times the grader's
+    own attention for it (correct answers, loops included, read 3 to 7), past the absolute bound of 30."""
+    source = (SOLUTIONS / "mutants" / "varlen_attention" / "keys_selected_by_sequence_id.py").read_text() + FLAT_BURN
+    result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
+    assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
+    assert "times the grader's own attention for it" in found.message
 
 
 # One-line patches of what the child's own code calls, each made by candidate code at import, with

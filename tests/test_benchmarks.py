@@ -58,12 +58,11 @@ def test_disagreement_is_reported_and_fails_the_run(capsys):
 
 @pytest.mark.slow
 def test_grading_benchmark_quick_prints_its_table():
-    # one grading of every exercise: ~85 s on a quiet 2-core machine, far more beside the suite's own work
+    # one grading of decode_mask (the full run's other rows time the same function on other commands)
     done = run(str(BENCH / "bench_grading.py"), "--quick", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "command" in done.stdout and "target" in done.stdout
-    for row in ("all exercises", "one exercise (decode_mask)"):
-        assert row in done.stdout
+    assert "one exercise (decode_mask)" in done.stdout and "all exercises" not in done.stdout
 
 
 @pytest.mark.slow

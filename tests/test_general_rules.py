@@ -473,3 +473,31 @@ def test_a_kernel_writing_into_the_lent_kv_positions_changes_an_argument_and_cap
     result, checks = _graded(path, "fused_attention")
     assert not checks["leaves_arguments_unchanged"].passed and checks["leaves_arguments_unchanged"].kind == "hygiene"
     assert result.level == "hire", [(c.id, c.message) for c in result.checks if not c.passed]
+
+
+@pytest.mark.slow
+def test_a_parameter_the_stub_annotates_float_is_never_retyped_to_a_numpy_integer(monkeypatch):
+    """Red team 18: rope(x, positions, base=10) replayed as rope(x, int16 positions, np.int16(10)) graded hire a
+    correct answer that takes base as a Python number only (a numpy integer is no float). Positions are still
+    retyped; base stays as first given."""
+    from types import SimpleNamespace
+
+    from grader.checking import CheckFailure
+
+    variant = SOLUTIONS / "variants" / "rope_cache" / "base_python_numbers_only.py"
+    exercise = catalog.get("rope_cache")
+    assert _general._float_parameters(exercise.stub_path, "rope") == {2, "base"}
+    assert _general._float_parameters(exercise.stub_path, "RopeKVCache") == {2, "base"}
+    sandbox = Sandbox(ModuleToLoad("rope_cache", [("rope_cache.py", variant.read_bytes())], []))
+    try:
+        ex = SimpleNamespace(candidate=sandbox.module, exercise=exercise)
+        x, positions = np.linspace(-1, 1, 5 * 2 * 4).reshape(5, 2, 4), np.array([3, 0, 9, 4, 7])
+        want = sandbox.module.rope(x, positions, 10)
+        for retype in (_general._retyped_alike, _general._retyped_each):
+            _general._expect_same_retyped(ex, "rope", (x, positions, 10), {}, want, "Python ints", retype)
+        monkeypatch.setattr(_general, "_float_parameters", lambda stub, name: frozenset())  # what the rule once did
+        with pytest.raises(CheckFailure, match=r"np\.int8\(10\)"):
+            _general._expect_same_retyped(ex, "rope", (x, positions, 10), {}, want, "Python ints",
+                                          _general._retyped_alike)
+    finally:
+        sandbox.close()

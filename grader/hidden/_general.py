@@ -35,12 +35,18 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   inputs' dtype wraps (``p + 1`` at 127), or put small ints beside positions past their dtype
   (``np.int8(100)`` as a window beside ``S = 300``): right as Python ints, and the same retyped. A
   ValueError or TypeError on a retyped call is a hygiene slip only when int64 numpy integers
-  are refused too (numpy integers refused as such); when int64 works it is a crash.
+  are refused too (numpy integers refused as such); when int64 works it is a crash. A parameter
+  the stub annotates ``float`` (rope's ``base``) keeps the value first given: an int is a float
+  value there, a numpy integer is not one.
 
 Rerunning one of these with ``--check`` runs the exercise's own checks too (their results are
 not reported), so the replayed calls are the same as in the full run.
 """
 from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
 
 import numpy as np
 
@@ -314,14 +320,14 @@ def _expect_same_retyped(ex, name, args, kwargs, want, given: str, retype, wraps
     answers (arithmetic that overflows in it, a whitelist of dtypes) is a crash, as is any other
     exception; another answer is wrong."""
     call = getattr(ex.candidate, name)
-    narrow_args, narrow_kwargs = retype((args, kwargs))
+    narrow_args, narrow_kwargs = _floats_as_given(ex, name, (args, kwargs), retype((args, kwargs)))
     if not _any_numpy_int((narrow_args, narrow_kwargs)):
         return  # nothing to retype this way (every int is among the widest)
     what = call_text(name, narrow_args, narrow_kwargs)
     try:
         got = call(*narrow_args, **narrow_kwargs)
     except CandidateRaised as exc:
-        refused = rejects_argument_type(exc) and _refuses_int64_too(call, narrow_args, narrow_kwargs)
+        refused = rejects_argument_type(exc) and _refuses_int64_too(ex, name, narrow_args, narrow_kwargs)
         said = (f"{what} raised {exc.type_name} ({exc.message[:120]}), where {given} were answered: integers of "
                 "any signed dtype that holds them are valid")
         fail(said + ("" if refused else " (the same values as int64 numpy integers were answered: the narrow "
@@ -329,6 +335,33 @@ def _expect_same_retyped(ex, name, args, kwargs, want, given: str, retype, wraps
     if not _same(got, want, args):
         fail(f"{what} gave another answer than {given}{wraps}: integers of any signed dtype that holds their "
              "values are the same input", case={"call": what})
+
+
+def _floats_as_given(ex, name, given, retyped):
+    """``retyped`` (args, kwargs) with each parameter the stub annotates ``float`` as ``given``."""
+    floats = _float_parameters(ex.exercise.stub_path, name)
+    (args, kwargs), (new_args, new_kwargs) = given, retyped
+    return ([a if i in floats else n for i, (a, n) in enumerate(zip(args, new_args))],
+            {k: kwargs[k] if k in floats else v for k, v in new_kwargs.items()})
+
+
+@functools.cache
+def _float_parameters(stub: Path, name: str) -> frozenset:
+    """The positions and names of the parameters of the stub's module-level function or class ``name`` (its
+    ``__init__``, less ``self``) that are annotated ``float``; read from the stub's source, never run."""
+    found = next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
+    if isinstance(found, ast.ClassDef):
+        found = next((n for n in found.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        params = found.args.args[1:] if found else []
+    else:
+        params = [*found.args.posonlyargs, *found.args.args] if isinstance(found, ast.FunctionDef) else []
+    floats = {i for i, p in enumerate(params) if _annotated_float(p)}
+    keywords = params + (found.args.kwonlyargs if found else [])
+    return frozenset(floats | {p.arg for p in keywords if _annotated_float(p)})
+
+
+def _annotated_float(param: ast.arg) -> bool:
+    return param.annotation is not None and ast.unparse(param.annotation).strip("'\"") == "float"
 
 
 def _any_numpy_int(value) -> bool:
@@ -341,12 +374,14 @@ def _any_numpy_int(value) -> bool:
     return False
 
 
-def _refuses_int64_too(call, args, kwargs) -> bool:
+def _refuses_int64_too(ex, name, args, kwargs) -> bool:
     """Whether the retyped call with every int as an int64 numpy scalar or array, in the same containers (a
     list of numpy integers stays a list), is refused by type as well: then numpy integers as such were
     refused (a type check too strict), not a narrow dtype."""
+    wide = _floats_as_given(ex, name, (args, kwargs), (_retyped(args, np.int64, lists=list),
+                                                       _retyped(kwargs, np.int64, lists=list)))
     try:
-        call(*_retyped(args, np.int64, lists=list), **_retyped(kwargs, np.int64, lists=list))
+        getattr(ex.candidate, name)(*wide[0], **wide[1])
     except CandidateRaised as exc:
         return rejects_argument_type(exc)
     return False

@@ -591,25 +591,31 @@ def check_loads_exactly_visible_tiles(ex):
                 expect_outputs(ex, again, o, lse)
 
 
-def _dense_cases(rng):
-    """Every path of the kernel with T > 1 (at T = 1 a T x S array is only O(S): the loads check
-    judges that path), each big enough that a T x S mask shows in the peak. T past 1,000 and D of 2 to 8,
+DENSE_PATHS = ("chunk, window", "chunk, no window", "a chunk inside one query tile", "ring buffer chunk, window",
+               "ring buffer chunk, empty slots")  # every path of the kernel with T > 1
+
+
+def _dense_case(rng, path: str):
+    """A call on ``path`` (T > 1: at T = 1 a T x S array is only O(S), and the loads check judges that path),
+    big enough that a T x S mask shows in the peak. T past 1,000, D of 2 to 8 and block_k of 200 to 1,000,
     drawn anew each time as every value check draws its own (no constant of these calls tells them from
     the rest: a red team kept the mask off only where D = 4): the prompt lets a run of adjacent tiles come
     in one load, so every key and value at once (2 x S x D floats, and a copy) is the answer's to hold, and
     only a T x S array stands out above it."""
     S = odd_size(rng, 20_000, 25_000)  # T x S ~ 25M cells without a window: cheap to compute, plain to see
-    T = odd_size(rng, 1_021, 1_100)
-    D, B = [int(d) for d in rng.integers(2, 9, 5)], [int(b) for b in rng.integers(200, 1_001, 5)]  # B: block_k
-    return [contiguous(rng, odd_size(rng, 1_001, 1_050), 2 * S, D[0], "chunk, window",
-                       window=odd_size(rng, 900, 1_100), block_k=B[0]),
-            contiguous(rng, T, S, D[1], "chunk, no window", block_k=B[1]),
-            contiguous(rng, T, S, D[2], "a chunk inside one query tile", block_q=odd_size(rng, 1_200, 2_100),
-                       block_k=B[2] // 4 + 50),  # T x block_k float64 scores, and their temporaries, stay well
-                                                  # under the bound
-            ring(rng, 2 * S, 7 * S + 17, odd_size(rng, 1_001, 1_050), D[3], "ring buffer chunk, window",
-                 window=odd_size(rng, 450, 600), block_k=B[3]),
-            ring(rng, S, S - 50, T, D[4], "ring buffer chunk, empty slots", block_k=B[4], holes=99)]
+    T, D, B = odd_size(rng, 1_021, 1_100), int(rng.integers(2, 9)), int(rng.integers(200, 1_001))  # B: block_k
+    if path == "chunk, window":
+        return contiguous(rng, odd_size(rng, 1_001, 1_050), 2 * S, D, path, window=odd_size(rng, 900, 1_100),
+                          block_k=B)
+    if path == "chunk, no window":
+        return contiguous(rng, T, S, D, path, block_k=B)
+    if path == "a chunk inside one query tile":  # a smaller block_k: T x block_k float64 scores, and their
+        # temporaries, stay well under the bound
+        return contiguous(rng, T, S, D, path, block_q=odd_size(rng, 1_200, 2_100), block_k=B // 4 + 50)
+    if path == "ring buffer chunk, window":
+        return ring(rng, 2 * S, 7 * S + 17, odd_size(rng, 1_001, 1_050), D, path, window=odd_size(rng, 450, 600),
+                    block_k=B)
+    return ring(rng, S, S - 50, T, D, path, block_k=B, holes=99)
 
 
 def _expect_sampled_rows(ex, case, o, lse, count=3):
@@ -633,11 +639,11 @@ def _dense_peak(ex, case) -> int | None:
 def check_no_dense_allocation(ex):
     """Peak memory stays far below T x S bytes (no dense mask or score matrix) on every path:
     window or none, contiguous or ring positions with empty slots, one query tile or many."""
-    for path in range(len(_dense_cases(ex.rng))):
+    for path in DENSE_PATHS:
         drawn = []  # every reading draws fresh sizes (middle_reading)
 
         def reading():
-            drawn.append(_dense_cases(ex.rng)[path])
+            drawn.append(_dense_case(ex.rng, path))
             case, peak = drawn[-1], _dense_peak(ex, drawn[-1])
             return None if peak is None else (peak / (case.T * case.S), (case, peak))  # bytes per T x S cell
 
