@@ -411,13 +411,15 @@ def check_ring_buffer_window(ex):
 
 
 def _far(rng, case: Case, dtype, kv_dtype=None) -> Case:
-    """``case`` with each query's scaled scores near an offset of its own in [-1e4, 1e4] (the first
-    far below 0, the second far above), q in ``dtype``, k and v in ``kv_dtype`` (``dtype`` if None), and every
-    key no query may see (empty slots, keys before every window) holding any finite value: up to 1e300, past
-    what q's dtype holds, when k and v are wider (a tile cast to q's dtype turns them to inf)."""
+    """``case`` with each query's scaled scores near an offset of its own in [-1e4, 1e4] (the first far
+    below 0, the second far above, the third just above -1e4), q in ``dtype``, k and v in ``kv_dtype``
+    (``dtype`` if None), and every key no query may see (empty slots, keys before every window) holding
+    any finite value: up to 1e300, past what q's dtype holds, when k and v are wider (a tile cast to q's
+    dtype turns them to inf)."""
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     offsets = rng.uniform(-1e4, 1e4, case.T)
-    offsets[:2] = [-rng.uniform(800, 1e4), rng.uniform(800, 1e4)][:case.T]
+    # the third just above -1e4, the range's bottom: a finite fill there (-1e4, BERT's) weighs like a seen key
+    offsets[:3] = [-rng.uniform(800, 1e4), rng.uniform(800, 1e4), -1e4 + rng.uniform(3, 6)][:case.T]
     case.q, k = offset_scores(rng, offsets, case.S, case.D, dtype)
     case.k, case.v = k.astype(kv_dtype), case.v.astype(kv_dtype)
     unseen = ~np.any([oracle.visible_keys(int(p), case.k_pos, case.window) for p in case.q_pos], axis=0)
@@ -723,8 +725,9 @@ def check_numpy_integer_arguments(ex):
 
 
 def check_rows_that_see_nothing(ex):
-    """A row that sees no key gives o = 0 and lse = -inf, with no NaN and no numpy warning; no queries at
-    all (T = 0, with and without a window, over keys or over none) give o [0, D] and lse [0]."""
+    """A row that sees no key gives o = 0 and lse = -inf, with no NaN and no numpy warning, an empty cache
+    (S = 0) included; no queries at all (T = 0, with and without a window, over keys or over none) give
+    o [0, D] and lse [0]."""
     rng = ex.rng
     empty = ring(rng, 37, 0, 4, 8, "every slot empty", block_q=3, block_k=10)
     empty.q_pos = np.array([0, 5, 9, 40], dtype=np.int64)
@@ -736,7 +739,12 @@ def check_rows_that_see_nothing(ex):
     none = [contiguous(rng, 0, odd_size(rng, 20, 60), 8, "no queries", block_q=4, block_k=7),
             ring(rng, 45, 130, 0, 8, "no queries, ring buffer, window", window=30, block_q=3, block_k=6, holes=5),
             contiguous(rng, 0, 0, 8, "no queries, no keys", window=5, block_q=3, block_k=4)]
-    for case in (empty, holes, early, *none):
+    # S = 0 with queries: every row sees nothing (a blind answer's early exit gave lse = 0 there)
+    no_keys = [contiguous(rng, odd_size(rng, 2, 9), 0, 8, "no keys", block_q=2, block_k=4),
+               contiguous(rng, odd_size(rng, 2, 9), 0, 8, "no keys, window", window=3, block_q=3, block_k=5)]
+    for case in no_keys:
+        case.q_pos = np.sort(rng.integers(0, 50, case.T)).astype(np.int64)  # queries past an emptied cache
+    for case in (empty, holes, early, *none, *no_keys):
         o, lse, _, _, warnings = run(ex, case, measured=True, memory=False)
         expect_outputs(ex, case, o, lse)
         if warnings:
