@@ -607,7 +607,11 @@ RISE_LIMIT = 4.0  # how much the marginal cost of a sequence may rise, in the gr
 # what a sequence added between the two larger batches may cost at most, in the same unit: the reference and
 # the correct variants (loops included) read 3 to 7 at seeds 7 and 19; an answer that pads every call to the
 # largest batch's whole-batch scans (a flat curve, so no rise) read 60 to 84, and needs 40 or more to flatten
-# it (red team 17), where the plain mistake reads 14 to 20 at the small sizes
+# it (red team 17), where the plain mistake reads 14 to 20 at the small sizes. Work over the keys of a sequence
+# with no queries counts too (the prompt: work grows with the sum of n_q x n_k): a key-block loop that walks the
+# idle sequence's 64,000 keys 32 at a time read 38 to 40 (red team 19), 64 at a time about 20. A scan of the
+# whole batch's keys made cheap (one byte a key, ~0.03 ns) reads a rise of 1 to 3 and a marginal of 6: below
+# what these sizes can tell, a limit the README states
 MARGINAL_LIMIT = 30.0
 TICK_BUDGET = 3.0  # the most the clock's ticks may move the rise, in the same unit: blocks make calls enough
 
@@ -793,8 +797,9 @@ def _grown(g: Growth) -> str:
         return (f"each sequence added to a batch cost {g.marginal(1, 2) * ms:.3g} ms of CPU per call from {s[1]} to "
                 f"{s[2]} sequences, {g.marginal(1, 2) / yardstick:.0f} times the grader's own attention for it "
                 f"({yardstick * ms:.3g} ms; more than {MARGINAL_LIMIT:g} times fails), about as much from {s[0]} "
-                f"to {s[1]}: far more work than each sequence's own n_q x n_k, the same at every batch size (the "
-                "whole batch's keys scanned again and again on every call, say)")
+                f"to {s[1]}: far more work than each sequence's own n_q x n_k (each unit of these batches holds a "
+                "sequence with no queries and tens of thousands of keys, which should cost next to nothing: work "
+                "over its keys, or scans of the whole batch's keys repeated on every call, show here)")
     return (f"each sequence added to a batch cost {g.marginal(0, 1) * ms:.3g} ms of CPU per call from {s[0]} to "
             f"{s[1]} sequences, and {g.marginal(1, 2) * ms:.3g} ms from {s[1]} to {s[2]} (calls of {s[0]}, {s[1]} "
             f"and {s[2]} sequences cost {', '.join(f'{g.per_call(i) * ms:.3g}' for i in range(3))} ms, over "
