@@ -1087,7 +1087,8 @@ def _bad_calls(run) -> list:
            ("block_table", (9,), "an unknown sequence")]
     attention = [(9, z((1, 6, 3)), "an unknown sequence"), (1, z((1, 5, 3)), "Hq = 5 over 2 kv heads"),
                  (1, z((1, 6, 4)), "head_dim 4, not 3"), (1, z((0, 6, 3)), "T = 0"),
-                 (1, z((8, 6, 3)), "T = 8 > seq_len = 7"), (1, z((1, 6)), "a 2-D q")]
+                 (1, z((8, 6, 3)), "T = 8 > seq_len = 7"), (1, z((1, 6)), "a 2-D q"),
+                 (1, z((1, 0, 3)), "Hq = 0 (no positive multiple of 2 kv heads)")]
     attend = run.ex.candidate.call
     return ([(partial(run.cache.call, method, *args), f"{method}(...) with {what}") for method, args, what in bad]
             + [(partial(attend, "paged_attention", run.cache, seq_id, q),

@@ -619,8 +619,9 @@ def check_numpy_integer_arguments(ex):
 
 
 def check_rejects_invalid_arguments(ex):
-    """Odd D, negative positions, base <= 1, bad parents (as many as the drafts, none past int64) and mismatched
-    shapes raise ValueError, changing nothing, for T = 0 as for any T (a fresh cache's float32 first call included)."""
+    """Odd D or D = 0, negative positions, base <= 1, bad parents (as many as the drafts, none past int64) and
+    mismatched shapes raise ValueError, changing nothing, for T = 0 as for any T (a fresh cache's float32 first call
+    included)."""
     rng, c = ex.rng, ex.candidate
     x = _tokens(rng, 3, 2, 6)
     for args, what in [((x[..., :5], [0, 1, 2]), "an odd head dimension 5"),
@@ -632,10 +633,12 @@ def check_rejects_invalid_arguments(ex):
                        ((x, [0, 1, 2], 0.5), "base = 0.5"),
                        ((x, [0, -2**63 - 1, 2]), "a position -2^63 - 1 (negative, past int64)"),
                        ((x[:0, :, :5], []), "0 rows of an odd head dimension 5"),
-                       ((x[:0], [0]), "1 position for 0 rows")]:
+                       ((x[:0], [0]), "1 position for 0 rows"),
+                       ((x[..., :0], [0, 1, 2]), "a head dimension of 0")]:
         expect_rejected(ex, c.rope, *args, call=f"rope with {what}", diagnosis=INVALID)
-    for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 4, 1.0), "base 1.0"),
-                       ((2, 4, -3.0), "base -3.0"), ((2**64, 7), "head_dim 7, num_heads 2^64")]:
+    for args, what in [((2, 7), "head_dim 7"), ((0, 4), "num_heads 0"), ((2, 0), "head_dim 0"),
+                       ((2, 4, 1.0), "base 1.0"), ((2, 4, -3.0), "base -3.0"),
+                       ((2**64, 7), "head_dim 7, num_heads 2^64")]:
         expect_rejected(ex, c.RopeKVCache, *args, call=f"RopeKVCache{args} ({what})", diagnosis=INVALID)
     cache = c.call("RopeKVCache", *SIZES)
     call, what = _refused_first_call(ex, cache)
