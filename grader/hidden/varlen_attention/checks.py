@@ -732,8 +732,9 @@ def _growth(ex, rng, batches) -> Growth | None:
 
 def check_work_grows_per_sequence(ex):
     """Batches of 4, 20 and 72 sequences of one kind (two decode steps and a chunk over ~400 keys each, and
-    an idle sequence holding ~17,000 keys no query sees): a sequence added to a large batch costs about the
-    CPU time of one added to a small batch, as work growing with each sequence's n_q x n_k does."""
+    an idle sequence holding ~68,000 keys no query sees): a sequence added to a large batch costs about the
+    CPU time of one added to a small batch, as work growing with each sequence's n_q x n_k does, and at most
+    30 times the grader's own attention for it."""
     # Judged by the child's CPU time, which the kernel counts and load does not inflate as it does
     # wall time (a waiting process accrues none). The mistake costs work, not memory: every query row
     # scored against all total_k keys, or each sequence's keys found by a scan of all of them, so a
