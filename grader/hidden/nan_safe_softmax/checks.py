@@ -179,15 +179,15 @@ def _settle(ex, judged, explain, message):
     only when it explains every failing case and no passing case rules it out, nor (for a mistake of
     the whole computation) any case an earlier check judged. NaN where a number was due, in any
     failing case, is its own kind."""
-    earlier = ex.evidence.setdefault(explain, [])
+    kept = ex.evidence.setdefault(explain, [])
+    earlier = len(kept)
+    kept.extend(judged)
     failures = sorted(((c, a) for c, a in judged if c.is_off(a)), key=lambda f: f[0].size)
     if not failures:
-        earlier.extend(judged)
         return
     passes = [(c, a) for c, a in judged if not c.is_off(a)]
     case, got = failures[0]
-    explanation = explain(failures, passes + earlier)
-    earlier.extend(judged)
+    explanation = explain(failures, passes + kept[:earlier])
     text = message(case, got) + _also(failures) + name_mistakes(ex, explanation)
     fail(text, case=case.details, kind="nan" if any(c.has_nan(a) for c, a in failures) else "wrong")
 

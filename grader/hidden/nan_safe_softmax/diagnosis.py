@@ -215,19 +215,19 @@ def _fits(got, test, case) -> bool:
 WHOLE_COMPUTATION = frozenset({"overflow_without_max", "missing_scale", "no_rescale_on_merge"})
 
 
-def _not_contradicted(variants, passes) -> list:
-    """The variants that no (case, answer) of ``passes`` rules out: the check's passing cases, and every
+def _not_contradicted(variants, others) -> list:
+    """The variants that no (case, answer) of ``others`` rules out: the check's passing cases, and every
     case earlier checks judged, passing or not (a mistake of the whole computation shows in each)."""
     def contradicted(variant):
-        tests = ((variant.build(case), answer) for case, answer in passes)
+        tests = ((variant.build(case), answer) for case, answer in others)
         return variant.id in WHOLE_COMPUTATION and any(test is not None and not test(answer) for test, answer in tests)
     return [v for v in variants if not contradicted(v)]
 
 
-def explain_softmax(failures, passes=()) -> Explanation:
+def explain_softmax(failures, others=()) -> Explanation:
     """Which known mistakes explain every failing (SoftmaxCase, submitted probabilities), and are
-    not ruled out by a passing one."""
-    return explain(_not_contradicted(SOFTMAX_VARIANTS, passes), failures, right=lambda case: case.want, same=_fits)
+    not ruled out by ``others`` (see :func:`_not_contradicted`)."""
+    return explain(_not_contradicted(SOFTMAX_VARIANTS, others), failures, right=lambda case: case.want, same=_fits)
 
 
 # ---- attention states -----------------------------------------------------------------------
@@ -465,8 +465,8 @@ ATTENTION_VARIANTS = [
 ]
 
 
-def explain_attention(failures, passes=()) -> Explanation:
+def explain_attention(failures, others=()) -> Explanation:
     """Which known mistakes explain every failing (AttentionCase, AttentionAnswer), and are not
-    ruled out by a passing one."""
-    return explain(_not_contradicted(ATTENTION_VARIANTS, passes), failures, right=lambda case: case.right,
+    ruled out by ``others`` (see :func:`_not_contradicted`)."""
+    return explain(_not_contradicted(ATTENTION_VARIANTS, others), failures, right=lambda case: case.right,
                    same=_fits)

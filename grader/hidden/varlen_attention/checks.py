@@ -672,6 +672,11 @@ class Growth:
         return max(self.least_rise / (RISE_LIMIT * yardstick), self.least_marginal / (MARGINAL_LIMIT * yardstick))
 
     @property
+    def grows_with_batch(self) -> bool:
+        """A larger batch past the time limit, or a rise past its bound: the work grows with the whole batch."""
+        return bool(self.too_slow) or self.least_rise > RISE_LIMIT * self.yardstick()
+
+    @property
     def batch_sized(self) -> bool:
         return bool(self.too_slow) or self.excess > 1
 
@@ -779,7 +784,7 @@ def check_work_grows_per_sequence(ex):
             growth = again  # (a call past the time limit leaves no rise to read)
     if growth is None or not growth.batch_sized:
         return  # nothing measured is not evidence either way
-    if growth.too_slow or growth.least_rise > RISE_LIMIT * growth.yardstick():
+    if growth.grows_with_batch:
         ex.diagnose("batch_sized_work", _grown(growth))  # a flat curve names no mistake: its cost alone is known
     fail(f"varlen_attention: {_grown(growth)}", batches[-1].case(ex.seed, D=UNIT_D), kind="efficiency")
 
@@ -794,7 +799,7 @@ def _grown(g: Growth) -> str:
                 f"batches of {done} of the same kind used {cost} ms of CPU per call: the work grows with the whole "
                 "batch (B x total_k, total_q x total_k), not with each sequence's n_q x n_k")
     yardstick = g.yardstick()
-    if g.least_rise <= RISE_LIMIT * yardstick:  # the marginal cost alone
+    if not g.grows_with_batch:  # the marginal cost alone
         return (f"each sequence added to a batch cost {g.marginal(1, 2) * ms:.3g} ms of CPU per call from {s[1]} to "
                 f"{s[2]} sequences, {g.marginal(1, 2) / yardstick:.0f} times the grader's own attention for it "
                 f"({yardstick * ms:.3g} ms; more than {MARGINAL_LIMIT:g} times fails), about as much from {s[0]} "
