@@ -224,10 +224,10 @@ def _not_contradicted(variants, others) -> list:
     return [v for v in variants if not contradicted(v)]
 
 
-def explain_softmax(failures, others=()) -> Explanation:
+def explain_softmax(failures, passes=()) -> Explanation:
     """Which known mistakes explain every failing (SoftmaxCase, submitted probabilities), and are
-    not ruled out by ``others`` (see :func:`_not_contradicted`)."""
-    return explain(_not_contradicted(SOFTMAX_VARIANTS, others), failures, right=lambda case: case.want, same=_fits)
+    not ruled out by ``passes``: passing cases, and the cases earlier checks judged (:func:`_not_contradicted`)."""
+    return explain(_not_contradicted(SOFTMAX_VARIANTS, passes), failures, right=lambda case: case.want, same=_fits)
 
 
 # ---- attention states -----------------------------------------------------------------------
@@ -465,8 +465,8 @@ ATTENTION_VARIANTS = [
 ]
 
 
-def explain_attention(failures, others=()) -> Explanation:
+def explain_attention(failures, passes=()) -> Explanation:
     """Which known mistakes explain every failing (AttentionCase, AttentionAnswer), and are not
-    ruled out by ``others`` (see :func:`_not_contradicted`)."""
-    return explain(_not_contradicted(ATTENTION_VARIANTS, others), failures, right=lambda case: case.right,
+    ruled out by ``passes``: passing cases, and the cases earlier checks judged (:func:`_not_contradicted`)."""
+    return explain(_not_contradicted(ATTENTION_VARIANTS, passes), failures, right=lambda case: case.right,
                    same=_fits)
