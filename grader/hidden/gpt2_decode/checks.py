@@ -494,6 +494,12 @@ def check_uses_the_weights_it_is_handed(ex):
     if not wrong:
         settle(ex, [fresh])
         return
+    _fail_weights(ex, run, got, weights, steps, wrong, other)
+
+
+def _fail_weights(ex, run, got, weights, steps, wrong, other):
+    """Fail uses_the_weights_it_is_handed at its first wrong step; recomputes_past when that step gave the new
+    weights' logits over the whole sequence."""
     n, (P, T) = wrong[0], steps[wrong[0]]
     recomputed = n > 0 and oracle.close(got[n], oracle.logits(weights[n], BASE["n_head"], run.ids[:P + T])[P:])
     if recomputed:
@@ -707,11 +713,14 @@ def check_step_cost_does_not_grow_with_the_past(ex):
 
     read = middle_reading(1.0, reading, COST_TRIES)
     _expect_runs(ex, attempts)
-    if read is None or read[0] < 1.0:
-        return
-    middle = read[1]
+    if read is not None and read[0] >= 1.0:
+        _fail_step_cost(ex, read[1], len(tries))
+
+
+def _fail_step_cost(ex, middle, tries):
+    """Fail step_cost_does_not_grow_with_the_past on its middle try of `tries`, naming recomputes_past."""
     sentence = (f"a one-token step with {_tokens(middle['pasts'][1])} cached used {middle['long'] * 1e3:.3g} ms "
-                f"of CPU time, {' and '.join(_costs_too_much(middle))}, the middle of {len(tries)} tries with "
+                f"of CPU time, {' and '.join(_costs_too_much(middle))}, the middle of {tries} tries with "
                 "fresh tokens and caches: a step does work of the order of a pass over the past, as when the "
                 "cached tokens run through the model again instead of their keys and values being read from the "
                 "cache")
