@@ -119,7 +119,8 @@ def reread(data):
     from .result import Result
 
     result = Result.from_dict(data)
-    if result.levels_hidden:  # a candidate's copy: its levels were blanked on purpose
+    if result.levels_hidden:  # a candidate's copy: its levels were blanked on purpose, so none may be filled in
+        _refuse_levels(data, result)
         return result
     caveats = []
     for e in result.exercises:
@@ -138,6 +139,16 @@ def reread(data):
                        f"{_word(result.overall_level)}; the re-derived level is shown")
     result.caveats = caveats
     return result
+
+
+def _refuse_levels(data, result):
+    """A candidate's copy holds no level: one written into it (a red team filled in strong_hire, which
+    --show-levels then printed) cannot be re-derived from what the copy keeps, so it is refused."""
+    overall = data.get("overall") if isinstance(data.get("overall"), dict) else {}
+    given = [e.id for e in result.exercises if e.level is not None] + (["overall"] if overall.get("level") else [])
+    if given:
+        raise ValueError(f"levels_hidden: a candidate's copy holds no level, but this one gives {given[0]} one "
+                         f"({len(given)} in all); grade again for a result with levels")
 
 
 def _word(level) -> str:

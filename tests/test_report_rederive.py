@@ -158,3 +158,24 @@ def test_a_file_that_is_not_json_or_not_an_object_is_refused(saved, tmp_path):
     for text in ("{", "[]", '"x"', "NaN", json.dumps(saved).replace('"seed": 0', '"seed": 1e400')):
         done = report(tmp_path, saved, text=text)
         assert done.exit_code == 2 and "is not a kvgrade result" in done.output and "Traceback" not in done.output
+
+
+@pytest.mark.parametrize("how", ["hidden_flag_added", "candidate_copy_filled_in"])
+def test_a_level_written_into_a_copy_that_hides_levels_is_refused(saved, tmp_path, how):
+    """Red team 21: a result marked levels_hidden skipped re-deriving, so a level written into it (the weak
+    top-left mask's, set to strong_hire) was shown by --show-levels. A candidate's copy holds no level."""
+    if how == "hidden_flag_added":
+        data = dict(saved, levels_hidden=True)
+    else:
+        copy = tmp_path / "copy.json"
+        made = report(tmp_path, saved, "--feedback", "summary", "--json", copy)
+        assert made.exit_code == 0, made.output
+        data = json.loads(copy.read_text())
+        assert data["levels_hidden"] is True and data["exercises"][0]["level"] is None
+        genuine = report(tmp_path, data, "--show-levels")
+        assert genuine.exit_code == 0 and "strong hire" not in genuine.output, genuine.output
+    data["exercises"][0]["level"] = "strong_hire"
+    done = report(tmp_path, data, "--show-levels", "--feedback", "summary")
+    assert done.exit_code == 2, done.output
+    assert "holds no level" in done.output and "strong hire" not in done.output
+    assert len(done.output.strip().splitlines()) == 1, done.output
