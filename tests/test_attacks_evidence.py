@@ -759,3 +759,61 @@ def test_recomputing_until_the_weights_move_is_seen_by_its_cost(tmp_path, flat):
     assert result.level == "weak", (result.level, failed)
     assert failed.get("step_cost_does_not_grow_with_the_past") == "must_not", failed
     assert "recomputes_past" in [d.id for d in result.diagnoses]
+
+
+# Red team 20 (weak to strong_hire in ring_buffer_window, paged_kv_cache and split_kv_decode): a known-wrong
+# answer that keeps views of its arguments copied only the arrays whose base was an mmap, the memory the grader
+# lends and rewrites after a call; sent arrays sat on a bytearray, so no other call ever showed the mistake.
+MAKE_UP = b'''
+import numpy as np
+
+def make_up(x):
+    """What an answer can read of an argument's memory without walking the interpreter."""
+    chain, base = [], x
+    while base is not None and len(chain) < 8:
+        chain.append(type(base).__name__)
+        base = getattr(base, "base", getattr(base, "obj", None))
+    return [chain, x.flags.owndata, x.flags.writeable, x.flags.c_contiguous]
+'''
+
+
+def test_a_lent_array_looks_like_a_sent_one():
+    """Every array the child receives, sent in a message or lent in shared memory, sits on one neutral base."""
+    import numpy as np
+
+    from grader.sandbox import ModuleToLoad, Sandbox
+
+    box = Sandbox(ModuleToLoad("probe", [("probe.py", MAKE_UP)], []))
+    try:
+        x = np.arange(12.0).reshape(3, 4)
+        sent, lent = box.module.call("make_up", x), box.module.call("make_up", box.lend(x))
+    finally:
+        box.close()
+    assert sent == lent, (sent, lent)
+    assert "mmap" not in str(lent) and "bytearray" not in str(sent), (sent, lent)
+
+
+def test_lent_arrays_cannot_be_picked_out_by_their_base(tmp_path):
+    """The red team's answer itself: ring_buffer_window's defers_writes_by_reference, copying only arrays over an
+    mmap, fails the check that rewrites the caller's buffers."""
+    source = (SOLUTIONS / "mutants" / "ring_buffer_window" / "defers_writes_by_reference.py").read_text()
+    patch = '''
+import mmap as _mmap
+
+def _over_an_mmap(x):
+    while x is not None and not isinstance(x, _mmap.mmap):
+        x = getattr(x, "base", getattr(x, "obj", None))
+    return x is not None
+
+_append = RingKVCache.append
+
+def _append_copying_lent(self, k, v):
+    if _over_an_mmap(k) or _over_an_mmap(v):
+        k, v = np.array(k), np.array(v)
+    return _append(self, k, v)
+
+RingKVCache.append = _append_copying_lent
+'''
+    _, found = _check(_write(tmp_path, "ring_buffer_window", source + patch), "ring_buffer_window",
+                      "keeps_its_own_copy")
+    assert not found.passed, found.message

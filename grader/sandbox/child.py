@@ -20,6 +20,7 @@ import sys
 import traceback
 import types
 import warnings
+import weakref
 import zlib
 
 import numpy
@@ -59,6 +60,7 @@ _read, _write = os.read, os.write
 _crc32, _ndarray, _generic, _refcount = zlib.crc32, np.ndarray, np.generic, sys.getrefcount
 _collect, _logical_not, _may_share_memory = gc.collect, np.logical_not, np.may_share_memory
 _as_ndarray, _list_clear = numpy.ndarray.view, list.clear  # methods of the types themselves: no subclass's
+_finalize, _asarray = weakref.finalize, numpy.asarray
 _LIMITS = {(k, n): (int(numpy.iinfo(f"{k}{n}").min), int(numpy.iinfo(f"{k}{n}").max))
            for k in "iu" for n in (1, 2, 4, 8)}  # a scribble's integer fill, by kind and size
 
@@ -94,7 +96,8 @@ class Host:
         wire.write_frame(self.out_fd, dict(header, id=self.request_id), list(arrays))
 
     def receive(self):
-        return wire.read_frame(self.in_fd, _read)
+        header, arrays = wire.read_frame(self.in_fd, _read)
+        return header, [_neutral(a) for a in arrays]
 
     # objects that stay here travel as handles
     def export(self, value):
@@ -110,10 +113,10 @@ class Host:
         if "$host" in tagged:
             return make_host_proxy(self, tagged, arrays)
         if "$shared" in tagged:  # a caller's own buffer: the grader may rewrite it after the call
-            offset, dtype, shape = tagged["$shared"]
-            key = (offset, dtype, tuple(shape))
+            offset, dtype, shape, layout = tagged["$shared"]
+            key = (offset, dtype, tuple(shape), layout)
             if key not in self.lent_arrays:  # passed again, it is the same array (a memo keyed on identity shows)
-                self.lent_arrays[key] = np.ndarray(key[2], np.dtype(dtype), buffer=self.lent, offset=offset)
+                self.lent_arrays[key] = _neutral(wire.over_memory(self.lent, offset, np.dtype(dtype), key[2], layout))
             return self.lent_arrays[key]
         raise wire.WireError(f"unknown reference {sorted(tagged)}")
 
@@ -132,6 +135,28 @@ class Host:
         if not header.get("ok"):
             raise RuntimeError(header.get("error", "the grader refused the callback"))
         return wire.decode(header["value"], arrays, self.resolve)
+
+
+class _Memory:
+    """The base of every array the child receives, sent or lent: one neutral type whatever owns the bytes
+    (a message's buffer, or the memory the grader lends and may rewrite after the call), so an answer
+    cannot pick out the lent ones by their base and copy only those (a red team did, by finding an mmap
+    under them). Its owner is kept in ``_OWNERS`` for as long as it lives, not on it."""
+    __slots__ = ("__array_interface__", "__weakref__")
+
+
+_OWNERS = {}
+
+
+def _neutral(arr):
+    """The same memory as ``arr``, in the same layout, as an array whose base is a :class:`_Memory`."""
+    if type(arr) is not _ndarray:
+        return arr
+    holder = _Memory()
+    holder.__array_interface__ = arr.__array_interface__
+    _OWNERS[id(holder)] = arr
+    _finalize(holder, _OWNERS.pop, id(holder), None)
+    return _asarray(holder)
 
 
 def make_host_proxy(host, tagged, arrays):

@@ -97,13 +97,23 @@ def laid_out(value, seed: int):
 
 
 def _laid_out_array(value, seed: int):
+    layout = layout_of(value, seed)
+    if layout == "F":
+        return np.asfortranarray(value)
+    return wire.Laid(value, reversed=True) if layout == "reversed" else value
+
+
+def layout_of(value, seed: int) -> str:
+    """The layout ``value`` is sent in ("C", "F" or "reversed"), and lent in (``Sandbox.lend``): a lent
+    array told apart by its layout alone would tell the calls whose buffers the grader rewrites."""
     if isinstance(value, np.ndarray) and 1 < value.size and value.nbytes <= LAID_OUT_BYTES and value.ndim:
         head = np.ascontiguousarray(value.flat[:512])
         pick = zlib.crc32(head.view(np.uint8), zlib.crc32(f"{seed}{value.dtype.str}{value.shape}".encode())) % 4
         if pick == 1 and value.ndim > 1:
-            return np.asfortranarray(value)
-        return wire.Laid(value, reversed=True) if pick == 2 else value
-    return value
+            return "F"
+        if pick == 2:
+            return "reversed"
+    return "C"
 
 
 def close_all(sandboxes):
@@ -484,7 +494,7 @@ class Sandbox:
         sees the caller's own buffer, which the grader can rewrite and read back afterwards without
         asking the child (``shared.py``)."""
         self.start()
-        return self.worker.arena.place(arr)
+        return self.worker.arena.place(arr, layout_of(np.asarray(arr), self.spec.seed))
 
     def helper(self, name: str) -> RemoteObject:
         """A kit helper module imported in the child (e.g. ``gpt2``), to build its objects there."""

@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from .wire import LAYOUTS, over_memory
+
 ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 2.4 MiB, the
 # weights of the runs whose weights change between steps and the arrays that replace them); counts in its address
 # space
@@ -45,8 +47,9 @@ class Arena:
             os.close(self.fd)
             raise
 
-    def place(self, arr: np.ndarray) -> SharedArray:
-        """A copy of ``arr`` in shared memory (C order, same dtype and shape)."""
+    def place(self, arr: np.ndarray, layout: str = "C") -> SharedArray:
+        """A copy of ``arr`` in shared memory (same dtype and shape), laid out in ``layout``: "C", "F" or
+        "reversed" (C order reversed along every axis), as the arrays a call is sent come."""
         arr = np.asarray(arr)
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"only numeric arrays are lent in shared memory, not {arr.dtype}")
@@ -54,7 +57,7 @@ class Arena:
         if offset + arr.nbytes > self.size:
             raise ArenaFull(f"the checks lent more than {self.size >> 20} MiB of buffers to one child")
         self._next = offset + max(arr.nbytes, 1)
-        lent = SharedArray(self, offset, arr.dtype, arr.shape)
+        lent = SharedArray(self, offset, arr.dtype, arr.shape, layout)
         lent.view[...] = arr
         return lent
 
@@ -68,20 +71,23 @@ class Arena:
 class SharedArray:
     """An array in an :class:`Arena`: the child receives it as an ndarray over the same memory."""
 
-    def __init__(self, arena: Arena, offset: int, dtype: np.dtype, shape: tuple):
+    def __init__(self, arena: Arena, offset: int, dtype: np.dtype, shape: tuple, layout: str = "C"):
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
         self.arena, self.offset, self.dtype, self.shape = arena, offset, np.dtype(dtype), tuple(shape)
+        self.layout = layout
 
     @property
     def view(self) -> np.ndarray:
         """The memory as it is now, in the grader's own mapping (writes go straight to the child)."""
-        return np.ndarray(self.shape, self.dtype, buffer=self.arena._map, offset=self.offset)
+        return over_memory(self.arena._map, self.offset, self.dtype, self.shape, self.layout)
 
     def read(self) -> np.ndarray:
         """A copy of what the memory holds now, whatever the child has written there since."""
         return self.view.copy()
 
     def tag(self) -> dict:
-        return {"$shared": [self.offset, self.dtype.str, list(self.shape)]}
+        return {"$shared": [self.offset, self.dtype.str, list(self.shape), self.layout]}
 
     def __repr__(self):
         return f"<lent {self.dtype}[{', '.join(map(str, self.shape))}]>"

@@ -53,6 +53,16 @@ class Laid:
         self.reversed, self.read_only = reversed, read_only
 
 
+LAYOUTS = ("C", "F", "reversed")
+
+
+def over_memory(buffer, offset: int, dtype, shape: tuple, layout: str) -> np.ndarray:
+    """The array of ``shape`` at ``offset`` of ``buffer`` in ``layout``: the one reading of a lent array's
+    memory (``shared.py``), by the grader and by the child alike (numpy's own constructor and indexing only)."""
+    arr = np.ndarray(shape, dtype, buffer=buffer, offset=offset, order="F" if layout == "F" else "C")
+    return arr[(slice(None, None, -1),) * arr.ndim] if layout == "reversed" else arr
+
+
 def mapped(value, leaf):
     """``value`` (arguments: lists, tuples and dicts of values) with ``leaf`` applied to every value that
     is not such a container: the one walk behind every way the grader lays out what it sends."""
