@@ -228,6 +228,19 @@ def test_a_reply_header_of_millions_of_objects_is_refused_within_the_grader_boun
     assert peak_kib < 600 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
 
 
+def test_a_reply_that_widens_when_stacked_is_refused_within_the_grader_bound(tmp_path):
+    """Red team 21: a 25 MB list reply of a thousand bool arrays and one complex256 took the grader to 808 MiB,
+    as numpy widened every array to complex256 when a check read the list as one array. A reply whose arrays
+    would take more than twice their size read together is refused as data the grader cannot read."""
+    source = (SOLUTIONS / "decode_mask.py").read_text() + (
+        "\n\ndef decode_causal_mask(T, S):\n"
+        "    return [np.zeros(24_000, dtype=bool) for _ in range(1000)] + [np.zeros(24_000, dtype=np.clongdouble)]\n")
+    path = _write(tmp_path, "decode_mask", source)
+    check, peak_kib = _graded_in_a_process_of_its_own(path, "dtype_and_shape", only=True)
+    assert not check["passed"] and "read together" in check["message"], check
+    assert peak_kib < 300 * 1024, f"the grader peaked at {peak_kib >> 10} MiB"
+
+
 WHERE = '''
 import os, sys
 

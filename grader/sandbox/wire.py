@@ -32,6 +32,7 @@ MAX_DEPTH = 64  # nesting of lists, tuples and dicts in a value
 HELD_BYTES = 2 << 20  # results the child holds for the ownership probes: the grader's, never charged
 NPY_HEADER_BYTES = 1 << 16  # an array's .npy header (magic, dtype, shape): numpy's own limit is smaller
 MAX_ITEMS = 1 << 20  # JSON values in one header (each costs the reader a Python object)
+STACKED_SLACK_BYTES = 16 << 20  # what a reply's arrays may take read together beyond twice their size
 _LEN = struct.Struct(">Q")
 _WHITESPACE = " \t\n\r"
 _CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -305,6 +306,21 @@ def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
         total += len(part)
         arrays.append(_array(part))
     return header, arrays
+
+
+def refuse_widening(arrays: list) -> None:
+    """Refuse a reply whose arrays, stacked by numpy (``np.asarray`` of a list of them, as a reader of a
+    list reply does), would cost far more than they carry: numpy widens every one to the widest dtype
+    among them, so a thousand bool arrays and one complex256 (a red team's 25 MB reply) took the grader
+    to 808 MiB. Stacked, a reply may take twice its size plus STACKED_SLACK_BYTES; one array is never
+    widened."""
+    if len(arrays) < 2:
+        return
+    carried = sum(a.nbytes for a in arrays)
+    stacked = sum(a.size for a in arrays) * max(a.dtype.itemsize for a in arrays)
+    if stacked > 2 * carried + STACKED_SLACK_BYTES:
+        raise WireError(f"its {len(arrays)} arrays of {carried:,} bytes would take {stacked:,} bytes read "
+                        "together (numpy widens each to the widest dtype among them)")
 
 
 def write_frame(fd: int, header: dict, arrays: list) -> None:

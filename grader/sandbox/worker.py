@@ -193,6 +193,7 @@ class Worker:
                 self._write(wire.frame_parts(header, arrays), deadline)
             while True:
                 reply, reply_arrays = wire.read_frame(self.from_child, self._reader(deadline))
+                wire.refuse_widening(reply_arrays)
                 if reply.get("id") != expected or type(reply.get("id")) is not int:
                     raise BadValue(f"{what}: the candidate process sent a frame out of turn "
                                    f"(for request {str(reply.get('id'))[:20]}, not {expected})")
