@@ -392,7 +392,7 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
 # -- evidence: memory, warnings and CPU time -------------------------------------------------------
 
 
-def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, holds: int = 0, **kwargs):
+def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, on_state: bool = False, **kwargs):
     """(value, bytes over the budget's base or None, reported warnings) of ``target.name(*args, **kwargs)``.
 
     The one place a check takes memory and warnings. The call is an ordinary call (nothing tells
@@ -404,12 +404,11 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
     (``Sandbox.floor_bytes``), the arguments as received and as float64 copies (a cast or a defensive
     copy of its inputs is no forbidden array), twice the answer's own size, and the
     results the child holds for the ownership probes (``wire.HELD_BYTES``). A call
-    on state (``holds``: the bytes of the keys and values the contract lets its cache hold,
-    computed by the check, never asked of the child) is judged twice, and the worse counts: what
-    the call added over the footprint the kernel saw as the request was written, and that
-    footprint over the floor and twice ``holds`` (room for a cache that grows by doubling).
-    A cache that frees spare memory of its own size during a call can hide a copy in that room: a
-    limit the README states (nothing measured from outside tells it from a doubling cache).
+    on state (``on_state``) is judged on what it added over the footprint the kernel saw as the
+    request was written: what the cache held before is its storage, however large (a cache
+    preallocated for 4,096 positions, as Hugging Face's static cache is, is no per-step copy; a red
+    team's was graded one when held memory counted). A cache that frees spare memory during a call,
+    or copies into room it holds, can hide a copy there: a limit the README states.
     Checks compare the figure with what their must-not would cost. ``memory=False`` takes the warnings only
     (``target.with_stats``). None means nothing could be measured, never "fine". Warnings are what
     the child reports: they may count against a candidate, never for one. A call that runs out of
@@ -433,7 +432,7 @@ def measure(ex: ExerciseRun, target, name: str, *args, memory: bool = True, hold
              kind="must_not")
     given = (args, kwargs)
     allowed = _data_bytes(given) + _data_bytes(given, widened=True) + 2 * _data_bytes(value)
-    over = _over_base(ex, stats, allowed, holds) if memory else None
+    over = _over_base(ex, stats, allowed, on_state) if memory else None
     return value, over, list(stats.warnings)
 
 
@@ -496,15 +495,13 @@ def middle_reading(limit: float, reading, times: int = 3) -> tuple | None:
     return sorted(readings, key=lambda r: r[0])[(len(readings) - 1) // 2] if readings else None
 
 
-def _over_base(ex, stats, data: int, holds: int) -> int | None:
+def _over_base(ex, stats, data: int, on_state: bool) -> int | None:
+    if on_state:  # what the call added to the footprint it began with
+        if None in (stats.peak_bytes, stats.before_bytes):
+            return None
+        return max(0, stats.peak_bytes - stats.before_bytes - data)
     floor = ex.sandbox.floor_bytes() if stats.peak_bytes is not None else None
-    if floor is None:
-        return None
-    if not holds:
-        return max(0, stats.peak_bytes - floor - data - HELD_BYTES)
-    if stats.before_bytes is None:
-        return None
-    return max(0, stats.peak_bytes - stats.before_bytes - data, stats.before_bytes - floor - HELD_BYTES - 2 * holds)
+    return None if floor is None else max(0, stats.peak_bytes - floor - data - HELD_BYTES)
 
 
 def _data_bytes(value, widened: bool = False) -> int:

@@ -770,14 +770,14 @@ def _dtype_slip(value, call, dtype) -> str | None:
     return None if None in slips else slips[0]
 
 
-def _typical_peak(ex, cache, H, D, T, parents, times, holds) -> int | None:
+def _typical_peak(ex, cache, H, D, T, parents, times) -> int | None:
     """Median peak bytes of ``times`` steps of T tokens (drafts when ``parents``) on ``cache``,
     measured through checking.measure (None when any step could not be measured)."""
     peaks = []
     for _ in range(times):
         x = _tokens(ex.rng, T, H, D)
         _, peak, _ = measure(ex, ex.candidate, "rope_attention_step", cache, x, x, x,
-                             *([] if parents is None else [parents]), holds=holds)
+                             *([] if parents is None else [parents]), on_state=True)
         peaks.append(peak)
     return None if None in peaks else sorted(peaks)[times // 2]
 
@@ -800,8 +800,7 @@ def check_decode_step_memory(ex):
             x = _tokens(rng, T, H, D)
             ex.candidate.call("rope_attention_step", cache, x, x, x)
         fed = len(cache)
-        holds = 2 * (fed + 64) * H * D * 8  # the cache's keys and values; the measured steps add < 64 tokens
-        peaks.append([_typical_peak(ex, cache, H, D, T, parents, 3, holds) for T, parents, _ in kinds])
+        peaks.append([_typical_peak(ex, cache, H, D, T, parents, 3) for T, parents, _ in kinds])
     grown_keys = (fed - S) * H * D * 8  # the cached keys added between the two lengths
     keys = fed * H * D * 8  # the cached keys at the longer length: a copy of them, however padded
     for (T, parents, what), short, long in zip(kinds, *peaks):
