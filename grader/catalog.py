@@ -137,12 +137,13 @@ class Exercise:
         folder = KIT_ROOT / "solutions" / "variants" / self.id
         return sorted(p for p in folder.glob("*.py") if not p.name.startswith(("_", ".")))
 
-    def mutant(self, diagnosis: str) -> Mutant:
-        """The known-wrong version that shows ``diagnosis`` (e.g. for grading candidate tests)."""
+    def mutant(self, name: str) -> Mutant:
+        """The known-wrong version in one file ``solutions/mutants/<id>/<name>.py`` (e.g. for grading
+        candidate tests, which the rubric's [own_tests] names)."""
         for m in self.mutants:
-            if m.expected_diagnosis == diagnosis and m.path.is_file():
+            if m.name == name and m.path.is_file():
                 return m
-        raise CatalogError(f"no mutant of {self.id} draws {diagnosis}")
+        raise CatalogError(f"{self.id} has no known-wrong version in one file named {name!r}")
 
 
 def _module_constant(path: Path, name: str):

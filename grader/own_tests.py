@@ -1,8 +1,9 @@
 """The candidate's own tests (``test_<id>.py``) as a stage of grading, judged by mutation score.
 
 Which implementations the tests run against is data: the rubric's ``[own_tests]`` section
-names the classic mistake (``classic``) and the behaviour-visible ones (``scored``) by
-diagnosis id; each is a known-wrong version under ``solutions/mutants/<id>/``. The engine
+names the classic mistake (``classic``) and the behaviour-visible ones (``scored``): known-wrong
+versions, each one file ``solutions/mutants/<id>/<name>.py`` that passes the kit's public tests
+(so a copy of the public tests catches none of them: credit is for what a candidate adds). The engine
 runs them (one per variant, plus the correct answers: the reference as it is, and the reference
 handing out every array as a read-only view) once every candidate child of the submission
 has ended, one at a time, and hands the checks a mapping ``{variant: OwnTestsRun}``.

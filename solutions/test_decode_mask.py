@@ -11,9 +11,10 @@ def attention(q, k, v, mask):
     return (weights / weights.sum(axis=-1, keepdims=True)) @ v
 
 
-@pytest.mark.parametrize("T,S", [(1, 1), (1, 9), (5, 37), (4, 4096), (13, 13), (7, 100)])
+@pytest.mark.parametrize("T,S", [(1, 1), (1, 9), (5, 37), (4, 4096), (13, 13), (7, 100), (3, 40_000),
+                                 (3, 2**24 + 6)])
 def test_matches_rule_on_absolute_positions(T, S):
-    expected = np.array([[j <= S - T + i for j in range(S)] for i in range(T)])
+    expected = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]  # key position <= query position
     np.testing.assert_array_equal(decode_causal_mask(T, S), expected)
 
 
@@ -24,6 +25,15 @@ def test_incremental_attention_equals_full_sequence(T, S):
     full = attention(q, k, v, np.tril(np.ones((S, S), bool)))
     step = attention(q[-T:], k, v, decode_causal_mask(T, S))
     np.testing.assert_allclose(step, full[-T:], rtol=1e-12, atol=1e-12)
+
+
+def test_masks_of_one_offset_keep_their_own_shapes():  # a memo must key on T and S, not on S - T alone
+    for T in (1, 2, 5):
+        assert decode_causal_mask(T, T + 3).shape == (T, T + 3)
+
+
+def test_numpy_integer_sizes_work_like_ints():
+    np.testing.assert_array_equal(decode_causal_mask(np.int64(3), np.int32(8)), decode_causal_mask(3, 8))
 
 
 @pytest.mark.parametrize("T,S", [(0, 4), (5, 4), (-1, 3), (1, 0)])

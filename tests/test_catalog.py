@@ -108,3 +108,34 @@ def test_correct_variants_implement_every_function_of_the_stub():
             defined = {n.name for n in ast.parse(path.read_text()).body
                        if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
             assert wanted <= defined, (path, sorted(wanted - defined))
+
+
+def _pytest_exit(folder, ex, implementation, test_file) -> int:
+    """pytest's exit code for ``test_file`` run against ``implementation`` as the exercise module."""
+    for f in ex.folder.glob("*.py"):
+        if f != ex.stub_path:
+            (folder / f.name).write_text(f.read_text())
+    (folder / f"{ex.id}.py").write_text(implementation.read_text())
+    (folder / "test_under_study.py").write_text(test_file.read_text())
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_under_study.py"],
+                          cwd=folder, capture_output=True, text=True, timeout=300).returncode
+
+
+OWN_TESTED = [ex for ex in EXERCISES if ex.rubric.own_tests]
+
+
+@pytest.mark.parametrize("ex", OWN_TESTED, ids=[ex.id for ex in OWN_TESTED])
+def test_own_tests_earn_only_what_the_public_tests_miss(ex, tmp_path):
+    """Every known-wrong version the own-test checks run against passes the kit's public tests, so a copy of
+    them (or the live room's tab left as it opens) catches none; the reference's own tests catch each one.
+    The newcomer pass found the public tests scoring 4 of 4 and meeting both own-test criteria."""
+    declared = ex.rubric.own_tests
+    public = ex.folder / f"test_{ex.id}_public.py"
+    reference_tests = catalog.KIT_ROOT / "solutions" / f"test_{ex.id}.py"
+    assert declared.classic in declared.scored
+    for n, name in enumerate(declared.scored):
+        wrong = ex.mutant(name).module_path
+        (tmp_path / f"p{n}").mkdir(), (tmp_path / f"r{n}").mkdir()
+        assert _pytest_exit(tmp_path / f"p{n}", ex, wrong, public) == 0, f"the public tests catch {name}"
+        assert _pytest_exit(tmp_path / f"r{n}", ex, wrong, reference_tests) == 1, f"the reference tests miss {name}"

@@ -111,14 +111,17 @@ def test_every_declared_variant_is_a_known_mistake_with_a_mutant(ex):
     section = own_tests.declaration(ex)
     assert section is ex.rubric.own_tests  # one source of truth: the typed rubric
     diagnoses = {d.id for d in ex.rubric.diagnoses}
-    assert section.classic in diagnoses and set(section.scored) <= diagnoses
+    assert ex.mutant(section.classic).expected_diagnosis in diagnoses and section.classic in section.scored
+    assert all(ex.mutant(name).path.is_file() for name in section.scored)
     assert 0 < section.strong_hire_score <= 1
     found = own_tests.variants(ex)
     assert list(found)[0] == "reference" and all(path.is_file() for path in found.values())
 
 
 def test_decode_mask_scores_only_behaviour_visible_mistakes():
-    assert "accepts_invalid_sizes" not in own_tests.variants(DECODE_MASK)  # validation only
+    scored = own_tests.variants(DECODE_MASK)
+    assert not [name for name in scored if name not in ("reference", "reference_read_only")
+                and DECODE_MASK.mutant(name).expected_diagnosis == "accepts_invalid_sizes"]  # validation only
 
 
 @pytest.mark.slow
@@ -155,9 +158,10 @@ def test_a_suite_catching_only_top_left_is_hire_and_misses_the_score(submission)
     assert ex.level == "hire" and "t1_only_tests" not in {d.id for d in ex.diagnoses}
     score = _checks(ex)["own_tests_mutation_score"]
     assert not score.passed and score.kind == "tests"
-    assert score.message == "caught 1 of 4 known mistakes; missed: self_excluded, no_mask, offset_off_by_one"
+    missed = "cache_keyed_on_offset, int16_positions, crashes_on_numpy_ints, float32_positions"
+    assert score.message == f"caught 1 of 5 known mistakes; missed: {missed}"
     for text in (terminal.summary(_result(ex)), markdown.render(_result(ex)), html.render(_result(ex))):
-        assert "caught 1 of 4 known mistakes (25%); missed: self_excluded, no_mask, offset_off_by_one" in text
+        assert f"caught 1 of 5 known mistakes (20%); missed: {missed}" in text
 
 
 def _result(ex):
@@ -169,7 +173,7 @@ def test_summary_feedback_shows_nothing_of_the_tests_run(submission):
     ex = _grade(submission, SNOOPING, OWN_CHECKS)
     detail = _result(ex)
     assert "test_source_has_tril" in json.dumps(detail.to_dict())  # the set-aside test, by name
-    assert "own tests: caught 0 of 4" in terminal.summary(detail)
+    assert "own tests: caught 0 of 5" in terminal.summary(detail)
     safe = for_candidate(detail)
     assert safe.exercises[0].own_tests is None
     for text in (terminal.summary(safe), markdown.render(safe), html.render(safe), json.dumps(safe.to_dict())):
@@ -190,7 +194,7 @@ def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     folder = next(m.path for m in DECODE_MASK.mutants if m.expected_diagnosis == "t1_only_tests")
     ex = _grade(submission, (folder / "test_decode_mask.py").read_text(), OWN_CHECKS)
     assert "t1_only_tests" in {d.id for d in ex.diagnoses}
-    assert "top_left_alignment" in ex.own_tests["missed"]
+    assert "top_left_past_one_query" in ex.own_tests["missed"]
 
 
 @pytest.mark.slow
@@ -240,7 +244,7 @@ def test_a_suite_may_use_hypothesis_and_runs_with_no_plugin_loaded(tmp_path):
     (tmp_path / "test_decode_mask.py").write_text(PROPERTY_SUITE)
     reference = own_tests.run(tmp_path / "test_decode_mask.py", DECODE_MASK.reference_path, DECODE_MASK, Limits())
     assert reference.outcome == "ran" and len(reference.tests) == 2 and not reference.failed, reference
-    top_left = own_tests.variants(DECODE_MASK)["top_left_alignment"]
+    top_left = own_tests.variants(DECODE_MASK)["top_left_past_one_query"]
     assert own_tests.run(tmp_path / "test_decode_mask.py", top_left, DECODE_MASK, Limits()).failed == {
         "test_the_last_query_sees_every_key"}
 

@@ -170,8 +170,9 @@ def check_own_tests_catch_top_left(ex):
     """Your test_decode_mask.py fails on a top-left aligned mask."""
     own_tests.expect_classic_caught(ex, diagnosis=(
         "t1_only_tests",
-        "your tests pass on a top-left mask, np.tril(np.ones((T, S))): they only try shapes where it "
-        "agrees with the right one (T = S, or a single key); add a case with 1 < T < S"))
+        "your tests pass on a mask that sees every key for one query and is top-left, np.tril(np.ones((T, S))), "
+        "for a chunk: they only try shapes where it agrees with the right one (T = 1, T = S, or a single key); "
+        "add a case with 1 < T < S"))
 
 
 check_own_tests_mutation_score = own_tests.check_own_tests_mutation_score
