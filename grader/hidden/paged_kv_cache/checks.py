@@ -29,7 +29,7 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | a full shared block is never copied | operation_sequences (block count, efficiency) |
 | free returns a block when no other holder is left | operation_sequences |
 | stale slots past seq_len hold any finite value, never attended | attention_extreme_scores |
-| block_table returns a copy | (the toolkit's ownership probes) |
+| block_table returns the caller's own array (a copy, or a read-only view) | (the toolkit's ownership probes) |
 | ids are ints; after free an id may be added again (a new sequence: nothing kept per id | operation_sequences |
 | outlives free, in paged_attention too) | (every drawing: ids freed, added again or forked into, attended) |
 | all four sizes >= 1, as large as memory allows (block sizes past 512, 1024, 4096) | attention_edges, single_sequence |
