@@ -30,7 +30,7 @@ from .notes import Notes, NotesError
 from .plugin import CollectChecks, check_id
 from .render.common import neutralized
 from .result import CheckResult, ExerciseResult, Result
-from .rubric import judge, record
+from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .sandbox.client import close_all
 from .submission import Refused, candidate_files, locate, open_submission, shown_path, skipped_links
@@ -236,7 +236,7 @@ def build_result(exercise: Exercise, facts: ExerciseFacts, required: bool,
                             hints_offered=len(rubric.hints), interviewer=interview.sheet(exercise),
                             hints_given=[i + 1 for i in notes.hints(exercise.id)] if notes else [],
                             output_note=facts.output_note,
-                            rubric=record(rubric, exercise.id, exercise.rubric_path.read_bytes()))
+                            rubric=own_tests.judged_record(exercise))
     if facts.module is None or not facts.attempted:
         result.error = "no module found" if facts.module is None else "every function still raises NotImplementedError"
         if required:

@@ -184,13 +184,13 @@ def _restore(e) -> list[str]:
     result saved before rubrics were stored is judged with the kit's current one. Says when the
     kit's rubric is not the one the result was judged with."""
     from . import catalog, interview
-    from .rubric import record
+    from .own_tests import judged_record
 
     try:
         exercise = catalog.get(e.id)
     except KeyError:
         return [f"{e.id}: this kit has no such exercise; its report lacks the rubric's words"] if e.rubric else []
-    current = record(exercise.rubric, e.id, exercise.rubric_path.read_bytes())
+    current = judged_record(exercise)
     words = {c.id: c.text for c in exercise.rubric.criteria}
     for c in e.criteria:
         c.text = c.text or words.get(c.id, "")

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .catalog import CatalogError, Exercise
 from .checking import fail, plural
-from .rubric import OwnTests, Rubric
+from .rubric import OwnTests, Rubric, record
 from .sandbox import CandidateFault, Limits, relay
 from .sandbox.launch import RUNTIME_DIR, Scratch, kill, spawn
 
@@ -79,6 +79,13 @@ def rubric_for(exercise: Exercise) -> Rubric:
         replace(c, checks=tuple(k for k in c.checks if not k.startswith(CHECK_PREFIX)), text=f"{c.text} ({NOT_JUDGED})")
         if any(k.startswith(CHECK_PREFIX) for k in c.checks) else c for c in rubric.criteria)
     return replace(rubric, criteria=criteria)
+
+
+def judged_record(exercise: Exercise) -> dict:
+    """The rubric record a result stores (``rubric.record``): of :func:`rubric_for`, the rubric this build
+    judges with. ``report`` compares a saved result's record with this one, so a grader-only build's own
+    results never read as edited."""
+    return record(rubric_for(exercise), exercise.id, exercise.rubric_path.read_bytes())
 
 
 def variants(exercise: Exercise) -> dict[str, Path]:

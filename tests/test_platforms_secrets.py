@@ -251,6 +251,11 @@ def test_the_grader_only_build_grades_and_says_what_it_cannot_judge(grader_only_
     assert not [c for c in decode["checks"] if c["id"].startswith("own_tests")]
     assert tree["level"] == "weak" and "triangle_tree_mask" in {d["id"] for d in tree["diagnoses"]}
     assert not decode.get("interviewer", {}).get("hints") and not decode.get("follow_ups")  # no sheet text at all
+    saved = tmp_path / "result.json"  # its own result, reported again by the same build: not "edited"
+    saved.write_text(graded.stdout)
+    again = subprocess.run([str(venv / "bin" / "python"), "-m", "grader", "report", str(saved)], capture_output=True,
+                           text=True, timeout=600, check=False, cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "caution" not in again.stdout and "edited" not in again.stdout, again.stdout
 
 
 def test_without_a_reference_an_unexpected_error_has_no_verdict(monkeypatch):
