@@ -7,7 +7,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 
 import numpy as np
@@ -32,11 +31,9 @@ def planted_secret(monkeypatch):
 
 
 def grade(folder, exercises=("decode_mask",), **kwargs):
-    started = time.monotonic()
     result = engine.grade(folder, list(exercises), seed=3, limits=FAST, **kwargs)
     text = json.dumps(result.to_dict())
     assert SECRET not in text, "the grader's environment leaked into the result"
-    assert time.monotonic() - started < 60
     return result, text
 
 

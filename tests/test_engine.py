@@ -1,6 +1,5 @@
 """Grading whole submissions: statuses, levels, diagnoses, limits and reproducibility."""
 import json
-import time
 
 import numpy as np
 import pytest
@@ -36,14 +35,11 @@ def test_top_left_with_weak_tests_is_weak_and_named(top_left_example):
 
 @pytest.mark.slow
 def test_a_hang_is_reported_within_the_limit_and_other_checks_are_graded():
-    start = time.monotonic()
     ex = engine.grade(EXAMPLES / "hangs", ["decode_mask"], limits=FAST, seed=0).exercise("decode_mask")
-    elapsed = time.monotonic() - start
     assert ex.status == "graded" and ex.level == "weak"
     by_id = {c.id: c for c in ex.checks}
     assert "did not finish within 2 s" in by_id["chunked_prefill"].message
-    assert by_id["plain_decode"].passed and by_id["prefill"].passed
-    assert elapsed < 30
+    assert by_id["plain_decode"].passed and by_id["prefill"].passed  # bounded by the call limit, not a stopwatch
 
 
 def test_a_missing_module_is_not_attempted(tmp_path):
