@@ -123,3 +123,21 @@ def test_no_module_binds_a_top_level_name_twice():
         if again:
             twice[str(path.relative_to(KIT))] = again
     assert not twice, twice
+
+
+def test_the_architecture_table_names_every_module():
+    """README's "How a grading run works" table: every module of grader/ is named in some row, by its file name or
+    its package's folder (`grader/render/`; an exercise's checks by `grader/hidden/ID/`), so the table keeps up."""
+    table = README.split("## How a grading run works", 1)[1].split("**The Python API**", 1)[0]
+    rows = "\n".join(line for line in table.splitlines() if line.startswith("|"))
+    grader = KIT / "grader"
+    unnamed = []
+    for path in sorted(grader.rglob("*.py")):
+        rel = path.relative_to(grader)
+        if path.name in ("__init__.py", "__main__.py") or rel.parts[0] in ("templates",) or (
+                rel.parts[0] == "hidden" and len(rel.parts) > 2):  # an exercise's checks: grader/hidden/ID/
+            continue
+        folder = f"`grader/{rel.parent.as_posix()}/`"  # a package's row names it (render/, room/, platforms/)
+        if path.name not in rows and not (len(rel.parts) > 1 and folder in rows):
+            unnamed.append(rel.as_posix())
+    assert unnamed == [], unnamed

@@ -1051,9 +1051,13 @@ def check_returns_arrays(ex):
 
 
 def _state_snapshot(run):
+    """What a caller can observe of the cache: tables, lengths, the free count, and every live sequence's keys and
+    values read through its table, as bytes (storage that holds no token may hold anything, NaN included: a
+    pool made with np.empty is no change; red team 23 had one graded hire when whole pools were compared)."""
     layout = run.read_layout("")
+    tokens = {s: tuple(x.tobytes() for x in layout.gather(s)) for s in layout.tables}
     return ({s: t.tolist() for s, t in layout.tables.items()}, dict(layout.lens),
-            run.cache.call("num_free_blocks"), layout.key_pool.copy())
+            run.cache.call("num_free_blocks"), tokens)
 
 
 REJECTED = "an invalid call must say what is wrong and leave the cache as it was"
@@ -1132,7 +1136,5 @@ def _expect_unchanged(run, before, what):
         after = _state_snapshot(run)
     except CheckFailure as exc:  # the cache no longer reads as the sequences it held
         fail(f"the rejected call ({what}) changed the cache: then {exc}", run.case(), kind="hygiene")
-    same = (after[0] == before[0] and after[1] == before[1] and after[2] == before[2]
-            and np.array_equal(after[3], before[3]))
-    if not same:
+    if after != before:
         fail(f"the rejected call ({what}) changed the cache", run.case(), kind="hygiene")
