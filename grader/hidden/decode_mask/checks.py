@@ -167,7 +167,7 @@ check_own_tests_pass_on_reference = own_tests.check_own_tests_pass_on_reference
 
 
 def check_own_tests_catch_top_left(ex):
-    """Your test_decode_mask.py fails on a top-left aligned mask."""
+    """Your test_decode_mask.py fails on the classic wrong mask, one the public tests cannot tell from the right one."""
     own_tests.expect_classic_caught(ex, diagnosis=(
         "t1_only_tests",
         "your tests pass on a mask that sees every key for one query and is top-left, np.tril(np.ones((T, S))), "

@@ -149,7 +149,7 @@ def check_ragged_tiles(ex):
 
 
 def check_plain_decode(ex):
-    """T = 1: the single query sees every key, so every tile is FULL."""
+    """T = 1: one query after a cache of S keys, in tiles of every size."""
     cases = [Case(1, 1, 1, 1), Case(1, 37, 1, 8), Case(1, 130, 4, 12), Case(1, 4099, 1, 128),
              Case(1, 1000, 64, 96)]
     cases += [Case(1, odd_size(ex.rng, 2, 3000), 16, int(ex.rng.integers(3, 200))) for _ in range(4)]

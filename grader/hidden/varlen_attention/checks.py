@@ -977,7 +977,7 @@ def check_decode_mask_random_padding(ex):
 
 
 def check_decode_mask_without_padding(ex):
-    """No padding: T = S is a prefill triangle, T < S the bottom rows of it."""
+    """No padding: a batch of real tokens only, with T = S and with T < S."""
     rng = ex.rng
     S = odd_size_closed(rng, 5, 30)
     cases = [(padded([0, 0], S), S), (padded([0, 0, 0], S, as_int=True), int(rng.integers(2, S))),
