@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from . import catalog, engine, plainfile, timeline
+from . import engine, plainfile, timeline, workspace
 from .engine import fresh_seed
 from .notes import Notes, NotesError, apply as apply_notes, reread, template
 from .render.common import neutralized
@@ -26,6 +26,7 @@ from .render.formats import FORMATS, render, shown as _shown
 from .result import Result
 from .sandbox import IsolationError, Limits, require_isolation
 from .submission import SubmissionError
+from .workspace import workspace_set
 
 __all__ = ["FORMATS", "IsolationError", "Notes", "NotesError", "ResultError", "SubmissionError", "batch", "fresh_seed",
            "grade", "load", "notes_template", "record_notes", "report", "shown", "workspace_set"]
@@ -42,32 +43,25 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
 
     ``exercises``: the interview set (each required); None is self-study, where a workspace made
     by ``kvgrade start`` shows only its own exercises (never required: the candidate controls
-    that record). ``checks``: run only these check ids of the one exercise given. ``warn`` gets
-    one line for each thing worth saying that is not an error. In a workspace, the run is
-    logged and the result carries the session's timeline. ``live``: the live room's run.
+    that record), and one exercise's folder of a workspace only that exercise. ``checks``: run only
+    these check ids of the one exercise given. ``warn`` gets one line for each thing worth saying
+    that is not an error. In a workspace (or one exercise's folder of it), the run is logged and the
+    result carries the session's timeline. ``live``: the live room's run. ``engine_options`` go to
+    ``engine.grade`` (``limits``, ``blame_reference``).
     """
     warn = warn or _quiet
     result = engine.grade(submission, exercises or None, seed=seed, notes=notes, only_checks=checks,
                           progress=progress, live=live, **engine_options)
     result.feedback = "detail"
-    root = Path(submission)
-    shown = workspace_set(root) if not exercises and not checks else None
-    if shown is not None:
+    root, shown, note = workspace.exercises_shown(Path(submission))
+    if shown is not None and not exercises and not checks:  # -e chooses what is shown; the set only filters
         result.exercises = [e for e in result.exercises if e.id in shown]
-        warn(f"showing this workspace's exercises ({', '.join(shown)}); -e ID grades others")
-    if not checks and timeline.is_workspace(root):
+        warn(note)
+    if not checks and root is not None:
         _log_attempt(root, result, warn)
     for problem in notes.problems(result) if notes else []:
         warn(problem)
     return result
-
-
-def workspace_set(root: Path) -> list[str] | None:
-    """The exercises a workspace was made with (None: not a workspace, or it names none we know)."""
-    record = timeline.read_workspace(root) if Path(root).is_dir() else None
-    known = {e.id for e in catalog.exercises()}
-    chosen = [e for e in (record or {}).get("exercises", []) if e in known]
-    return chosen or None
 
 
 def batch(paths: list[str | Path], out_dir: str | Path = "kvgrade-batch", exercises: list[str] | None = None, *,

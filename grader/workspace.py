@@ -100,3 +100,26 @@ def bundle(out: str | Path, exercise_ids: list[str] | None = None) -> list[catal
                 if path.is_file():
                     zf.write(path, path.relative_to(root.parent))
     return chosen
+
+
+def workspace_set(root: Path) -> list[str] | None:
+    """The exercises a workspace was made with (None: not a workspace, or it names none we know)."""
+    record = timeline.read_workspace(root) if Path(root).is_dir() else None
+    known = {e.id for e in catalog.exercises()}
+    chosen = [e for e in (record or {}).get("exercises", []) if e in known]
+    return chosen or None
+
+
+def exercises_shown(path: Path) -> tuple[Path | None, list[str] | None, str | None]:
+    """(the workspace a self-study grading of ``path`` belongs to, the exercises to show, the line saying so).
+    A workspace shows its own set; one exercise's folder of a workspace shows that exercise alone, and its
+    runs are the workspace's (a newcomer graded ``ws/decode_mask`` from inside it and saw eleven others "not
+    attempted", and no run logged). (None, None, None) for any other submission."""
+    if Path(path).is_dir() and timeline.is_workspace(path):
+        chosen = workspace_set(path)
+        return path, chosen, chosen and f"showing this workspace's exercises ({', '.join(chosen)}); -e ID grades others"
+    here = path.resolve() if path.is_dir() else None
+    if here is not None and here.name in (workspace_set(here.parent) or ()):
+        return here.parent, [here.name], (f"grading {here.name} alone, one exercise's folder of the workspace "
+                                          f"{here.parent.name}; grade the workspace for all its exercises")
+    return None, None, None

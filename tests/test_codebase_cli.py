@@ -144,6 +144,38 @@ def test_a_workspace_shows_its_own_exercises_and_requires_none(tmp_path):
     assert [(e["id"], e["required"]) for e in chosen["exercises"]] == [("decode_mask", True)]
 
 
+@pytest.mark.slow
+def test_one_exercise_folder_of_a_workspace_shows_that_exercise_and_logs_the_run(tmp_path):
+    """A newcomer ran `kvgrade grade .` inside ws/decode_mask: eleven other exercises "not attempted", no run
+    logged. Now the folder grades as that exercise of its workspace, in one line."""
+    from grader import timeline
+    ws = tmp_path / "ws"
+    assert invoke("start", ws, "-e", "decode_mask,tree_mask").exit_code == 0
+    (ws / "decode_mask" / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    ran = kvgrade("grade", ".", "--json", "-", cwd=ws / "decode_mask")
+    assert ran.returncode == 0, ran.stderr
+    assert [e["id"] for e in json.loads(ran.stdout)["exercises"]] == ["decode_mask"]
+    assert "grading decode_mask alone, one exercise's folder of the workspace ws" in ran.stderr
+    assert [a["exercise"] for a in timeline.attempts(ws)] == ["decode_mask"]
+
+
+@pytest.mark.slow
+def test_batch_shows_a_workspace_as_grade_does_and_writes_nothing_into_it(tmp_path):
+    """`batch` over a workspace listed all twelve exercises, nine outside its set "not attempted"."""
+    from grader import timeline
+    ws = tmp_path / "cohort" / "gina"
+    ws.parent.mkdir()
+    assert invoke("start", ws, "-e", "decode_mask,tree_mask").exit_code == 0
+    (ws / "decode_mask" / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    (ws.parent / "bob").mkdir()  # a second student: the cohort folder is a folder of submissions
+    (ws.parent / "bob" / "decode_mask.py").write_text((SOLUTIONS / "decode_mask.py").read_text())
+    ran = kvgrade("batch", tmp_path / "cohort", "--out", tmp_path / "out", "--jobs", "1", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    saved = json.loads((tmp_path / "out" / "gina" / "result.json").read_text())
+    assert [e["id"] for e in saved["exercises"]] == ["decode_mask", "tree_mask"]
+    assert timeline.attempts(ws) == []
+
+
 def test_api_grade_forwards_live_to_the_engine(monkeypatch, tmp_path):
     """The live room calls api.grade(..., live=True): the engine gets it."""
     seen = {}
