@@ -289,3 +289,15 @@ def test_a_pinned_spec_is_installed_at_run_time_and_nothing_of_the_kit_is_commit
     files = [p for p in (tmp_path / "starter").rglob("*") if p.is_file()]
     assert answers_among(files, tmp_path, answer_digests()) == []
     assert spec in (tmp_path / "starter" / ".github" / "workflows" / "classroom.yml").read_text()
+
+
+@pytest.mark.parametrize("args,code", [(["--help"], 0), (["-h"], 0), (["--bogus"], 2), ([], 2)])
+def test_the_grader_only_build_takes_no_option_for_a_folder(tmp_path, args, code):
+    """A newcomer's `python -m grader.platforms.grader_only --help` built the package into a folder named
+    `--help`: options are options, errors are one `Error:` line, and nothing is written either way."""
+    ran = subprocess.run([sys.executable, "-m", "grader.platforms.grader_only", *args], capture_output=True,
+                         text=True, timeout=120, check=False, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert ran.returncode == code, ran.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert ("usage: python -m grader.platforms.grader_only OUT_DIR" in ran.stdout) if code == 0 else (
+        ran.stderr.splitlines()[-1].startswith("Error: "))

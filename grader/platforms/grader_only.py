@@ -101,10 +101,21 @@ def _value(value) -> str:
     raise PackageError(f"a rubric value of type {type(value).__name__} cannot be written")
 
 
+USAGE = "usage: python -m grader.platforms.grader_only OUT_DIR"
+HELP = (f"{USAGE}\n\n  Build {NAME}, the grader without references, known-wrong versions or interviewer texts, as an\n"
+        "  sdist in OUT_DIR (made when missing; its parent must exist), for a GitHub Classroom workflow to\n"
+        "  install (kvgrade classroom --install).")
+
+
 def main(argv: list[str]) -> int:
-    """The README's rule for output paths: OUT_DIR's parent must exist; OUT_DIR is made when missing."""
-    if len(argv) != 1:
-        print("usage: python -m grader.platforms.grader_only OUT_DIR", file=sys.stderr)
+    """The README's rule for output paths: OUT_DIR's parent must exist; OUT_DIR is made when missing. Errors
+    are one line, as the CLI's: ``Error: ...``, exit 2."""
+    if argv in (["-h"], ["--help"]):
+        print(HELP)
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):  # an option is never a folder name (`--help/` was built)
+        problem = f"no such option: {argv[0]}" if argv and argv[0].startswith("-") else "give one OUT_DIR"
+        print(f"{USAGE}\nError: {problem}", file=sys.stderr)
         return 2
     out = Path(argv[0])
     try:
@@ -112,10 +123,10 @@ def main(argv: list[str]) -> int:
             out.mkdir()  # never its parents: a typo is an error, not a new folder tree
         built = build(out)
     except OSError as exc:
-        print(f"kvgrade: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"Error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except PackageError as exc:
-        print(f"kvgrade: {exc}", file=sys.stderr)
+        print(f"Error: {exc}", file=sys.stderr)
         return 2
     print(f"{NAME} {__version__}: {built} (publish it, then: kvgrade classroom DIR --install "
           f"'{NAME}=={__version__}' or a URL to it with #sha256=...)")
