@@ -316,8 +316,8 @@ class _BatchStream:
 
     def start(self, total: int, out_dir):
         self.total = total
-        click.echo(f"grading {total} submissions into {out_dir} (unchanged ones already graded there are skipped)",
-                   err=True)
+        click.echo(f"grading {plural(total, 'submission')} into {out_dir} (unchanged ones already graded there are "
+                   "skipped)", err=True)
 
     def __call__(self, row: dict):
         self.done += 1

@@ -59,7 +59,8 @@ def grade(submission: str | Path, exercise_ids: list[str] | None = None, seed: i
     beyond the prompt's cases is then observed, not automatic (rubrics/README.md).
     """
     seed = fresh_seed() if seed is None else seed
-    with interruption.ended_by_signals(), open_submission(submission) as root:  # a folder or a .zip, read safely
+    # a folder or a .zip, read safely; its errors name the interview set's ids
+    with interruption.ended_by_signals(), open_submission(submission, exercise_ids) as root:
         result = _grade_root(root, submission, exercise_ids, seed, notes, only_checks, limits,
                              progress, blame_reference, live)
     return neutralized(result)  # candidate text enters here: made safe once, before any caller sees it

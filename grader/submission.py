@@ -186,7 +186,7 @@ def _why_no_module(folder: Path) -> str:
     found = f"; {named} {'holds' if len(holding) == 1 else 'hold'} exercise modules" if holding else ""
     return (f"; its top holds {len(entries)} entries ({', '.join(e.name + '/' * e.is_dir() for e in entries[:5])}"
             f"{', ...' if len(entries) > 5 else ''}), and only a single top folder is looked through{found}: "
-            "grade the folder you mean on its own, or a zip that holds it alone")
+            "submit the folder you mean on its own, or a zip that holds it alone")
 
 
 def exercise_root(folder: Path) -> Path:
@@ -246,16 +246,17 @@ def skipped_links(root: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def open_submission(path: str | Path):
+def open_submission(path: str | Path, expected: list[str] | None = None):
     """Yield the root folder to grade: ``path`` itself, or a private copy of a zip's contents
-    (removed on exit); a single top folder is looked through. Raises SubmissionError."""
+    (removed on exit); a single top folder is looked through. Raises SubmissionError, naming the
+    ``expected`` exercise ids (the interview set) or else every one."""
     path = Path(path)
     if path.suffix.lower() == ".zip" and path.is_file():
         with tempfile.TemporaryDirectory(prefix=UNPACKED_PREFIX) as unpacked:
             _unzip(path, Path(unpacked))
-            yield _with_modules(Path(unpacked), path)
+            yield _with_modules(Path(unpacked), path, expected)
         return
-    yield _with_modules(check_root(path).resolve(), path)
+    yield _with_modules(check_root(path).resolve(), path, expected)
 
 
 def shown_path(path: Path, root: Path, submission: str | Path) -> str:
@@ -268,12 +269,15 @@ def shown_path(path: Path, root: Path, submission: str | Path) -> str:
     return str(Path(submission) / Path(path).relative_to(base))
 
 
-def _with_modules(folder: Path, shown: Path) -> Path:
+def _with_modules(folder: Path, shown: Path, expected: list[str] | None = None) -> Path:
+    if next(folder.iterdir(), None) is None:  # an empty zip (an empty folder is refused by check_root alike)
+        raise SubmissionError(f"{shown} is empty; a submission holds <id>/<id>.py or <id>.py "
+                              "for each exercise attempted")
     root = exercise_root(folder)
     if not _holds_module(root):
-        ids = _exercise_ids()
+        ids = expected or _exercise_ids()
         raise SubmissionError(f"{shown} holds no exercise module (expected <id>.py or <id>/<id>.py, "
-                              f"for <id> one of {', '.join(ids)}){_why_no_module(folder)}")
+                              f"for <id> {'one of ' if len(ids) > 1 else ''}{', '.join(ids)}){_why_no_module(folder)}")
     return root
 
 

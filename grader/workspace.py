@@ -71,10 +71,9 @@ def start(directory: str | Path, exercise_ids: list[str] | None = None,
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise WorkspaceError(f"{target} already exists and is not an empty folder; choose a new one")
     target.mkdir(exist_ok=True)
-    if classroom_command:
-        chosen = _fill(target, exercise_ids, "classroom", ".", classroom_command)
-    else:
-        chosen = _fill(target, exercise_ids, "workspace", str(directory))
+    if classroom_command:  # no session record: its start would be when staff made the template, weeks before a
+        return _fill(target, exercise_ids, "classroom", ".", classroom_command)  # student's first run
+    chosen = _fill(target, exercise_ids, "workspace", str(directory))
     try:
         timeline.create(target, [e.id for e in chosen], minutes)
     except timeline.LogError as exc:

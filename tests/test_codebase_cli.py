@@ -107,6 +107,13 @@ def zipped(tmp_path, files: dict) -> Path:
     return archive
 
 
+def test_an_empty_zip_is_said_to_be_empty_as_an_empty_folder_is(tmp_path):
+    empty = zipped(tmp_path, {})
+    out = invoke("grade", empty, "-e", "decode_mask")
+    assert out.exit_code == 2 and f"{empty} is empty" in out.output and "holds no exercise" not in out.output
+    assert len(out.output.strip().splitlines()) == 1, out.output
+
+
 def test_a_zip_with_two_top_folders_names_them_and_the_rule(tmp_path):
     archive = zipped(tmp_path, {"take_home/decode_mask.py": (SOLUTIONS / "decode_mask.py").read_text(),
                                 "scratch/notes.py": "x = 1\n"})

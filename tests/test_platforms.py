@@ -144,6 +144,9 @@ def test_a_submission_without_modules_scores_zero_with_the_reason(autograder_zip
     results = json.loads((runner.parent / "results" / "results.json").read_text())
     jsonschema.validate(results, GRADESCOPE_RESULTS)
     assert results["score"] == 0 and "holds no exercise module" in results["output"]
+    # the student's own words for it: no autograder folder, only the assignment's ids (a newcomer's pass)
+    assert str(runner.parent) not in results["output"] and "submission holds no" in results["output"]
+    assert "decode_mask" in results["output"] and "fused_attention" not in results["output"], results["output"]
 
 
 @pytest.mark.slow
@@ -203,6 +206,20 @@ def test_the_workflow_parses_and_names_only_allowed_actions(starter):
     assert grader["with"]["setup-command"] == "pip install kvgrade-grader==0.1.0"  # installed at run time
     assert not list(starter.rglob("*.tar.gz"))  # nothing of the kit is committed into the starter
     assert (starter / "decode_mask" / "decode_mask.py").is_file() and (starter / "README.md").is_file()
+
+
+@pytest.mark.slow
+def test_the_starter_keeps_no_session_and_says_what_its_grader_runs(starter):
+    """A newcomer's pass: every student run said "started <when staff made the template>" and spoke of an
+    interviewer, and the README called own tests "part of the grade", which the grader-only build cannot run."""
+    assert not (starter / ".kvgrade").exists()
+    readme = (starter / "README.md").read_text()
+    assert "It has a prompt" in readme and "part of the grade" not in readme
+    assert "this assignment's grader does not run them" in " ".join(readme.split())
+    shutil.copyfile(SOLUTIONS / "decode_mask.py", starter / "decode_mask" / "decode_mask.py")
+    ran = kvgrade("grade", str(starter), "-e", "decode_mask", "--seed", "9")
+    assert ran.returncode == 0, ran.stderr
+    assert "started" not in ran.stdout and "interviewer" not in ran.stdout, ran.stdout
 
 
 def run_workflow_command(starter: Path, tmp_path: Path) -> subprocess.CompletedProcess:

@@ -116,10 +116,12 @@ def results_for(root: Path) -> dict:
 
     config = json.loads((root / "source" / CONFIG).read_text())
     require_isolation(trust=False)
+    path = submission_path(root / "submission")
     try:
-        result = grade(submission_path(root / "submission"), config["exercises"] or None, seed=config["seed"])
-    except SubmissionError as exc:
-        return {"score": 0.0, "output": f"Your submission could not be graded: {exc}", "visibility": "visible",
+        result = grade(path, config["exercises"] or None, seed=config["seed"])
+    except SubmissionError as exc:  # the student's upload by its own name, not the autograder's folder
+        why = str(exc).replace(str(path), path.name)
+        return {"score": 0.0, "output": f"Your submission could not be graded: {why}", "visibility": "visible",
                 "stdout_visibility": "hidden", "tests": []}
     data = gradescope.render(shown(result, "summary", config["show_levels"]))
     for test in data["tests"]:
