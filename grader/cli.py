@@ -39,17 +39,29 @@ def _seed_words(seed) -> str:
 
 # -- options, each declared once ---------------------------------------------------------------
 
-EXERCISES = click.option(
-    "-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
-    help="Only this exercise (repeatable, or comma-separated): the interview set. Default: all.")
-def _seed_option(default: str):
+def _exercises_option(what: str, default: str):
+    return click.option("-e", "--exercise", "exercises", multiple=True, callback=_exercise_ids, metavar="ID[,ID]",
+                        help=f"{what} (repeatable, or comma-separated). {default}")
+
+
+# -e and --seed say what they mean to each command: a newcomer read "the interview set" under verify
+EXERCISES = _exercises_option("Only these exercises, each one required: the interview set",
+                              "Default: every one found (in a workspace, its own), none required.")
+KIT_EXERCISES = _exercises_option("Only these exercises", "Default: all.")
+ASSIGNMENT_EXERCISES = _exercises_option("The assignment's exercises, each one required", "Default: all.")
+ROOM_EXERCISES = _exercises_option("The interview set", "Required to start a session; a resumed one keeps its own.")
+
+
+def _seed_option(default: str, kept: str = "in the result and in every rerun line"):
     return click.option("--seed", type=int, default=None, callback=_seed,
                         help="Seed for the hidden tests' random shapes. The same seed gives the same result. "
-                             f"Default: {default}, recorded in the result and in every rerun line.")
+                             f"Default: {default}, recorded {kept}.")
 
 
 SEED = _seed_option("a fresh, unpredictable seed for each grading")
 BATCH_SEED = _seed_option("one fresh, unpredictable seed for the whole batch (every submission meets the same cases)")
+ASSIGNMENT_SEED = _seed_option("a fresh, unpredictable seed for each submission", "in each result")
+VERIFY_SEED = _seed_option("a fresh, unpredictable seed for each grading", "in the output")
 OUTPUTS = [
     click.option("--json", "json_out", metavar="FILE|-",
                  help="Write the result JSON to FILE, or to stdout with '-'."),
@@ -408,7 +420,7 @@ def _load_result(path: str):
 
 @main.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
-@_options(EXERCISES)
+@_options(KIT_EXERCISES)
 @click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
               help="A time box for the session; reports show the time used against it.")
 def start(directory, exercises, minutes):
@@ -433,7 +445,7 @@ def start(directory, exercises, minutes):
 
 @main.command()
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
-@_options(EXERCISES)
+@_options(ROOM_EXERCISES)
 @click.option("--minutes", type=click.IntRange(1, 24 * 60), default=None,
               help="The time box (default: the rubrics' time boxes, summed).")
 @click.option("--feedback", type=click.Choice(["none", "summary", "detail"]), default=None,
@@ -471,7 +483,7 @@ main.add_command(click.Command("room", params=serve.params, callback=serve.callb
 
 @main.command()
 @click.argument("out", metavar="OUT")
-@_options(EXERCISES)
+@_options(KIT_EXERCISES)
 def bundle(out, exercises):
     """Build what an interviewer sends a candidate: a folder, or a zip if OUT ends in .zip.
 
@@ -490,7 +502,7 @@ def bundle(out, exercises):
 
 @main.command()
 @click.argument("out", metavar="OUT.zip")
-@_options(EXERCISES, SEED, SHOW_LEVELS)
+@_options(ASSIGNMENT_EXERCISES, ASSIGNMENT_SEED, SHOW_LEVELS)
 @click.option("--after-published", is_flag=True,
               help="Tests visible to students only once grades are published (Gradescope's after_published).")
 def autograder(out, exercises, seed, show_levels, after_published):
@@ -515,7 +527,7 @@ def autograder(out, exercises, seed, show_levels, after_published):
 
 @main.command()
 @click.argument("directory", metavar="OUT_DIR", type=click.Path(path_type=str))
-@_options(EXERCISES, SEED)
+@_options(ASSIGNMENT_EXERCISES, ASSIGNMENT_SEED)
 @_options(_fail_under("hire", "The level a student's repository must reach for the workflow to pass."))
 @click.option("--install", metavar="SPEC", default=None,
               help="Required: what the workflow pip-installs, pinned to one build (name==VERSION, a URL ending "
@@ -585,7 +597,7 @@ JSON_FLAG = click.option("--json", "as_json", is_flag=True, help="Print JSON (fo
 
 
 @main.command()
-@_options(EXERCISES, SEED, JSON_FLAG)
+@_options(KIT_EXERCISES, VERIFY_SEED, JSON_FLAG)
 def verify(exercises, seed, as_json):
     """Check the kit: rubrics follow the calibration, references reach strong_hire, every
     known-wrong solution is caught, correct variants pass.

@@ -250,3 +250,17 @@ def test_an_exercise_named_twice_is_one_exercise(tmp_path):
     started = CliRunner().invoke(main, ["start", str(tmp_path / "ws"), "-e", "tree_mask", "-e", "tree_mask"])
     assert started.exit_code == 0, started.output
     assert sorted(p.name for p in (tmp_path / "ws" / "tree_mask").iterdir() if p.suffix == ".py")
+
+
+@pytest.mark.parametrize("command,absent,present", [
+    ("verify", ["interview set", "rerun line"], ["Only these exercises"]),
+    ("autograder", ["rerun line"], ["each one required"]),
+    ("classroom", ["rerun line"], ["each one required"]),
+    ("serve", ["Default: all"], ["Required to start a session"]),
+    ("grade", [], ["the interview set", "rerun line"]),
+])
+def test_each_commands_help_says_what_its_options_mean_there(command, absent, present):
+    """A newcomer's pass: verify's -e spoke of an interview set, Gradescope's and Classroom's --seed of rerun lines
+    they never print, and serve's -e defaulted to all where a new session requires it."""
+    text = " ".join(invoke(command, "--help").output.split())
+    assert not [words for words in absent if words in text] and all(words in text for words in present), text
