@@ -25,8 +25,9 @@ def sizing(exercise: catalog.Exercise) -> str:
     if r.time_box_minutes is None:
         return "no time box in the rubric"
     if r.time_box_minutes <= SLOT_MINUTES[1]:
-        return f"fits a {SLOT_MINUTES[0]}-{SLOT_MINUTES[1]} minute slot ({r.time_box_minutes} min)"
-    return f"longer than a {SLOT_MINUTES[1]} minute slot ({r.time_box_minutes} min)"
+        return (f"{r.time_box_minutes} min of work: fits a {SLOT_MINUTES[0]}-{SLOT_MINUTES[1]} minute slot, with "
+                "the talk around it")  # the work's time box (kvgrade list's), not the slot: a newcomer read both
+    return f"{r.time_box_minutes} min of work: longer than a {SLOT_MINUTES[1]} minute slot"
 
 
 def _duration(minutes: int | None) -> str:

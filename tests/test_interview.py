@@ -109,6 +109,9 @@ def test_sizing_puts_the_fused_kernel_in_take_home_and_decode_mask_in_a_slot():
     sizing = text[text.index("Sizing of the kit:"):]
     assert "fused_attention" in sizing and "take-home" in sizing.split("fused_attention")[1].splitlines()[0]
     assert "fits a 45-60 minute slot" in sizing.split("decode_mask")[1].splitlines()[0]
+    listed = run("list")  # the same minutes as `kvgrade list`, named as the work's, not the slot's
+    minutes = next(line for line in listed.splitlines() if line.startswith("decode_mask")).split()[1]
+    assert f"Time box: {minutes} min of work" in text, text
 
 
 def test_the_bundle_holds_no_hint_and_no_interviewer_sheet(tmp_path):
