@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     try:
         import torch
         import torch.nn.functional as F
-    except Exception as exc:  # ImportError, or a broken install: either way, skip
+    except Exception as exc:  # noqa: BLE001  ImportError, or a broken install: either way, skip
         print(json.dumps({"skipped": f"PyTorch not importable ({type(exc).__name__}: {exc})"}))
         return 0
     import numpy as np

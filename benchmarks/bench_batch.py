@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_grading import batch_folder, kvgrade, timed  # noqa: E402  (a sibling script, not a package)
+from bench_grading import batch_folder, kvgrade, timed  # a sibling script, not a package
 
 WORKERS = (1, 2)
 

@@ -76,7 +76,7 @@ def blas_description() -> dict:
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
         info["blas"] = f"{blas.get('name')} {blas.get('version')}"
-    except Exception:  # older numpy: leave "?"
+    except Exception:  # noqa: BLE001  older numpy: leave "?"
         pass
     try:
         import threadpoolctl

@@ -139,7 +139,7 @@ def _grade_todo(todo: list[tuple], out: Path, manifest: "Manifest", settings: di
 def _finish(future, name: str, path, key: str, manifest: "Manifest", on_done):
     try:
         row = future.result()
-    except Exception as exc:  # the worker itself died: still one row, never the batch; never reused
+    except Exception as exc:  # noqa: BLE001  the worker itself died: still one row, never the batch; never reused
         row, key = _broken(name, path, f"the grading worker failed: {type(exc).__name__}: {exc}"), None
     manifest.record(name, key, row)
     if on_done:
@@ -264,7 +264,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
         result = grade(path, exercise_ids, seed=seed)  # candidate text already made safe
     except SubmissionError as exc:  # a bad submission: its one line, as `grade` prints it
         return _broken(name, path, str(exc))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  anything else a grading raised: one broken row, never the batch
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
     shown = None if exercise_ids else exercises_shown(Path(path))[1]  # as `kvgrade grade` shows a workspace
     if shown is not None:

@@ -40,7 +40,7 @@ def _grading(tmp_path: Path, module: str, tests: str | None) -> tuple[subprocess
     proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(submission), "-e", "decode_mask",
                              "--seed", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
-                            preexec_fn=_default_signals)  # noqa: PLW1509  a background job inherits SIGINT ignored
+                            preexec_fn=_default_signals)  # a background job inherits SIGINT ignored
     return proc, scratch
 
 
@@ -82,7 +82,7 @@ def test_an_interrupted_verify_ends_its_workers_and_their_children(tmp_path, sig
     proc = subprocess.Popen([sys.executable, "-m", "grader", "verify", "-e", "decode_mask,tree_mask", "--seed", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
-                            preexec_fn=_default_signals)  # noqa: PLW1509
+                            preexec_fn=_default_signals)
     _wait_for(lambda: any(p.name.startswith("kvgrade-verify-") for p in tmp_path.iterdir()), proc, "a grading")
     time.sleep(1.0)
     if signum == signal.SIGINT:

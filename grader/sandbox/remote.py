@@ -121,7 +121,7 @@ class RemoteObject:
         # the child may drop its object once no check holds it: its memory is the child's footprint
         try:
             self._sandbox.release(self)
-        except Exception:  # noqa: BLE001, S110  (interpreter shutdown, a half-built proxy)
+        except Exception:  # noqa: BLE001  (interpreter shutdown, a half-built proxy)
             pass
 
 

@@ -1,7 +1,7 @@
 """Slow, obviously right specs for decode_mask, written from the rule on absolute positions."""
 import numpy as np
 
-from .._oracles import attention  # noqa: F401  (shared: masked softmax, one row at a time)
+from .._oracles import attention  # shared: masked softmax, one row at a time
 
 
 def causal_mask(T: int, S: int) -> np.ndarray:

@@ -64,7 +64,7 @@ POSITION_MISTAKES = [  # (diagnosis id, rule, sentence for a step (P, T))
      lambda P, T: f"with {tokens(P)} cached, the new ones were embedded from position 0, not {P}: "
                   "every step looks like the start of the sequence"),
 ]
-def _TOP_LEFT_SENTENCE(P, T):  # noqa: N802  (a sentence, like the lambdas beside it)
+def _TOP_LEFT_SENTENCE(P, T):  # named as a sentence, like the lambdas beside it
     return (f"with {tokens(P)} cached and {T} new, new token i saw cached tokens 0 .. i only, not 0 .. {P} + i: "
             "the prefill triangle in the top-left corner instead of the bottom-right")
 

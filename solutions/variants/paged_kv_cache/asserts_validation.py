@@ -4,11 +4,11 @@ is the interviewer's to ask about: strong_hire, provisional."""
 EXPECTED_LEVEL = "hire"
 EXPECTED_LIVE_LEVEL = "strong_hire"
 
-import operator  # noqa: E402
+import operator
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from fused_attention import flash_attention  # noqa: E402
+from fused_attention import flash_attention
 
 
 def _size(name, value):

@@ -5,7 +5,7 @@ graded --live, validation is the interviewer's to ask about, so strong_hire, pro
 EXPECTED_LEVEL = "hire"
 EXPECTED_LIVE_LEVEL = "strong_hire"
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def _parents(parents, P):
