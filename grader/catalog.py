@@ -123,11 +123,11 @@ class Exercise:
             if path.name.startswith(("_", ".")) or not (path.is_dir() or path.suffix == ".py"):
                 continue
             sources = sorted(path.glob("*.py")) if path.is_dir() else [path]
-            said = (_module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)
+            said = (module_constant(p, "EXPECTED_DIAGNOSIS") for p in sources)
             expected = next((d for d in said if d is not None), None)
             if expected is None:
                 raise CatalogError(f"mutant {path} does not say EXPECTED_DIAGNOSIS")
-            level = next(filter(None, (_module_constant(p, "EXPECTED_LEVEL") for p in sources)), None)
+            level = next(filter(None, (module_constant(p, "EXPECTED_LEVEL") for p in sources)), None)
             found.append(Mutant(self.id, path.stem, path, expected, level))
         return found
 
@@ -146,7 +146,7 @@ class Exercise:
         raise CatalogError(f"{self.id} has no known-wrong version in one file named {name!r}")
 
 
-def _module_constant(path: Path, name: str):
+def module_constant(path: Path, name: str):
     """Read a literal module constant without running the file."""
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):

@@ -244,7 +244,8 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
         _refuse({"--live": live}, "to one submission")
         _run_batch(paths, exercises, seed, feedback, show_levels, out_dir, jobs, trust_submissions)
         return
-    _refuse({"--out": out_dir, "--jobs": jobs}, "to several PATHs (a batch)")
+    _refuse({"--out": out_dir, "--jobs": jobs, "--trust-submissions": trust_submissions},
+            "to several PATHs (a batch); one PATH is your own code, graded with or without isolation")
     _check_outputs(*outputs.values())
     only = _check_ids(exercises, checks)
     progress = _Progress()

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog, engine, interruption
-from .catalog import Exercise, Mutant, _module_constant, reference_submission
+from .catalog import Exercise, Mutant, module_constant, reference_submission
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
 
@@ -123,7 +123,7 @@ def judge_variant(ex: Exercise, path: Path, result: ExerciseResult) -> Outcome:
     failing = [c.id for c in result.checks if not c.passed]
     drawn = [d.id for d in result.diagnoses]
     rules = [ex.rubric.diagnosis(d) for d in drawn]
-    stated = _module_constant(path, "EXPECTED_LEVEL")
+    stated = module_constant(path, "EXPECTED_LEVEL")
     wrong = [r.id for r in rules if r.contract or level_rank(r.caps) < level_rank("hire")]
     ok = (result.status == "graded" and level_rank(result.level) >= level_rank("hire") and not wrong
           and (stated is not None or not drawn) and (stated is None or result.level == stated))
@@ -235,7 +235,7 @@ def judge(exercise_id: str, mutant_name: str | None, seed: int) -> Outcome:
             path = next(p for p in ex.correct_variants if p.stem == mutant_name.split(":", 1)[1])
             submission = variant_submission(path, ex.id, Path(tmp))
             outcome = judge_variant(ex, path, engine.grade(submission, [ex.id], seed=seed).exercise(ex.id))
-            live = _module_constant(path, "EXPECTED_LIVE_LEVEL")
+            live = module_constant(path, "EXPECTED_LIVE_LEVEL")
             if live is None or not outcome.ok:
                 return outcome
             return judge_live_variant(ex, path, live, engine.grade(submission, [ex.id], seed=seed, live=True), outcome)

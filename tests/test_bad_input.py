@@ -109,6 +109,8 @@ def test_every_output_path_follows_one_rule_its_folder_must_exist(tmp_path, monk
 
 def test_batch_options_with_one_path_are_a_usage_error():
     assert_usage_error(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--out", "x"), "--out applies to several PATHs")
+    assert_usage_error(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--trust-submissions"),
+                       "--trust-submissions applies to several PATHs")  # was taken and silently ignored
     assert_usage_error(invoke("grade", SOLUTIONS, "-e", "decode_mask", "--out", "x", "--jobs", "2"),
                        "--out, --jobs apply to several PATHs")
     # an option's value taken for a PATH ("--json --seed 7": FILE is "--seed", 7 a second PATH)

@@ -30,8 +30,8 @@ def test_the_readme_isolation_table_states_the_policy():
     stated = {("scratch" if place.startswith("scratch") else place): int(mib) * MiB
               for place, mib in re.findall(r"(scratch dir|/[\w/]+) \((\d+) MiB\)", row)}
     assert stated == limits.writable()
-    assert f"{limits.memory_bytes >> 30} GiB" in row and f"{limits.max_processes} processes" in row
-    assert f"more than {limits.max_processes} processes" in readme_row("uid")
+    assert f"{limits.memory_bytes >> 30} GiB" in row and f"{limits.processes} processes" in row
+    assert f"more than {limits.processes} processes" in readme_row("uid")
 
 
 def test_bubblewrap_arguments_follow_the_mounts(tmp_path):

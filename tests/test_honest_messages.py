@@ -45,8 +45,8 @@ def test_a_rejection_in_the_wrong_class_is_hygiene_and_names_nothing():
 
 @pytest.mark.parametrize("type_name, mro, message, bound", [
     ("BlockingIOError", ("OSError",), "[Errno 11] Resource temporarily unavailable",
-     f"the limit of {LIMITS.max_processes} processes and threads"),
-    ("RuntimeError", (), "can't start new thread", f"the limit of {LIMITS.max_processes} processes and threads"),
+     f"the limit of {LIMITS.processes} processes and threads"),
+    ("RuntimeError", (), "can't start new thread", f"the limit of {LIMITS.processes} processes and threads"),
     ("MemoryError", (), "", f"the memory limit of {LIMITS.memory_bytes >> 20} MiB"),
     ("OSError", (), "[Errno 27] File too large", f"the file size limit of {LIMITS.output_bytes >> 20} MiB")])
 def test_a_limit_reached_is_named_with_its_value(type_name, mro, message, bound):

@@ -63,7 +63,7 @@ def bound_reached(mro: list, message: str, limits) -> str | None:
     new thread") is the process limit; MemoryError the memory limit; EFBIG (errno 27) the file size limit."""
     if "BlockingIOError" in mro or ("OSError" in mro and "[Errno 11]" in message) or (
             "RuntimeError" in mro and "can't start new thread" in message):
-        return f"the limit of {limits.max_processes} processes and threads"
+        return f"the limit of {limits.processes} processes and threads"
     if "MemoryError" in mro:
         return f"the memory limit of {limits.memory_bytes >> 20} MiB"
     if "OSError" in mro and "[Errno 27]" in message:

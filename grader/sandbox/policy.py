@@ -117,7 +117,7 @@ class Policy:
     exercise_seconds: float = 120.0  # one exercise's candidate code in all: import, calls, own tests
     max_faults: int = 2  # timeouts or crashes before an exercise stops calling the candidate
     memory_bytes: int = 2 << 30  # address space per process (RLIMIT_AS); with a cgroup, for all it forks
-    processes: int = 0  # processes and threads of a child and all it starts (cgroup, or RLIMIT_NPROC at uid); 0: 64
+    processes: int = 64  # processes and threads of a child and all it starts (cgroup, or RLIMIT_NPROC at uid)
     output_bytes: int = 8 * MiB  # stdout+stderr kept per child (the rest is dropped); also per file written
     cpu_seconds: int = 300  # CPU time per process (RLIMIT_CPU); SIGKILL 5 s later
     open_files: int = 256  # descriptors per process (RLIMIT_NOFILE)
@@ -129,10 +129,6 @@ class Policy:
     environment: tuple[tuple[str, str], ...] = ENVIRONMENT  # fixed variables of every child
     passed_through: tuple[str, ...] = PASSED_THROUGH  # the grader's variables copied when set
 
-    @property
-    def max_processes(self) -> int:
-        return self.processes or 64
-
     # -- derived: resource limits, cgroup, environment -------------------------------------------
     def rlimits(self, level: str) -> list[tuple[int, int, int]]:
         """``(resource, soft, hard)`` for each rlimit a child gets at ``level``."""
@@ -142,12 +138,12 @@ class Policy:
                   (resource.RLIMIT_NOFILE, self.open_files, self.open_files),
                   (resource.RLIMIT_CPU, self.cpu_seconds, self.cpu_seconds + 5)]
         if level == "uid":  # a uid of its own: the process count is the child's alone
-            limits.append((resource.RLIMIT_NPROC, self.max_processes, self.max_processes))
+            limits.append((resource.RLIMIT_NPROC, self.processes, self.processes))
         return limits
 
     def cgroup_limits(self) -> tuple[int, int]:
         """(memory in bytes, processes) for the child's control group, forks included."""
-        return self.memory_bytes, self.max_processes
+        return self.memory_bytes, self.processes
 
     def environment_for(self, home: Path, marker: str = "", site: Path | None = None,
                         marker_name: str = "KVGRADE_SANDBOX") -> dict:
@@ -212,7 +208,7 @@ class Policy:
             "network": "none" if level == "bwrap" else ("own namespace, best effort" if level == "uid" else "host"),
             "warning": NOT_ISOLATED if level == "process" else None,
             "memory_bytes": self.memory_bytes,
-            "processes": self.max_processes if cgroups or level == "uid" else None,
+            "processes": self.processes if cgroups or level == "uid" else None,
             "writable_bytes": self.writable() if sized else None,
         }
 
