@@ -786,24 +786,31 @@ def make_up(x):
     while base is not None and len(chain) < 8:
         chain.append(type(base).__name__)
         base = getattr(base, "base", getattr(base, "obj", None))
-    return [chain, x.flags.owndata, x.flags.writeable, x.flags.c_contiguous]
+    return [chain, x.flags.owndata, x.flags.writeable, x.flags.c_contiguous, x.flags.f_contiguous,
+            x.__array_interface__["data"][0] % 64, x.strides[0] < 0]
 '''
 
 
 def test_a_lent_array_looks_like_a_sent_one():
-    """Every array the child receives, sent in a message or lent in shared memory, sits on one neutral base."""
+    """Every array the child receives, sent in a message or lent in shared memory, sits on one neutral base, in
+    the same layout, at an address aligned alike (red team 24 told them apart by address % 64, and a reversed
+    one by an extra view), whichever layout its contents draw."""
     import numpy as np
 
     from grader.sandbox import ModuleToLoad, Sandbox
 
     box = Sandbox(ModuleToLoad("probe", [("probe.py", MAKE_UP)], []))
+    seen = []
     try:
-        x = np.arange(12.0).reshape(3, 4)
-        sent, lent = box.module.call("make_up", x), box.module.call("make_up", box.lend(x))
+        for n in range(12):  # enough contents that C, F and reversed are each drawn
+            x = np.arange(12.0 + n).reshape(-1, 2 + n % 3) if (12 + n) % (2 + n % 3) == 0 else np.arange(24.0 + n)
+            x = x.reshape(x.size // 2, 2) if x.ndim == 1 and x.size % 2 == 0 else x
+            sent, lent = box.module.call("make_up", x), box.module.call("make_up", box.lend(x))
+            assert sent == lent and "mmap" not in str(lent[0]), (n, sent, lent)
+            seen.append(tuple(sent[3:5]) + (sent[6],))
     finally:
         box.close()
-    assert sent == lent, (sent, lent)
-    assert "mmap" not in str(lent) and "bytearray" not in str(sent), (sent, lent)
+    assert {(True, False, False), (False, True, False), (False, False, True)} <= set(seen), seen  # C, F, reversed
 
 
 def test_lent_arrays_cannot_be_picked_out_by_their_base(tmp_path):

@@ -96,8 +96,11 @@ class Host:
         wire.write_frame(self.out_fd, dict(header, id=self.request_id), list(arrays))
 
     def receive(self):
-        header, arrays = wire.read_frame(self.in_fd, _read)
-        return header, [_neutral(a) for a in arrays]
+        return wire.read_frame(self.in_fd, _read, align=wire.LENT_ALIGN)  # where a lent array's data starts too
+
+    def decode(self, tree, arrays):
+        """A value of a frame, every array in it over a neutral base (:func:`_neutral`)."""
+        return wire.decode(tree, arrays, self.resolve, leaf=_neutral)
 
     # objects that stay here travel as handles
     def export(self, value):
@@ -134,7 +137,7 @@ class Host:
         header, arrays = self.receive()
         if not header.get("ok"):
             raise RuntimeError(header.get("error", "the grader refused the callback"))
-        return wire.decode(header["value"], arrays, self.resolve)
+        return self.decode(header["value"], arrays)
 
 
 class _Memory:
@@ -164,7 +167,7 @@ def make_host_proxy(host, tagged, arrays):
     lent last, lent again (its token ``same``), is the same stand-in with its attributes read anew,
     as a caller's object called again is the same object; only that one is kept (its memory is one
     argument's)."""
-    attrs = wire.decode(tagged.get("attrs", {}), arrays, host.resolve)
+    attrs = host.decode(tagged.get("attrs", {}), arrays)
     token, proxy, state = host.stand_in
     if token is None or token != tagged.get("same"):
         state = {}  # the handle of this request (handles are per request) and the length
@@ -446,8 +449,8 @@ def run_call(host, header, arrays, module):
         return len(target)
     if op == "call":
         fn = target if header.get("name") is None else getattr(target, header["name"])
-        args = wire.decode(header.get("args", []), arrays, host.resolve)
-        kwargs = wire.decode(header.get("kwargs", {}), arrays, host.resolve)
+        args = host.decode(header.get("args", []), arrays)
+        kwargs = host.decode(header.get("kwargs", {}), arrays)
         before = _quietly(host.probes.before, args, kwargs) if header.get("probe") else None
         if before is None:  # a kit helper's call, or arguments the probe cannot read: no report
             return fn(*args, **kwargs)

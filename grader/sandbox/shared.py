@@ -21,12 +21,11 @@ import os
 
 import numpy as np
 
-from .wire import LAYOUTS, over_memory
+from .wire import LAYOUTS, LENT_ALIGN, over_memory
 
 ARENA_BYTES = 4 << 20  # lent buffers of one child (most checks lend about 24 KiB; gpt2_decode 2.4 MiB, the
 # weights of the runs whose weights change between steps and the arrays that replace them); counts in its address
 # space
-_ALIGN = 64
 
 
 class ArenaFull(RuntimeError):
@@ -53,7 +52,7 @@ class Arena:
         arr = np.asarray(arr)
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"only numeric arrays are lent in shared memory, not {arr.dtype}")
-        offset = -(-self._next // _ALIGN) * _ALIGN
+        offset = -(-self._next // LENT_ALIGN) * LENT_ALIGN
         if offset + arr.nbytes > self.size:
             raise ArenaFull(f"the checks lent more than {self.size >> 20} MiB of buffers to one child")
         self._next = offset + max(arr.nbytes, 1)

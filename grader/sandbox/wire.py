@@ -55,6 +55,7 @@ class Laid:
 
 
 LAYOUTS = ("C", "F", "reversed")
+LENT_ALIGN = 64  # where every array a child receives starts: a lent one (shared.py) and a sent one alike
 
 
 def over_memory(buffer, offset: int, dtype, shape: tuple, layout: str) -> np.ndarray:
@@ -119,15 +120,16 @@ def encode(value, arrays: list, export=None, depth: int = 0):
     return tagged
 
 
-def decode(tree, arrays: list, resolve=None, depth: int = 0):
-    """Inverse of :func:`encode`; ``resolve(tagged, arrays)`` rebuilds object references.
+def decode(tree, arrays: list, resolve=None, depth: int = 0, leaf=None):
+    """Inverse of :func:`encode`; ``resolve(tagged, arrays)`` rebuilds object references; ``leaf(array)``,
+    when given, is applied to every array as it is finally handed over (laid out, made read-only).
 
     Anything malformed (whoever wrote the frame) is a :class:`WireError`, never another error.
     """
     if depth > MAX_DEPTH:
         raise WireError(f"a value nested more than {MAX_DEPTH} levels deep")
     if isinstance(tree, list):
-        return [decode(v, arrays, resolve, depth + 1) for v in tree]
+        return [decode(v, arrays, resolve, depth + 1, leaf) for v in tree]
     if not isinstance(tree, dict):
         if tree is None or isinstance(tree, (bool, int, float, str)):
             return tree
@@ -146,16 +148,16 @@ def decode(tree, arrays: list, resolve=None, depth: int = 0):
         if tree.get("read_only") is True:
             arr = arr.view()
             arr.flags.writeable = False
-        return arr
+        return arr if leaf is None else leaf(arr)
     if "$tuple" in tree:
         if not isinstance(tree["$tuple"], list):
             raise WireError("a tuple in a frame is not a list")
-        return tuple(decode(v, arrays, resolve, depth + 1) for v in tree["$tuple"])
+        return tuple(decode(v, arrays, resolve, depth + 1, leaf) for v in tree["$tuple"])
     if any(k.startswith("$") for k in tree):
         if resolve is None:
             raise WireError(f"unexpected object reference {sorted(tree)[:5]}")
         return resolve(tree, arrays)
-    return {k: decode(v, arrays, resolve, depth + 1) for k, v in tree.items()}
+    return {k: decode(v, arrays, resolve, depth + 1, leaf) for k, v in tree.items()}
 
 
 # -- JSON ----------------------------------------------------------------------------------
@@ -227,9 +229,17 @@ def pack(header: dict, arrays: list) -> bytes:
     return b"".join(frame_parts(header, arrays))
 
 
-def _read_exact(fd: int, n: int, read=os.read) -> bytearray:
-    """``n`` bytes into one buffer allocated once (a message costs its size, not twice that)."""
-    out, got = bytearray(n), 0
+def _read_exact(fd: int, n: int, read=os.read, align: int = 0):
+    """``n`` bytes into one buffer allocated once (a message costs its size, not twice that); ``align``:
+    a view of a buffer starting at an address that is a multiple of it (a bytearray over-allocated by
+    ``align - 1`` bytes), else the bytearray itself."""
+    if align:
+        whole = bytearray(n + align - 1)
+        shift = -np.frombuffer(whole, np.uint8).__array_interface__["data"][0] % align
+        out = memoryview(whole)[shift:shift + n]
+    else:
+        out = bytearray(n)
+    got = 0
     while got < n:
         chunk = read(fd, min(n - got, 1 << 20))
         if not chunk:
@@ -239,11 +249,11 @@ def _read_exact(fd: int, n: int, read=os.read) -> bytearray:
     return out
 
 
-def _read_part(fd: int, read, cap: int) -> bytearray:
+def _read_part(fd: int, read, cap: int, align: int = 0):
     (n,) = _LEN.unpack(_read_exact(fd, _LEN.size, read))
     if n > cap:
         raise WireError(f"a message part announces {n:,} bytes, over the cap of {cap:,}")
-    return _read_exact(fd, n, read)
+    return _read_exact(fd, n, read, align)
 
 
 def _array(buf: bytearray) -> np.ndarray:
@@ -289,8 +299,10 @@ def _check_items(raw: bytearray) -> None:
                         f"{MAX_ITEMS:,}")
 
 
-def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
-    """Read one frame: (header, arrays). ``read`` may enforce a deadline."""
+def read_frame(fd: int, read=os.read, align: int = 0) -> tuple[dict, list]:
+    """Read one frame: (header, arrays). ``read`` may enforce a deadline. ``align``: each array's data
+    starts at an address that is a multiple of it (a .npy header pads the data to 64 bytes from the
+    part's start), as the child's arrays do, lent or sent alike (``child.Host.receive``)."""
     raw = _read_part(fd, read, MAX_HEADER_BYTES)
     _check_items(raw)
     try:
@@ -302,7 +314,7 @@ def read_frame(fd: int, read=os.read) -> tuple[dict, list]:
         raise WireError("a message header is not a JSON object with a valid array count")
     arrays, total = [], 0
     for _ in range(count):
-        part = _read_part(fd, read, min(MAX_FRAME_BYTES, MAX_MESSAGE_BYTES - total))
+        part = _read_part(fd, read, min(MAX_FRAME_BYTES, MAX_MESSAGE_BYTES - total), align)
         total += len(part)
         arrays.append(_array(part))
     return header, arrays
