@@ -113,6 +113,15 @@ class OwnTestsRun:
     def failed(self) -> set[str]:
         return {t for t, o in self.tests.items() if o == "failed"}
 
+    def agreeing(self, again: OwnTestsRun) -> OwnTestsRun:
+        """This run as two runs against the same known-wrong version agree: a test failed only where it failed
+        in both. A test that fails at random (one of 200, picked by os.urandom: red team 24) catches nothing,
+        and a run that could not run again is that run."""
+        if again.outcome != "ran":
+            return again
+        return replace(self, tests={t: "failed" if o == "failed" and again.tests.get(t) == "failed" else
+                                    ("passed" if o == "failed" else o) for t, o in self.tests.items()})
+
     @property
     def line(self) -> str:
         if self.outcome == "ran":
@@ -239,12 +248,18 @@ def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: 
     """
     declared = variants(exercise)
     done = {}
-    for variant in sorted(declared, key=lambda v: v in CORRECT):  # stable: mutants in order, then the reference
+
+    def once(variant):
         before_each()
         with sandbox.budgeted(TIMEOUT_SECONDS) as timeout:  # the tests are candidate code too
-            done[variant] = (OwnTestsRun("error", detail=sandbox.over_budget()) if timeout is None
-                             else run(test_file, declared[variant], exercise, limits, timeout, seed,
-                                      read_only=variant == READ_ONLY))
+            return (OwnTestsRun("error", detail=sandbox.over_budget()) if timeout is None
+                    else run(test_file, declared[variant], exercise, limits, timeout, seed,
+                             read_only=variant == READ_ONLY))
+
+    for variant in sorted(declared, key=lambda v: v in CORRECT):  # stable: mutants in order, then the reference
+        done[variant] = once(variant)
+        if variant not in CORRECT and done[variant].failed:  # a catch counts once it fails the same way again
+            done[variant] = done[variant].agreeing(once(variant))
     return {variant: done[variant] for variant in declared}
 
 

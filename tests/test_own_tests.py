@@ -189,6 +189,29 @@ def test_a_suite_failing_everywhere_has_nothing_left(submission):
     assert "disagree with the contract: test_nothing_holds" in check.message
 
 
+LOTTERY = '''
+import os
+
+import pytest
+
+_UNLUCKY = int.from_bytes(os.urandom(4), "little") % 200
+
+
+@pytest.mark.parametrize("i", range(200))
+def test_nothing_of_the_mask(i):
+    assert i != _UNLUCKY
+'''
+
+
+@pytest.mark.slow
+def test_a_suite_failing_one_random_test_per_run_catches_nothing(submission):
+    """Red team 24: one of 200 tests failing at random in each run set aside at most two on the correct runs and
+    'caught' every known-wrong version (weak to strong_hire). A catch now counts once it fails the same way twice."""
+    ex = _grade(submission, LOTTERY, OWN_CHECKS)
+    assert ex.own_tests["caught"] == [], ex.own_tests
+    assert not _checks(ex)["own_tests_catch_top_left"].passed and not _checks(ex)["own_tests_mutation_score"].passed
+
+
 @pytest.mark.slow
 def test_the_t1_only_mutant_still_draws_its_diagnosis(submission):
     folder = next(m.path for m in DECODE_MASK.mutants if m.expected_diagnosis == "t1_only_tests")
