@@ -151,3 +151,4 @@ def _log_attempt(root: Path, result: Result, warn: Callable[[str], None]):
     for e in result.exercises:
         e.timeline = session["exercises"].get(e.id, {})
     result.session = {k: v for k, v in session.items() if k != "exercises"}
+    result.session["workspace"] = neutralized(str(root))  # where `kvgrade hint` runs, as this grading named it

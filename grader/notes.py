@@ -45,6 +45,7 @@ class Notes:
                 raise NotesError(f"notes file {path}: [{key}] hints should be a count (hints = 2) "
                                  "or a list of hint numbers (1, 2, ...)")
             _check_hints_exist(path, key, hints)
+            _check_observed_exist(path, key, list(observed))
         return cls(data)
 
     def observed(self, exercise_id: str) -> dict[str, bool]:
@@ -90,6 +91,26 @@ def _check_hints_exist(path, exercise_id: str, hints: list[int]):
     if any(h > offered for h in hints):
         raise NotesError(f"notes file {path}: [{exercise_id}] hints {hints}, "
                          f"but its rubric has {plural(offered, 'hint')}")
+
+
+def _check_observed_exist(path, exercise_id: str, names: list[str]):
+    """Every name under ``[ID.observed]`` is a criterion an interviewer can record for ID, as an unknown
+    exercise, check or hint number is: a misspelt one was a warning, and the observation silently did not
+    count. Those are the rubric's observed criteria, and its validation criteria (observed when graded live)."""
+    from . import catalog
+    from .own_tests import rubric_for
+
+    try:
+        rubric = rubric_for(catalog.get(exercise_id))
+    except KeyError:
+        return  # notes for an exercise this kit lacks: reported by Notes.problems
+    observed = [c.id for c in rubric.criteria if c.observed]
+    live = [c.id for c in rubric.criteria if c.validation and not c.observed]
+    unknown = [name for name in names if name not in observed + live]
+    if unknown:
+        valid = ", ".join(observed) + (f" (graded live, also {', '.join(live)})" if live else "")
+        raise NotesError(f"notes file {path}: [{exercise_id}.observed] {unknown[0]} is not an observed criterion "
+                         f"of {exercise_id}; its observed criteria: {valid}")
 
 
 def apply(result, notes: Notes):

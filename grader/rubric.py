@@ -411,10 +411,13 @@ def _reason(level: str, binding: list[_Cap], missed: list[Criterion], to_observe
 
 
 def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
+    """What would raise the level. A recorded hint that binds is never lifted, so the line says so from the start
+    ("not possible after hint 2"), never a criterion to show that, once shown, leaves the level where it was."""
     pieces = []
     if level != LEVELS[-1]:
+        hints = [cap.cause.split(" given")[0] for cap in binding if cap.cause.startswith("hint ")]
         fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes))
-        fixes = fixes or ["not possible after the hints given"]
+        fixes = [f"not possible after {_listed(hints, most=4)}"] if hints else fixes
         pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))
     if to_observe:
         pieces.append(f"to confirm {_word(level)}, observe {', '.join(to_observe)}")

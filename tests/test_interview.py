@@ -381,7 +381,7 @@ def test_the_candidates_copy_offers_a_hint_only_while_a_check_fails_and_never_me
         return SimpleNamespace(id="decode_mask", hints_offered=4, status="graded", timeline={"hints_seen": 0},
                                hints_given=[2], checks=[SimpleNamespace(passed=passed)])
 
-    failing, done = hint_lines(exercise(False), candidate=True), hint_lines(exercise(True), candidate=True)
+    failing, done = (hint_lines(exercise(passed), candidate=True, workspace="ws") for passed in (False, True))
     assert any(line.startswith("stuck? 4 staged hints") for line in failing)
     assert not any(line.startswith("stuck?") for line in done)
     assert not any("level" in line for line in failing + done)

@@ -103,8 +103,9 @@ def test_grade_writes_every_format_from_one_result(graded):
     assert ET.parse(graded["junit.xml"]).getroot().get("failures") == str(sum(not c["passed"] for c in checks))
     scores = json.loads(graded["gradescope.json"].read_text())
     assert (scores["score"], scores["max_score"]) == (_gradescope_points(checks), 10.0)
-    score_line = "own tests: caught 3 of 4 known mistakes (75%); missed: top_left_alignment"
-    assert data["exercises"][0]["own_tests"]["missed"] == ["top_left_alignment"]
+    missed = ["top_left_past_one_query", "int16_positions", "crashes_on_numpy_ints", "float32_positions"]
+    score_line = f"own tests: caught 1 of 5 known mistakes (20%); missed: {', '.join(missed)}"
+    assert data["exercises"][0]["own_tests"]["missed"] == missed
     for text in (graded["terminal"], page, graded["report.md"].read_text().lower()):
         assert score_line in text
 
@@ -149,13 +150,15 @@ def test_notes_template_then_report_records_the_interview(graded, tmp_path):
 
 
 @pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
-def test_notes_that_match_nothing_are_warned_about(graded, tmp_path):
+def test_notes_that_match_nothing_are_warned_about_and_a_misspelt_criterion_refused(graded, tmp_path):
     notes = tmp_path / "notes.toml"
-    notes.write_text("[decode_mask.observed]\nnames_library_convention = true\n[tree_mask]\nnotes = 'x'\n")
+    notes.write_text("[tree_mask]\nnotes = 'x'\n")
     out = separate_streams().invoke(main, ["report", str(graded["reference"]), "--notes", str(notes)])
-    assert out.exit_code == 0
-    assert "names_library_convention is not an observed criterion" in out.stderr
-    assert "[tree_mask], which is not in this result" in out.stderr
+    assert out.exit_code == 0 and "[tree_mask], which is not in this result" in out.stderr
+    notes.write_text("[decode_mask.observed]\nnames_library_convention = true\n")  # a typo would silently not count
+    out = separate_streams().invoke(main, ["report", str(graded["reference"]), "--notes", str(notes)])
+    assert out.exit_code == 2
+    assert "names_library_convention is not an observed criterion of decode_mask; its observed criteria:" in out.stderr
 
 
 @pytest.mark.slow  # grades whole submissions end to end: the full suite runs it
@@ -198,7 +201,8 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
     summary = (out / "summary.md").read_text()
     assert "| 1 | `grace` | **strong hire (provisional: 3 observations)** |" in summary
     assert "[report](grace/report.html)" in summary
-    assert "broken: SubmissionError" in summary and "not attempted" in summary
+    assert "broken: " in summary and "not a folder or a .zip" in summary and "not attempted" in summary
+    assert "SubmissionError" not in summary  # the reason in its own words, not a Python class name
     broken = json.loads((out / "broken" / "result.json").read_text())["exercises"][0]
     assert broken["status"] == "error" and "SyntaxError" in broken["error"]
     index = (out / "index.html").read_text()

@@ -139,6 +139,21 @@ def what_differs(check) -> str:
     return text.strip(" ;") or check.message
 
 
+def named_ids(check) -> list[str]:
+    """The ids of the diagnoses a failing check named, each once, in the order named."""
+    return list(dict.fromkeys(d for d, _ in check.named))
+
+
+def what_happened(check) -> str:
+    """A failing check's "what happened" in every format, by the terminal's rule: what differs, then
+    the ids of the mistakes it fits as a tag (``... expected True)  [top_left_alignment]``). Each
+    diagnosis's sentence is said once, where the report lists its diagnoses, never again per check."""
+    if not check.message:
+        return ""
+    tag = named_ids(check)
+    return what_differs(check) + (f"  [{', '.join(tag)}]" if tag else "")
+
+
 def case_text(case: dict | None) -> str:
     return ", ".join(f"{k} = {v}" for k, v in (case or {}).items())
 
@@ -167,7 +182,7 @@ def failure_parts(result: Result, exercise_id: str, check) -> list[tuple[str, st
     Detail only carries what summary feedback left in the check (``for_candidate`` empties it),
     plus the reproduce line; the picture is drawn by each renderer its own way.
     """
-    parts = [("what happened", check.message), ("tried", case_text(check.case))]
+    parts = [("what happened", what_happened(check)), ("tried", case_text(check.case))]
     if shows_detail(result):
         parts.append(("reproduce", reproduce(result, exercise_id, check.id)))
     return [(label, text) for label, text in parts if text]

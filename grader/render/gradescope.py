@@ -26,7 +26,8 @@ def render(result: Result) -> dict:
         head = f"Overall level: {overall_level(result)} ({levels}). " + head
     mistakes = [f"{e.id} / {d.id}: {d.message}" for e in result.exercises for d in e.diagnoses]
     mistakes += [f"{e.id}: {line}" for e in result.exercises if e.status != "not_attempted"
-                 for line in interview.hint_lines(e, not shows_detail(result)) + interview.timeline_lines(e)]
+                 for line in interview.hint_lines(e, not shows_detail(result))  # no offer here
+                 + interview.timeline_lines(e)]
     mistakes += interview.session_lines(result)
     mistakes += [f"{e.id}: {REPLAY_NOTE}: {replay(result, e)}" for e in result.exercises if replay(result, e)]
     head = " ".join([*caveats(result), head])

@@ -32,7 +32,7 @@ def environment() -> jinja2.Environment:
                        picture_legend=pictures.svg_legend, picture_extent=pictures.extent,
                        differing_cells=pictures.differing_cells, exercise_level=exercise_level,
                        overall_level=overall_level, explanation=explanation, plural=plural)
-    env.globals.update(hint_lines=interview.hint_lines, timeline_svg=lambda e: Markup(interview.timeline_svg(e)),
+    env.globals.update(timeline_svg=lambda e: Markup(interview.timeline_svg(e)),
                        timeline_lines=interview.timeline_lines, diagnoses_met=interview.diagnoses_met,
                        session_lines=interview.session_lines, points=interview.points, hint_cost=_hint_cost)
     return env
@@ -48,7 +48,9 @@ def render(result: Result) -> str:
     template = environment().get_template("report.html.j2")
     return template.render(result=result, detail=shows_detail(result), levels=levels_shown(result), css=Markup(_css()),
                            failure_parts=lambda e, c: failure_parts(result, e.id, c),
-                           replay=lambda e: replay(result, e))
+                           replay=lambda e: replay(result, e),
+                           hints_of=lambda e: interview.hint_lines(e, not shows_detail(result),
+                                                                   interview.hint_workspace(result, e)))
 
 
 def short_id(exercise_id: str, width: int = 24) -> str:

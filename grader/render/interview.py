@@ -6,14 +6,23 @@ may have been edited, so the numbers are read defensively.
 """
 from __future__ import annotations
 
+import shlex
 from html import escape
+
+from ..result import plural
 
 SPARKS = "▁▂▃▄▅▆▇█"
 CHART_W, CHART_H, PAD = 320, 90, 24
 
 
-def hint_lines(e, candidate: bool = False) -> list[str]:
-    """ "hints used: 2 of 4 ..." lines; for a candidate, that hints exist and how to get one."""
+def hint_lines(e, candidate: bool = False, workspace: str | None = None) -> list[str]:
+    """The hints recorded by the interviewer and those the candidate took (one wording each, with the
+    hint numbers), and where the reader can run it, the offer of the next one.
+
+    ``workspace``: the folder the reader runs ``kvgrade hint`` in (``hint_workspace``; "" when its name
+    is not known), or None where they cannot run it (a live room, Gradescope, a result graded outside a
+    workspace): then nothing is offered.
+    """
     offered = _int(e.hints_offered)
     if not offered or e.status == "not_attempted":
         return []
@@ -22,18 +31,48 @@ def hint_lines(e, candidate: bool = False) -> list[str]:
     given, seen = [h for h in e.hints_given if _int(h)], _int((e.timeline or {}).get("hints_seen"))
     out = []
     if given:  # the candidate's copy may hide levels: it says only what was recorded
-        out.append(f"hints used: {len(given)} of {offered}, recorded by the interviewer (hint "
-                   f"{', '.join(map(str, given))})" + ("" if candidate else ": they count toward the level"))
-    if seen:
-        out.append(f"hints used: {seen} of {offered}, from the candidate's own log (kvgrade hint): "
-                   "context, never a level")
+        out.append(f"hints recorded by the interviewer: {_numbered(given)} ({len(given)} of {offered} staged)"
+                   + ("" if candidate else "; they count toward the level"))
+    if seen:  # `kvgrade hint` prints them in order: the first `seen`
+        taken = _numbered(range(1, seen + 1)) if seen < 3 else f"hints 1 to {seen}"
+        out.append(f"hints used: {seen} of {offered} ({taken}), taken with kvgrade hint "
+                   "and kept in the candidate's own log: context, never a level")
     if not given and not seen:  # "0" only where a log could have shown one; else nothing is known either way
         out.append(f"hints used: 0 of {offered}" if e.timeline else
                    f"hints used: none recorded ({offered} staged; no workspace log, no hint in the notes)")
-    if candidate and not all(c.passed for c in e.checks):  # nothing to be stuck on once every check passes
-        out.append(f"stuck? {offered} staged hints, from a nudge to near the answer: kvgrade hint {e.id} "
-                   "YOUR_WORKSPACE_FOLDER")
+    left = offered - min(seen, offered)
+    # nothing to be stuck on once every check passes, and nothing to offer once every hint was printed
+    if workspace is not None and left and not all(c.passed for c in e.checks):
+        command = f"kvgrade hint {e.id} {shlex.quote(workspace)}" if workspace else \
+            f"kvgrade hint {e.id}, run in your workspace folder"
+        out.append(f"stuck? {offered} staged hints, from a nudge to near the answer: {command}" if left == offered
+                   else f"stuck? {plural(left, 'more staged hint')} (next: hint {seen + 1}): {command}")
     return out
+
+
+def hint_workspace(result, e) -> str | None:
+    """The workspace folder in which the reader of ``result`` can run ``kvgrade hint`` for ``e``, as the
+    grading named it (``result.session["workspace"]``, recorded with the attempt log), or None where no
+    hint is to be offered.
+
+    Only a workspace made by ``kvgrade start`` keeps the candidate's attempt log (``e.timeline``), and only
+    there does ``kvgrade hint`` work; a live grading (the room, ``grade --live``) is the interviewer's, who
+    gives hints themselves. Detail feedback offers it too: detail is what ``kvgrade grade`` shows by default,
+    and the one grading a workspace on their own machine is the candidate working in it. Student-facing
+    Gradescope output never offers one (its renderer passes None): the autograder is not the workspace.
+    """
+    if result.live or not e.timeline or e.status == "not_attempted":
+        return None
+    where = (result.session or {}).get("workspace")
+    return where if isinstance(where, str) else ""  # "": offered without a folder name (an older result)
+
+
+def _numbered(numbers) -> str:
+    """ "hint 2", "hints 1 and 2", "hints 1, 2 and 3"."""
+    numbers = [str(n) for n in numbers]
+    if len(numbers) == 1:
+        return f"hint {numbers[0]}"
+    return f"hints {', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
 def points(e) -> list[tuple[float, int, int]]:

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 from ..result import ExerciseResult, Result
 from . import interview
-from .common import caveats, exercise_level, failure_lines, levels_shown, replay
+from .common import caveats, exercise_level, failure_lines, levels_shown, replay, what_happened
 
 
 def render(result: Result) -> str:
@@ -31,7 +31,8 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
     for name, value in (*(("caveat", line) for line in caveats(result)), *level, ("status", e.status),
                         ("seed", str(result.seed)), *(("replay", line) for line in [replay(result, e)] if line),
                         *((f"diagnosis.{d.id}", d.message) for d in e.diagnoses),
-                        *(("interview", line) for line in interview.hint_lines(e) + interview.timeline_lines(e))):
+                        *(("interview", line) for line in interview.hint_lines(e)
+                          + interview.timeline_lines(e))):
         ET.SubElement(props, "property", name=name, value=value)
     classname = f"kvgrade.{e.id}"
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -48,7 +49,7 @@ def _suite(result: Result, e: ExerciseResult) -> ET.Element:
         counts["tests"] += 1
         if not c.passed:
             counts["failures"] += 1
-            failure = ET.SubElement(case, "failure", message=c.message or c.description, type="CheckFailed")
+            failure = ET.SubElement(case, "failure", message=what_happened(c) or c.description, type="CheckFailed")
             failure.text = "\n".join(failure_lines(result, e.id, c))
     for key, value in counts.items():
         suite.set(key, str(value))

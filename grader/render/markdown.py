@@ -80,7 +80,7 @@ def _exercise(result: Result, e: ExerciseResult, shown: bool) -> list[str]:
                       f"so it counts" + (" as weak." if shown else ".")]
     if shown:
         out += _explanation(e)
-    out += _interview(e, candidate=not shows_detail(result))
+    out += _interview(result, e)
     if e.error:
         out += [f"**Error:** {untrusted(e.error)}", ""]
     if e.diagnoses:
@@ -116,9 +116,10 @@ def _session(result: Result) -> list[str]:
     return [f"*{text(line)}*  " for line in lines[:-1]] + [f"*{text(lines[-1])}*", ""] if lines else []
 
 
-def _interview(e: ExerciseResult, candidate: bool) -> list[str]:
+def _interview(result: Result, e: ExerciseResult) -> list[str]:
     """Hints used and the attempt timeline (one text line for the chart), when there are any."""
-    lines = interview.hint_lines(e, candidate) + interview.timeline_lines(e)
+    lines = interview.hint_lines(e, not shows_detail(result), interview.hint_workspace(result, e)) + \
+        interview.timeline_lines(e)
     return [f"- {text(line)}" for line in lines] + [""] if lines else []
 
 

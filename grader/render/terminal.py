@@ -6,7 +6,7 @@ import click
 from ..result import Result
 from . import interview, pictures
 from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
-                     own_tests_text, REPLAY_NOTE, replay, run_notes, status_text, what_differs)
+                     named_ids, own_tests_text, REPLAY_NOTE, replay, run_notes, status_text, what_differs)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -43,7 +43,7 @@ def summary(result: Result, detail: bool | None = None, saved: bool = False) -> 
         lines.append(head)
         if shown:
             lines += [click.style("      " + line, dim=True) for line in explanation(e)]
-        session = interview.hint_lines(e, candidate=not detail) + interview.timeline_lines(e)
+        session = interview.hint_lines(e, not detail, interview.hint_workspace(result, e)) + interview.timeline_lines(e)
         lines += ["      " + line for line in session]
         lines += _exercise_lines(result, e, detail)
     if shown:
@@ -82,7 +82,7 @@ def _exercise_lines(result: Result, e, detail: bool) -> list[str]:
 
 def _differs(check) -> str:
     """What differs, then the ids of the mistakes it fits (their sentences are said once, above)."""
-    named = list(dict.fromkeys(d for d, _ in check.named))
+    named = named_ids(check)
     return (what_differs(check) if check.message else check.description) + \
         (click.style(f"  [{', '.join(named)}]", fg="yellow") if named else "")
 
@@ -96,6 +96,11 @@ def single_check(result: Result, check_id: str) -> str:
             lines.append(f"  {e.id} / {c.id}: {mark}")
             if not c.passed:
                 lines += [f"      {label}: {value}" for label, value in failure_parts(result, e.id, c)]
+                # no diagnoses block here: each mistake the check's tag names is said once, below it
+                first = {}
+                for d, sentence in c.named:
+                    first.setdefault(d, sentence)
+                lines += [f"      [{d}] {sentence}" for d, sentence in first.items()]
                 if c.picture and result.feedback != "summary":
                     lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
         if not e.checks:
