@@ -459,7 +459,8 @@ def start(directory, exercises, minutes):
 def serve(directory, exercises, minutes, feedback, host, port, trust_submissions):
     """Run a live interview room: a candidate page and an interviewer page, in the browser.
 
-    DIR is the session folder: created when missing, resumed when it exists (same links).
+    DIR is the session folder: created when the session starts (a refused start leaves nothing), resumed when
+    it exists (same links).
     Prints the two links; send the candidate link only. Needs `pip install 'kvgrade[room]'`. Refuses to run
     without bubblewrap or a separate uid unless --trust-submissions: the room runs the candidate's code.
     """

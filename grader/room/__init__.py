@@ -15,12 +15,17 @@ until a room is served.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import signal
 import socket
 import sqlite3
+import threading
+from datetime import datetime
 from pathlib import Path
 
 from .session import RoomError
+from .store import FILE
 
 EXTRA = "kvgrade serve needs the room extra: pip install 'kvgrade[room]' (starlette and uvicorn)"
 
@@ -43,30 +48,90 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
     from .app import create_app
     from .session import Room
 
-    resumed = (Path(folder) / "room.sqlite").is_file()
+    folder = Path(folder)
+    resumed = (folder / FILE).is_file()
+    if not resumed and not exercise_ids:  # before anything is written: an error leaves no session behind
+        raise RoomError(f"{folder} holds no session yet: a new session needs its exercises, -e ID[,ID]")
+    made = _missing(folder)  # the folders a new session creates, removed again if it cannot start
     try:
-        room = Room(Path(folder), exercise_ids, minutes, feedback)
+        room = Room(folder, exercise_ids, minutes, feedback)
     except (OSError, sqlite3.Error) as exc:
+        _undo(folder, made, resumed)
         raise RoomError(f"cannot open the session in {folder}: {getattr(exc, 'strerror', None) or exc}") from None
+    except BaseException:
+        _undo(folder, made, resumed)
+        raise
     try:
-        sock = _listen(host, port, room.meta.get("port"))
-        room.store.set_meta(port=sock.getsockname()[1])
-        for line in _banner(room, host, sock.getsockname()[1], resumed, level):
-            echo(line)
+        try:
+            sock = _listen(host, port, room.meta.get("port"))
+        except BaseException:
+            room.close()
+            _undo(folder, made, resumed)
+            raise
         config = uvicorn.Config(create_app(room), log_level="warning", access_log=False,
                                 timeout_graceful_shutdown=5)
 
         class Server(uvicorn.Server):
-            def handle_exit(self, sig, frame):  # Ctrl-C: open pages' event streams end first
+            def handle_exit(self, sig, frame):  # Ctrl-C or SIGTERM: open pages' event streams end first
                 room.stop_streams()
                 super().handle_exit(sig, frame)
-        try:
-            Server(config).run(sockets=[sock])
-        except KeyboardInterrupt:  # uvicorn raises the Ctrl-C again once it has shut down
-            pass
+        with _terminated_as_abort() as terminated:
+            try:
+                room.store.set_meta(port=sock.getsockname()[1])
+                for line in _banner(room, host, sock.getsockname()[1], resumed, level):
+                    echo(line)
+                Server(config).run(sockets=[sock])
+            except KeyboardInterrupt:  # uvicorn raises the signal again once it has shut down
+                terminated.append(signal.SIGINT)
         echo(f"stopped; everything is kept in {room.folder}")
+        if terminated:  # Ctrl-C or SIGTERM ends serve as it ends every command: "Aborted!", exit 130 (README)
+            raise KeyboardInterrupt
     finally:
-        room.close()
+        room.close()  # a second close (after a refused port) does nothing more
+
+
+@contextlib.contextmanager
+def _terminated_as_abort():
+    """While serving, SIGTERM stops the server as Ctrl-C does (uvicorn shuts down, then raises the signal
+    again; before uvicorn takes its signals, it stops the start): it is recorded, as a KeyboardInterrupt,
+    instead of killing the process (exit 143, no "Aborted!"), and the caller ends with a KeyboardInterrupt,
+    which the CLI reports as every command's interruption. Only SIGTERM at its default is taken, and only
+    in the main thread; Ctrl-C is uvicorn's, which ends the same way once it has shut down."""
+    terminated: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield terminated
+        return
+
+    def stop(signum, frame):
+        terminated.append(signum)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and each parent of it that does not exist yet, deepest first."""
+    missing, path = [], folder.absolute()
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _undo(folder: Path, made: list[Path], resumed: bool):
+    """A new session that could not start leaves nothing: its database and the folders it created."""
+    if resumed:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        (folder / f"{FILE}{suffix}").unlink(missing_ok=True)
+    for path in made:
+        try:
+            path.rmdir()
+        except OSError:  # not empty: something else is in it now, and it stays
+            break
 
 
 def _listen(host: str, port: int | None, stored: int | None) -> socket.socket:
@@ -90,12 +155,21 @@ def _listen(host: str, port: int | None, stored: int | None) -> socket.socket:
     raise AssertionError("unreachable: tries is never empty")
 
 
+def _when(iso: str) -> str:
+    """A stored time (UTC, ISO 8601) as the CLI writes times: 2026-12-05 16:54:03 UTC."""
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _banner(room, host: str, port: int, resumed: bool, level: str) -> list[str]:
     shown = socket.gethostname() if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
     base = f"http://{shown}:{port}"
     meta = room.meta
-    return [(f"kvgrade serve: {', '.join(meta['exercises'])} in {room.folder} ({'resumed' if resumed else 'new'} "
-             f"session; time box {meta['minutes']} min, feedback {meta['feedback']}; isolation {level}"
+    kind = "new session"
+    if resumed:
+        kind = "resumed session" + (f", which ended {_when(meta['ended'])}: both pages are read-only"
+                                    if meta.get("ended") else "")
+    return [(f"kvgrade serve: {', '.join(meta['exercises'])} in {room.folder} ({kind}; "
+             f"time box {meta['minutes']} min, feedback {meta['feedback']}; isolation {level}"
              + (": NOT ISOLATED, for code you trust only)" if level == "process" else ")")),
             f"candidate:   {base}/c/{meta['candidate_token']}/",
             f"interviewer: {base}/i/{meta['interviewer_token']}/",

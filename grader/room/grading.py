@@ -59,7 +59,21 @@ def public_tests(folder: str, exercise_id: str, limits: Limits | None = None) ->
     return {"exit": ran.exit, "tests": ran.tests, "output": neutral(ran.output)}
 
 
-JOBS = {"grade": grade, "public_tests": public_tests}
+def own_tests_run(folder: str, exercise_id: str, limits: Limits | None = None) -> dict:
+    """Run the candidate's own tests (``test_ID.py`` beside the module) against the candidate's module, as
+    pytest in their folder would, through the same sandbox and relay as grading: ``{"exit", "tests",
+    "output"}``. The tests are the candidate's code, so this report is theirs to read, never evidence."""
+    exercise = catalog.get(exercise_id)
+    tests = Path(folder) / exercise_id / f"test_{exercise_id}.py"
+    module = Path(folder) / exercise_id / f"{exercise_id}.py"
+    ran = own_tests.run(tests, module, exercise, limits or Limits(), timeout=PUBLIC_SECONDS,
+                        output_chars=OUTPUT_SHOWN)
+    if ran.exit is None:
+        return {"exit": None, "tests": {}, "output": f"could not run the tests: {neutral(ran.detail)}"}
+    return {"exit": ran.exit, "tests": ran.tests, "output": neutral(ran.output)}
+
+
+JOBS = {"grade": grade, "public_tests": public_tests, "own_tests": own_tests_run}
 
 
 class JobFailed(Exception):

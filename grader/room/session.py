@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import catalog
 from . import finish, grading, views
-from .views import files_of
+from .views import RUN_KINDS, files_of, own_tests_file
 from .store import Store, now
 
 log = logging.getLogger("kvgrade.room")
@@ -40,10 +40,15 @@ class RoomError(Exception):
 
 
 def starting_text(exercise: catalog.Exercise, name: str) -> str:
-    """The stub, or for the candidate's own tests the public tests to start from."""
+    """The stub, or for the candidate's own tests a file holding no tests: only a comment saying what goes
+    there. (It once opened as the kit's public tests, word for word, and those earned the own-test criteria
+    for work nobody did; the public tests are shown read-only beside it, see ``views.public_files``.)"""
     if name == exercise.stub_path.name:
         return exercise.stub_path.read_text()
-    return "".join(p.read_text() for p in exercise.public_tests)
+    public = ", ".join(p.name for p in exercise.public_tests) or "the public tests"
+    return (f"# Your own pytest tests for {exercise.stub_path.name} go here (the prompt's \"Your own tests\").\n"
+            f"# \"Run my tests\" runs this file against your module; \"Submit\" grades it too.\n"
+            f"# The kit's public tests are in the read-only tab {public}.\n")
 
 
 def time_box(exercises: list[catalog.Exercise]) -> int:
@@ -89,7 +94,8 @@ class Room:
             self.store.create(list(exercise_ids), minutes or time_box(chosen), feedback or "summary")
             return self.store.meta()
         asked = {"exercises": list(exercise_ids) if exercise_ids else None, "minutes": minutes, "feedback": feedback}
-        differ = [f"{key} {meta[key]}" for key, value in asked.items() if value is not None and value != meta[key]]
+        differ = [f"{key} {','.join(meta[key]) if isinstance(meta[key], list) else meta[key]}"
+                  for key, value in asked.items() if value is not None and value != meta[key]]
         if differ:
             raise RoomError(f"{self.folder} is a session already started with {', '.join(differ)}; "
                             "resume it without those options, or start another folder")
@@ -147,11 +153,14 @@ class Room:
         self._changed(INTERVIEWER)  # another candidate tab keeps its own text until it reloads
 
     def run(self, exercise: str, kind: str, files: dict | None = None) -> int:
-        """Queue a public test run or a submission of ``exercise`` (saving ``files`` first)."""
-        if kind not in ("public", "submit"):
-            raise RoomError("kind must be 'public' (run the public tests) or 'submit' (grade)")
+        """Queue a run of ``exercise`` (saving ``files`` first): ``public`` (the kit's public tests), ``own``
+        (the candidate's own tests, where the exercise asks for some) or ``submit`` (a grading)."""
+        if kind not in RUN_KINDS:
+            raise RoomError("kind must be 'public' (run the kit's public tests), 'own' (run your own tests) "
+                            "or 'submit' (grade)")
         self._open()
-        self._exercise(exercise)
+        if own_tests_file(self._exercise(exercise)) is None and kind == "own":
+            raise RoomError(f"{exercise} asks for no tests of your own: run its public tests instead")
         files = files or {}
         if not isinstance(files, dict):
             raise RoomError("files must map file names to their text")
@@ -265,6 +274,8 @@ class Room:
         try:
             if kind == "public":
                 outcome = grading.run_job("public_tests", str(folder), exercise, timeout=JOB_SECONDS)
+            elif kind == "own":
+                outcome = grading.run_job("own_tests", str(folder), exercise, timeout=JOB_SECONDS)
             else:
                 seed = next(r["seed"] for r in self.store.runs() if r["id"] == run_id)
                 outcome = grading.run_job("grade", str(folder), [exercise], seed, timeout=JOB_SECONDS)

@@ -1,29 +1,41 @@
 """What each page may see, built from the session's records.
 
 The candidate's view is made here and nowhere else, from an allow-list: the prompt, their own
-files, hints the interviewer sent, and each run as the chosen feedback shows it (``none``:
-that it was graded; ``summary``: which checks pass and what each tries, no inputs, messages or
-diagnoses; ``detail``: messages and diagnoses too). A check description that would state the
-rubric's rule (one of its ``telltales``) is replaced. The interviewer's view holds everything.
+files, the public tests the prompt names (read-only), hints the interviewer sent, and each run as
+the chosen feedback shows it (``none``: that it was graded; ``summary``: which checks pass and
+what each tries, no inputs, messages or diagnoses; ``detail``: messages and diagnoses too). A
+check description that would state the rubric's rule (one of its ``telltales``) is replaced.
+The interviewer's view holds everything.
 """
 from __future__ import annotations
 
 import re
 
 from .. import catalog, interview, own_tests
-from ..render.common import for_candidate
+from ..render.common import for_candidate, what_happened
 from ..result import Result
 from . import finish
 
+RUN_KINDS = ("public", "own", "submit")  # the candidate's runs; "final" is the end's own grading
 WITHHELD = "a hidden check (its description would give the answer away)"
+
+
+def own_tests_file(exercise: catalog.Exercise) -> str | None:
+    """The name of the candidate's own tests, as the prompt gives it (and the grader reads it), where the
+    rubric asks for some; else None."""
+    return f"test_{exercise.id}.py" if own_tests.declaration(exercise) is not None else None
 
 
 def files_of(exercise: catalog.Exercise) -> list[str]:
     """The files a candidate edits: the module, and their own tests where the rubric asks for some."""
-    names = [exercise.stub_path.name]
-    if own_tests.declaration(exercise) is not None:
-        names.append(f"test_{exercise.id}.py")
-    return names
+    return [exercise.stub_path.name, *filter(None, [own_tests_file(exercise)])]
+
+
+def public_files(exercise: catalog.Exercise) -> list[dict]:
+    """The kit's public tests the prompt names, shown read-only beside the candidate's files: the prompt
+    sends the candidate to them ("`test_ID_public.py`: the public tests"), and "Run public tests" runs them."""
+    prompt = exercise.prompt_path.read_text()
+    return [{"name": p.name, "text": p.read_text()} for p in exercise.public_tests if p.name in prompt]
 
 
 def candidate(room) -> dict:
@@ -33,9 +45,10 @@ def candidate(room) -> dict:
         sent = sorted({h["value"] for h in hints if h["exercise"] == eid})
         exercises.append({
             "id": eid, "title": ex.title, "prompt": ex.prompt_path.read_text(), "files": _files(room, eid),
+            "public_files": public_files(ex), "own_tests": own_tests_file(ex),
             "hints": [{"number": n, "text": " ".join(ex.rubric.hints[n - 1].text.split())} for n in sent],
             "runs": [_candidate_run(r, ex, meta["feedback"]) for r in runs
-                     if r["exercise"] == eid and r["kind"] in ("public", "submit")]})
+                     if r["exercise"] == eid and r["kind"] in RUN_KINDS]})
     return {"role": "candidate", "ended": meta.get("ended") is not None, "feedback": meta["feedback"],
             "minutes": meta["minutes"], "remaining_seconds": room.remaining_seconds(), "exercises": exercises}
 
@@ -79,7 +92,7 @@ def _candidate_run(run: dict, ex, feedback: str) -> dict:
     outcome = run["outcome"]
     if run["status"] != "done":
         return {**out, "error": outcome.get("error", "")}
-    if run["kind"] == "public":
+    if run["kind"] in ("public", "own"):
         return {**out, **{k: outcome.get(k) for k in ("exit", "tests", "output")}}
     if feedback == "none":
         return {**out, "graded": True}
@@ -87,7 +100,7 @@ def _candidate_run(run: dict, ex, feedback: str) -> dict:
     if feedback == "summary":
         e = for_candidate(Result(0, "", [e]), show_levels=False).exercises[0]
     checks = [{"description": _told(ex, c.description), "passed": c.passed,
-               **({"message": c.message} if feedback == "detail" else {})} for c in e.checks]
+               **({"message": what_happened(c)} if feedback == "detail" else {})} for c in e.checks]
     out.update(status_of_code=e.status, error=e.error or "", checks=checks,
                passed=sum(c.passed for c in e.checks), total=len(e.checks))
     if feedback == "detail":
@@ -101,14 +114,14 @@ def _interviewer_run(run: dict, only: str | None = None) -> dict:
     out = {k: run[k] for k in ("id", "at", "kind", "exercise", "status")}
     out["seed"] = None if run["seed"] is None else str(run["seed"])  # 63 bits: more than a JavaScript number holds
     outcome = run["outcome"]
-    if run["status"] != "done" or run["kind"] == "public":
+    if run["status"] != "done" or run["kind"] in ("public", "own"):
         return {**out, **outcome}
     result = Result.from_dict(outcome)
     out["exercises"] = [{
         "id": e.id, "status": e.status, "level": e.level, "provisional": e.provisional, "error": e.error or "",
         "reason": e.reason, "passed": e.passed_checks, "total": len(e.checks),
-        "checks": [{"id": c.id, "passed": c.passed, "description": c.description, "message": c.message,
-                    "kind": c.kind} for c in e.checks],
+        "checks": [{"id": c.id, "passed": c.passed, "description": c.description, "message": what_happened(c),
+                    "kind": c.kind} for c in e.checks],  # each diagnosis said once, below: a tag here
         "diagnoses": [{"id": d.id, "message": d.message} for d in e.diagnoses]}
         for e in result.exercises if only is None or e.id == only]
     return out

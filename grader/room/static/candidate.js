@@ -7,6 +7,7 @@ const saves = saver((key, text) => {
   return api("PUT", "files", {exercise, name, text});
 });
 let built = false;
+const RUN_TITLES = {public: "Public tests", own: "Your tests", submit: "Submission"};
 
 function build(state) {
   const main = document.getElementById("exercises");
@@ -19,14 +20,29 @@ function build(state) {
       tabs.append(el("button", {type: "button", class: "tab", "data-file": file.name, textContent: file.name,
                                 onclick: () => showFile(ex.id, file.name)}));
     }
-    const run = (kind) => el("button", {type: "button", class: `action ${kind}`, "data-kind": kind,
-                                        textContent: kind === "public" ? "Run public tests" : "Submit",
-                                        onclick: () => start(ex, kind)});
+    for (const file of ex.public_files) {  // the kit's public tests: to read, never edited or saved
+      const pane = el("div", {class: "pane readonly", "data-file": file.name});
+      KvEditor.create(pane, file.text, {readOnly: true});
+      holder.append(pane);
+      tabs.append(el("button", {type: "button", class: "tab readonly", "data-file": file.name,
+                                textContent: `${file.name} (read-only)`, title: "the kit's public tests",
+                                onclick: () => showFile(ex.id, file.name)}));
+    }
+    const publicNames = ex.public_files.map((f) => f.name).join(", ") || "the kit's public tests";
+    const kinds = [
+      ["public", "Run public tests", `Runs the kit's public tests (${publicNames}) against your module.`],
+      ...(ex.own_tests ? [["own", "Run my tests", `Runs your own tests (${ex.own_tests}) against your module.`]] : []),
+      ["submit", "Submit", "Grades your module with the hidden checks"
+                           + (ex.own_tests ? `, and your ${ex.own_tests} against known versions.` : ".")]];
+    const run = ([kind, label, what]) => el("button", {type: "button", class: `action ${kind}`, "data-kind": kind,
+                                                       textContent: label, title: what, onclick: () => start(ex, kind)});
+    const says = el("ul", {class: "what-runs"}, kinds.map(([, label, what]) => el("li", {}, el("strong", {}, label),
+                                                                                   `: ${what}`)));
     main.append(el("section", {class: "exercise", id: `ex-${ex.id}`},
       el("h2", {}, `${ex.id}: ${ex.title}`),
       el("div", {class: "columns"},
-        el("article", {class: "prompt"}, el("pre", {textContent: ex.prompt})),
-        el("div", {class: "work"}, tabs, holder, el("div", {class: "actions"}, run("public"), run("submit")),
+        el("article", {class: "prompt"}, Markdown.render(ex.prompt)),
+        el("div", {class: "work"}, tabs, holder, el("div", {class: "actions"}, kinds.map(run)), says,
            el("div", {class: "hints"}), el("ol", {class: "runs", reversed: true})))));
     showFile(ex.id, ex.files[0].name);
   }
@@ -46,7 +62,7 @@ async function start(ex, kind) {
   const files = Object.fromEntries(ex.files.map((f) => [f.name, editors.get(`${ex.id}/${f.name}`).get()]));
   try {
     await api("POST", "runs", {exercise: ex.id, kind, files});
-    say(kind === "public" ? "running the public tests..." : "grading...");
+    say({public: "running the public tests...", own: "running your tests..."}[kind] || "grading...");
   } catch (err) { say(err.message, true); }
 }
 
@@ -75,12 +91,12 @@ function render(state) {
 }
 
 function runItem(run, feedback) {
-  const title = `${run.kind === "public" ? "Public tests" : "Submission"} at ${clockTime(run.at)}`;
+  const title = `${RUN_TITLES[run.kind] || "Submission"} at ${clockTime(run.at)}`;
   const item = el("li", {class: `run ${run.status}`, "data-kind": run.kind, "data-status": run.status},
                   el("strong", {}, title));
   if (run.status === "running") return item.appendChild(el("span", {}, " running...")), item;
   if (run.status !== "done") return item.append(` ${run.error}`), item;
-  if (run.kind === "public") {
+  if (run.kind === "public" || run.kind === "own") {
     const tests = Object.entries(run.tests || {}), failed = tests.filter(([, o]) => o === "failed").length;
     item.append(` ${tests.length - failed} passed, ${failed} failed`,
                 el("pre", {class: "output", textContent: run.output}));

@@ -103,13 +103,14 @@ function levelText(level, provisional) {
 
 function runItem(run) {
   const item = el("li", {class: `run ${run.status}`, "data-kind": run.kind, "data-status": run.status},
-                  el("strong", {}, `${run.kind} at ${clockTime(run.at)}`),
+                  el("strong", {}, `${run.kind === "own" ? "own tests" : run.kind} at ${clockTime(run.at)}`),
                   run.seed !== null ? ` (seed ${run.seed})` : "");
   if (run.status === "running") return item.append(" running..."), item;
   if (run.status !== "done") return item.append(` ${run.error || run.status}`), item;
-  if (run.kind === "public") {
+  if (run.kind === "public" || run.kind === "own") {
     const tests = Object.entries(run.tests || {});
-    item.append(` ${tests.filter(([, o]) => o === "passed").length} of ${tests.length} public tests passed`,
+    const what = run.kind === "public" ? "public tests" : "of the candidate's own tests (their code reports these)";
+    item.append(` ${tests.filter(([, o]) => o === "passed").length} of ${tests.length} ${what} passed`,
                 el("pre", {class: "output", textContent: run.output}));
     return item;
   }
