@@ -555,7 +555,9 @@ def test_work_padded_to_the_largest_batch_is_bounded_by_its_cost_not_only_its_ri
     source = (SOLUTIONS / "mutants" / "varlen_attention" / "keys_selected_by_sequence_id.py").read_text() + FLAT_BURN
     result, found = _check(_write(tmp_path, "varlen_attention", source), "varlen_attention", "work_grows_per_sequence")
     assert not found.passed and found.kind == "efficiency", (found.kind, found.message)
-    assert "times the grader's own attention for it" in found.message
+    # the absolute bound; on a loaded machine the padding's own rise can show as well, and is said instead
+    assert "times the grader's own attention for it" in found.message or "as the whole batch grows" in found.message, \
+        found.message
 
 
 # One-line patches of what the child's own code calls, each made by candidate code at import, with

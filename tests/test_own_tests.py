@@ -158,7 +158,7 @@ def test_a_suite_catching_only_top_left_is_hire_and_misses_the_score(submission)
     assert ex.level == "hire" and "t1_only_tests" not in {d.id for d in ex.diagnoses}
     score = _checks(ex)["own_tests_mutation_score"]
     assert not score.passed and score.kind == "tests"
-    missed = "cache_keyed_on_offset, int16_positions, crashes_on_numpy_ints, float32_positions"
+    missed = "cache_keyed_on_offset, int16_positions, crashes_on_numpy_ints, narrow_size_beside_python_int"
     assert score.message == f"caught 1 of 5 known mistakes; missed: {missed}"
     for text in (terminal.summary(_result(ex)), markdown.render(_result(ex)), html.render(_result(ex))):
         assert f"caught 1 of 5 known mistakes (20%); missed: {missed}" in text

@@ -103,7 +103,7 @@ def test_grade_writes_every_format_from_one_result(graded):
     assert ET.parse(graded["junit.xml"]).getroot().get("failures") == str(sum(not c["passed"] for c in checks))
     scores = json.loads(graded["gradescope.json"].read_text())
     assert (scores["score"], scores["max_score"]) == (_gradescope_points(checks), 10.0)
-    missed = ["top_left_past_one_query", "int16_positions", "crashes_on_numpy_ints", "float32_positions"]
+    missed = ["top_left_past_one_query", "int16_positions", "crashes_on_numpy_ints", "narrow_size_beside_python_int"]
     score_line = f"own tests: caught 1 of 5 known mistakes (20%); missed: {', '.join(missed)}"
     assert data["exercises"][0]["own_tests"]["missed"] == missed
     for text in (graded["terminal"], page, graded["report.md"].read_text().lower()):
