@@ -75,12 +75,13 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
             def handle_exit(self, sig, frame):  # Ctrl-C or SIGTERM: open pages' event streams end first
                 room.stop_streams()
                 super().handle_exit(sig, frame)
-        with _terminated_as_abort() as terminated:
+        server = Server(config)
+        with _terminated_as_abort(server) as terminated:
             try:
                 room.store.set_meta(port=sock.getsockname()[1])
                 for line in _banner(room, host, sock.getsockname()[1], resumed, level):
                     echo(line)
-                Server(config).run(sockets=[sock])
+                server.run(sockets=[sock])
             except KeyboardInterrupt:  # uvicorn raises the signal again once it has shut down
                 terminated.append(signal.SIGINT)
         echo(f"stopped; everything is kept in {room.folder}")
@@ -91,10 +92,10 @@ def serve(folder: str | Path, exercise_ids: list[str] | None, minutes: int | Non
 
 
 @contextlib.contextmanager
-def _terminated_as_abort():
-    """While serving, SIGTERM stops the server as Ctrl-C does (uvicorn shuts down, then raises the signal
-    again; before uvicorn takes its signals, it stops the start): it is recorded, as a KeyboardInterrupt,
-    instead of killing the process (exit 143, no "Aborted!"), and the caller ends with a KeyboardInterrupt,
+def _terminated_as_abort(server):
+    """While serving, SIGTERM stops the server as Ctrl-C does: it is recorded and asks uvicorn to exit (uvicorn
+    takes the signal itself once it runs, and raises it again after shutting down), instead of killing the
+    process (exit 143, no "Aborted!"); the caller then ends with a KeyboardInterrupt,
     which the CLI reports as every command's interruption. Only SIGTERM at its default is taken, and only
     in the main thread; Ctrl-C is uvicorn's, which ends the same way once it has shut down."""
     terminated: list[int] = []
@@ -102,9 +103,9 @@ def _terminated_as_abort():
         yield terminated
         return
 
-    def stop(signum, frame):
+    def stop(signum, frame):  # never raises inside the event loop (a half-closed loop printed a traceback)
         terminated.append(signum)
-        raise KeyboardInterrupt
+        server.should_exit = True  # uvicorn stops at its next tick, or at once if it has not started yet
     signal.signal(signal.SIGTERM, stop)
     try:
         yield terminated
