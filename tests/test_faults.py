@@ -185,8 +185,9 @@ def test_a_hang_is_bounded_in_time(grade, loop):
     """Two timeouts open the breaker: the rest of the exercise fails at once, not 1 s per call."""
     ex, _ = grade(body(loop), limits=Limits(call_seconds=1, load_seconds=5))
     assert (ex.status, ex.level) == ("graded", "weak")
-    assert message(ex, "dtype_and_shape") == ("decode_causal_mask(1, 1) did not finish within 1 s; "
-                                              "the candidate process was stopped")
+    said = message(ex, "dtype_and_shape")  # a busy machine may stretch the wait of a busy loop (CallClock)
+    assert said.startswith("decode_causal_mask(1, 1) did not finish within 1 s")
+    assert said.endswith("; the candidate process was stopped")
     timeouts = [c for c in ex.checks if c.message.startswith("decode_causal_mask") and "did not finish" in c.message]
     assert len(timeouts) == 2
     assert sum(c.message.startswith("not run: the candidate's code already failed 2 times") for c in ex.checks) >= 5

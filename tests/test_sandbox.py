@@ -1,8 +1,9 @@
 """Candidate code runs in a child; its faults become one clear line and never reach the grader."""
 import functools
 import subprocess
-import sys
 import os
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -148,6 +149,43 @@ def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
     with pytest.raises(CandidateTimeout, match="did not finish within 2 s"):  # the deadline ended it
         sandbox.module.hang()
     assert list(sandbox.module.ok(3)) == [0, 1, 2]
+
+
+STARVED = """
+import time
+
+def work(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    return 1
+"""
+
+
+def test_a_call_a_busy_machine_starves_is_not_timed_out(tmp_path):
+    """The deadline is the child's own time: a call that needs 1 s of CPU, sharing its one core with
+    three busy processes, takes 2 s or more on the clock (its control group gets half the core at
+    most), past its 1.5 s deadline, and still returns: a load on the grading machine never turns a
+    slow answer into a hang."""
+    path = tmp_path / "starved.py"
+    path.write_text(STARVED)
+    cores, burners = os.sched_getaffinity(0), []
+    os.sched_setaffinity(0, {min(cores)})  # the child and the burners inherit one core
+    try:
+        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+        box = Sandbox(ModuleToLoad("starved", [path], []), Limits(call_seconds=1.5, load_seconds=30))
+        try:
+            box.module.work(0.01)  # loaded before the clock starts
+            began = time.monotonic()
+            assert box.module.work(1.0) == 1
+            assert time.monotonic() - began > 1.5, "the call was not starved: the test proved nothing"
+        finally:
+            box.close()
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+        os.sched_setaffinity(0, cores)
 
 
 @pytest.mark.parametrize("name,pattern", [

@@ -217,6 +217,10 @@ class Child:
         """CPU time the child and everything it started have used so far (``tree_cpu_seconds``)."""
         return tree_cpu_seconds(self.pid, self.group)
 
+    def runnable(self) -> bool:
+        """Whether the child or anything it started is computing or waiting for a CPU (``tree_runnable``)."""
+        return tree_runnable(self.pid, self.group)
+
     def wait(self, timeout: float | None = None) -> int:
         """The exit status, waiting at most ``timeout`` s (TimeoutExpired after). Woken by the
         exit itself through a pidfd: ``Popen.wait(timeout)`` polls in sleeps of up to 50 ms, which
@@ -250,22 +254,47 @@ def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
     counted = group.cpu_seconds() if group is not None else None
     if counted is not None:
         return counted
-    seen, seconds, todo, strays = set(), 0.0, [root], group is not None
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    seconds = 0.0
+    for pid in _tree(root, group):
         try:  # a parent is read before its children: one reaped in between is counted once, in the parent
             seconds += _own_and_reaped_seconds(pid)
         except OSError:
             if pid == root:
                 raise
+    return seconds
+
+
+def tree_runnable(root: int, group: cgroup.Group | None = None) -> bool:
+    """Whether a thread of ``root``, of a process below it or of ``group`` is running or waiting for a
+    CPU (state R in /proc, which the kernel writes): busy, not asleep or blocked on a pipe."""
+    for pid in _tree(root, group):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
             continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[:1] == [b"R"]:
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _tree(root: int, group: cgroup.Group | None):
+    """``root``, every process below it (parents first), then the processes of ``group`` outside
+    that tree (strays that detached), each once."""
+    seen, todo, strays = set(), [root], group is not None
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        yield pid
         todo += _children(pid)
         if not todo and strays:  # the tree is done: the group's processes outside it, read once
             todo, strays = [p for p in group.pids() if p not in seen], False
-    return seconds
 
 
 def _own_and_reaped_seconds(pid: int) -> float:

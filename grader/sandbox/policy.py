@@ -112,7 +112,7 @@ PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # some machines need
 class Policy:
     """What one child may use and see. Seconds are wall clock unless said otherwise."""
 
-    call_seconds: float = 10.0  # one call into candidate code (a deadline, never a verdict)
+    call_seconds: float = 10.0  # one call into candidate code (a deadline, never a verdict; worker.CallClock)
     load_seconds: float = 20.0  # importing the candidate module
     exercise_seconds: float = 120.0  # one exercise's candidate code in all: import, calls, own tests
     max_faults: int = 2  # timeouts or crashes before an exercise stops calling the candidate

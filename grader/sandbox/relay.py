@@ -20,7 +20,7 @@ from pathlib import Path
 from . import wire
 from .errors import CandidateFault
 from .launch import Limits
-from .worker import Deadline, ModuleToLoad, Worker, reader, write_all
+from .worker import CallClock, Deadline, ModuleToLoad, Worker, reader, write_all
 
 MAX_NAME = 100  # characters in an attribute name the tests ask for
 
@@ -221,6 +221,7 @@ def serve(implementation: Implementation, from_tests: int, to_tests: int, tests_
     Raises :class:`RelayTimeout` at the deadline; malformed frames end the service (the
     tests then fail on their side).
     """
+    deadline = CallClock.until(deadline)  # the tests' whole run: a plain deadline
     read = reader(deadline, tests_proc)  # EOFError once the tests' process has exited
     while True:
         try:

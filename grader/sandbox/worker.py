@@ -77,7 +77,7 @@ class Worker:
         load = {"op": "load", "id": self._new_id(), "name": self.module.name,
                 "path": str(cand / f"{self.module.name}.py"), "sys_path": [str(kit), str(cand)], "shared": shared}
         try:  # the child imports while other children start; finish_load reads its answer
-            self._write(wire.pack(load, []), time.monotonic() + self.limits.load_seconds)
+            self._write(wire.pack(load, []), CallClock(self.limits.load_seconds, self.child))
         except (Deadline, OSError):
             pass  # it died at once: finish_load reports how
 
@@ -105,7 +105,7 @@ class Worker:
         if self.child is not None and not self._exit_asked and self.child.poll() is None:
             self._exit_asked = True
             try:
-                self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), time.monotonic() + 0.5)
+                self._write(wire.pack({"op": "exit", "id": self._new_id()}, []), CallClock(0.5))
             except Exception:  # noqa: BLE001  any trouble: stop kills it
                 pass
 
@@ -186,7 +186,7 @@ class Worker:
 
     def _exchange(self, header, arrays, timeout, what):
         """Send a request (None: the load, already sent) and wait for its reply, serving callbacks."""
-        deadline = time.monotonic() + timeout
+        deadline = CallClock(timeout, self.child)
         expected = header["id"] if header is not None else self._last_id
         try:
             if header is not None:
@@ -206,7 +206,7 @@ class Worker:
                     raise BadValue(f"{what}: the candidate process sent an unexpected {str(op)[:40]!r} frame")
         except Deadline:
             kill(self.child)
-            raise CandidateTimeout(f"{what} did not finish within {timeout:g} s; "
+            raise CandidateTimeout(f"{what} did not finish within {timeout:g} s{deadline.stretch_note()}; "
                                    "the candidate process was stopped") from None
         except (EOFError, OSError):
             raise self._crashed(what) from None
@@ -242,7 +242,7 @@ class Worker:
             return f"the memory limit of {self.limits.memory_bytes >> 20} MiB"
         return None
 
-    def _write(self, data, deadline: float):
+    def _write(self, data, deadline: CallClock):
         write_all(self.to_child, data, deadline)
 
     def _serve_callback(self, request, arrays, deadline):
@@ -273,32 +273,81 @@ class Deadline(Exception):
     """A read or write on a child's pipe reached its deadline."""
 
 
-def reader(deadline: float, process):
+STARVED_STRETCH = 4  # a call starved of CPU by a busy machine may take this many times its deadline
+
+
+class CallClock:
+    """The deadline of one wait on a child: ``seconds`` of wall clock, stretched while ``child`` is
+    runnable (computing, or waiting for a CPU the machine gives to others) yet has used less than
+    ``seconds`` of CPU in the wait, up to ``STARVED_STRETCH`` times ``seconds``. So a correct, slow
+    answer gets the same verdict on a busy machine (batch grading on every core, a CI run) as on a
+    quiet one, and a child that sleeps or blocks, or computes at full speed, is stopped on time.
+    Without a child, or where its CPU time cannot be read, a plain deadline."""
+
+    def __init__(self, seconds: float, child: Child | None = None):
+        self.seconds, self.child, self.start = seconds, child, time.monotonic()
+        self.cpu_at_start = self._cpu()
+        self.stretched = False
+
+    @classmethod
+    def until(cls, at: float) -> CallClock:
+        """A plain deadline at ``time.monotonic()`` value ``at``."""
+        return cls(at - time.monotonic())
+
+    def _cpu(self) -> float | None:
+        try:
+            return self.child.cpu_seconds() if self.child is not None else None
+        except OSError:
+            return None
+
+    def remaining(self) -> float:
+        """Seconds to wait before looking again; 0 or less once the deadline has passed."""
+        elapsed = time.monotonic() - self.start
+        if elapsed < self.seconds or self.cpu_at_start is None:
+            return self.seconds - elapsed
+        if elapsed >= STARVED_STRETCH * self.seconds:
+            return 0.0
+        used = self._cpu()
+        if used is None or used - self.cpu_at_start >= self.seconds or not self.child.runnable():
+            return 0.0
+        self.stretched = True
+        return 0.25
+
+    def stretch_note(self) -> str:
+        """What a timeout message adds when the machine's load stretched the wait."""
+        if not self.stretched:
+            return ""
+        return f" ({time.monotonic() - self.start:.0f} s on the clock: the machine was busy)"
+
+
+def reader(deadline: CallClock, process):
     """A ``read(fd, n)`` for ``wire.read_frame`` that waits for data until ``deadline``
     (then :class:`Deadline`), and raises EOFError once ``process`` (anything with ``poll()``)
     has exited, though a process it forked may still hold the pipe open."""
     def read(fd, n):
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline.remaining()  # data already there is read, even past the deadline
+            if select.select([fd], [], [], max(0.0, min(remaining, 0.25)))[0]:
+                return os.read(fd, n)
             if remaining <= 0:
                 raise Deadline
-            if select.select([fd], [], [], min(remaining, 0.25))[0]:
-                return os.read(fd, n)
             if process.poll() is not None:
                 raise EOFError("the process exited")
     return read
 
 
-def write_all(fd: int, data, deadline: float):
+def write_all(fd: int, data, deadline: CallClock):
     """Write a whole message (bytes, or the buffers of :func:`wire.frame_parts` in turn) to a
     non-blocking ``fd``, but never wait past ``deadline`` (then :class:`Deadline`) for a reader
     that stops reading."""
     for part in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
         view = memoryview(part)
         while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
-                raise Deadline
+            remaining = deadline.remaining()  # room already there is used, even past the deadline
+            if not select.select([], [fd], [], max(0.0, remaining))[1]:
+                if remaining <= 0:
+                    raise Deadline
+                continue
             try:
                 view = view[os.write(fd, view[:1 << 16]):]
             except BlockingIOError:
