@@ -304,6 +304,7 @@ class _Cap:
     level: str
     cause: str  # as a reader sees it: "plain_decode (wrong)"
     fixes: tuple[str, ...]  # what lifts it, one step each: ("pass plain_decode",)
+    hint: str | None = None  # "hint 2" for a recorded hint's cap, which nothing lifts
 
 
 def judge(rubric: Rubric, checks: list[CheckResult], diagnoses: list[Diagnosis],
@@ -395,7 +396,7 @@ def _hint_caps(rubric: Rubric, hints) -> list[_Cap]:
         if not 0 <= i < len(rubric.hints):
             raise ValueError(f"hint {i + 1} is not in the rubric (it has {len(rubric.hints)})")
         cap = rubric.hints[i].caps
-        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", ()))
+        out.append(_Cap(cap, f"hint {i + 1} given (caps at {_word(cap)})", (), hint=f"hint {i + 1}"))
     return out
 
 
@@ -415,7 +416,7 @@ def _to_raise(level: str, binding: list[_Cap], to_observe: list[str]) -> str:
     ("not possible after hint 2"), never a criterion to show that, once shown, leaves the level where it was."""
     pieces = []
     if level != LEVELS[-1]:
-        hints = [cap.cause.split(" given")[0] for cap in binding if cap.cause.startswith("hint ")]
+        hints = [cap.hint for cap in binding if cap.hint]
         fixes = list(dict.fromkeys(fix for cap in binding for fix in cap.fixes))
         fixes = [f"not possible after {_listed(hints, most=4)}"] if hints else fixes
         pieces.append(f"to reach {_word(LEVELS[level_rank(level) + 1])}: " + _listed(fixes))

@@ -141,7 +141,15 @@ def what_differs(check) -> str:
 
 def named_ids(check) -> list[str]:
     """The ids of the diagnoses a failing check named, each once, in the order named."""
-    return list(dict.fromkeys(d for d, _ in check.named))
+    return list(named_sentences(check))
+
+
+def named_sentences(check) -> dict[str, str]:
+    """Each diagnosis a failing check named, with the first sentence it gave, in the order named."""
+    first: dict[str, str] = {}
+    for d, sentence in check.named:
+        first.setdefault(d, sentence)
+    return first
 
 
 def what_happened(check) -> str:

@@ -5,8 +5,9 @@ import click
 
 from ..result import Result
 from . import interview, pictures
-from .common import (NOT_ISOLATED, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase, levels_shown,
-                     named_ids, own_tests_text, REPLAY_NOTE, replay, run_notes, status_text, what_differs)
+from .common import (NOT_ISOLATED, REPLAY_NOTE, STATUS_WORDS, caveats, explanation, failure_parts, level_phrase,
+                     levels_shown, named_ids, named_sentences, own_tests_text, replay, run_notes, status_text,
+                     what_differs)
 
 LEVEL_COLOURS = {"strong_hire": "green", "hire": "cyan", "weak": "red", None: "white"}
 
@@ -97,10 +98,7 @@ def single_check(result: Result, check_id: str) -> str:
             if not c.passed:
                 lines += [f"      {label}: {value}" for label, value in failure_parts(result, e.id, c)]
                 # no diagnoses block here: each mistake the check's tag names is said once, below it
-                first = {}
-                for d, sentence in c.named:
-                    first.setdefault(d, sentence)
-                lines += [f"      [{d}] {sentence}" for d, sentence in first.items()]
+                lines += [f"      [{d}] {sentence}" for d, sentence in named_sentences(c).items()]
                 if c.picture and result.feedback != "summary":
                     lines += ["        " + line for line in pictures.text(c.picture).splitlines()]
         if not e.checks:
