@@ -53,9 +53,9 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
     result = engine.grade(submission, exercises or None, seed=seed, notes=notes, only_checks=checks,
                           progress=progress, live=live, **engine_options)
     result.feedback = "detail"
-    root, shown, note = workspace.exercises_shown(Path(submission))
-    if shown is not None and not exercises and not checks:  # -e chooses what is shown; the set only filters
-        result.exercises = [e for e in result.exercises if e.id in shown]
+    root = workspace.exercises_shown(Path(submission))[0]
+    note = None if checks else workspace.keep_shown(result, submission, exercises)
+    if note:
         warn(note)
     if not checks and root is not None:
         _log_attempt(root, result, warn)

@@ -258,7 +258,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
     from .engine import grade
     from .render.formats import render
     from .submission import SubmissionError
-    from .workspace import exercises_shown
+    from .workspace import keep_shown
 
     try:
         result = grade(path, exercise_ids, seed=seed)  # candidate text already made safe
@@ -266,9 +266,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
         return _broken(name, path, str(exc))
     except Exception as exc:  # noqa: BLE001  anything else a grading raised: one broken row, never the batch
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
-    shown = None if exercise_ids else exercises_shown(Path(path))[1]  # as `kvgrade grade` shows a workspace
-    if shown is not None:
-        result.exercises = [e for e in result.exercises if e.id in shown]
+    keep_shown(result, path, exercise_ids)  # as `kvgrade grade` shows a workspace (never logged: not our folder)
     folder = Path(out)
     folder.mkdir(exist_ok=True)
     for fmt, file in (("json", "result.json"), ("html", "report.html"), ("markdown", "report.md")):

@@ -109,6 +109,17 @@ def workspace_set(root: Path) -> list[str] | None:
     return chosen or None
 
 
+def keep_shown(result, path, exercises=None) -> str | None:
+    """Self-study (no ``exercises`` chosen: ``-e`` decides what is shown, a workspace's set only
+    filters): keep in ``result`` only the exercises ``path`` shows (``exercises_shown``). The line
+    saying so, or None when nothing was filtered. The one rule for ``grade`` and ``batch``."""
+    _, shown, note = exercises_shown(Path(path))
+    if exercises or shown is None:
+        return None
+    result.exercises = [e for e in result.exercises if e.id in shown]
+    return note or None
+
+
 def exercises_shown(path: Path) -> tuple[Path | None, list[str] | None, str | None]:
     """(the workspace a self-study grading of ``path`` belongs to, the exercises to show, the line saying so).
     A workspace shows its own set; one exercise's folder of a workspace shows that exercise alone, and its

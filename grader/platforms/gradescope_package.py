@@ -106,7 +106,9 @@ def results_for(root: Path) -> dict:
 
     A submission that cannot be graded (no module, a broken zip) is the student's: a score of 0
     with the reason. Missing isolation is the staff's: it raises, so Gradescope reports a failed
-    autograder instead of running student code unprotected.
+    autograder instead of running student code unprotected. The config chooses the exercises: a
+    workspace record in an upload is the student's and filters nothing, and no run is logged into
+    the upload (``engine.grade``, not ``api.grade``).
     """
     from ..engine import grade
     from ..render import gradescope

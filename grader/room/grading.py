@@ -8,7 +8,6 @@ server stores them as they are.
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
@@ -34,14 +33,11 @@ def write_submission(folder: Path, files: dict[str, dict[str, str]]) -> Path:
 
 
 def grade(folder: str, exercise_ids: list[str], seed: int) -> dict:
-    """The engine's grading of ``folder``, as live (an interviewer is in the room): the result
-    JSON with candidate text neutralised. The one adapter to the engine: the ``live`` keyword
-    is passed where the engine has it."""
-    from .. import engine
+    """``kvgrade grade``'s grading of ``folder`` (``api.grade``), as live (an interviewer is in the
+    room): the result JSON with candidate text neutralised."""
+    from .. import api
 
-    live = {"live": True} if "live" in inspect.signature(engine.grade).parameters else {}
-    result = neutralized(engine.grade(folder, exercise_ids, seed=seed, **live))
-    return result.to_dict()
+    return neutralized(api.grade(folder, exercise_ids, seed=seed, live=True)).to_dict()
 
 
 def public_tests(folder: str, exercise_id: str, limits: Limits | None = None) -> dict:
