@@ -164,8 +164,9 @@ def work(seconds):
 
 def test_a_call_a_busy_machine_starves_is_not_timed_out(tmp_path):
     """The deadline is the child's own time: a call that needs 0.3 s of CPU, sharing its one core with
-    three busy processes, takes 1.2 s or more on the clock, past its 1 s deadline, and still returns:
-    a load on the grading machine never turns a slow answer into a hang. (Each burner leads a session
+    three busy processes, takes 1.2 s or more on the clock, past its 1 s deadline, and still returns;
+    the exercise's budget is charged the child's own time, so three such calls fit in 2.5 s. A load
+    on the grading machine never turns a slow answer into a hang. (Each burner leads a session
     of its own, as the child does: the kernel shares a core between sessions first, so burners of the
     test's own session would take half the core however many they were.)"""
     path = tmp_path / "starved.py"
@@ -175,12 +176,15 @@ def test_a_call_a_busy_machine_starves_is_not_timed_out(tmp_path):
     try:
         burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
                    for _ in range(3)]
-        box = Sandbox(ModuleToLoad("starved", [path], []), Limits(call_seconds=1.0, load_seconds=30))
+        box = Sandbox(ModuleToLoad("starved", [path], []),
+                      Limits(call_seconds=1.0, load_seconds=30, exercise_seconds=2.5))
         try:
             box.module.work(0.01)  # loaded before the clock starts
-            began = time.monotonic()
+            spent, began = box.spent, time.monotonic()
             assert box.module.work(0.3) == 1
             assert time.monotonic() - began > 1.0, "the call was not starved: the test proved nothing"
+            assert [box.module.work(0.3) for _ in range(2)] == [1, 1]  # 3.6 s or more on the clock, in a 2.5 s budget
+            assert 0.85 < box.spent - spent < 2.0  # charged its CPU time, not the machine's load
         finally:
             box.close()
     finally:

@@ -144,7 +144,7 @@ class Sandbox:
         self.calls_ok = 0
         self.calls_not_implemented = 0
         self.output_truncated = False  # some child printed past the output cap (the rest was dropped)
-        self.spent = 0.0  # seconds spent waiting on candidate code: loads and calls
+        self.spent = 0.0  # seconds of candidate code: loads, calls (their own time, worker.CallClock), own tests
         self._started_at = 0.0
         self.module = RemoteObject(self, None, module.name, False, 0)
         self.ownership = Ownership()
@@ -344,14 +344,16 @@ class Sandbox:
         header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed,
                       release=self._released[:])
         self._released.clear()
-        began = time.monotonic()
+        began, worker.last_wait = time.monotonic(), None
         try:
             reply, reply_arrays, stats = worker.request(header, arrays, what, measure)
         except (CandidateTimeout, CandidateCrashed, BadValue) as exc:
             raise self._fault(exc) from None
         finally:
             worker.hosts.clear()
-            self.spent += time.monotonic() - began
+            # the child's own time (worker.CallClock): a busy machine's load is not charged to the candidate
+            wait = worker.last_wait
+            self.spent += wait.own_seconds() if wait is not None else time.monotonic() - began
         if probed:
             self._take_probe(reply, what)
         try:

@@ -55,6 +55,7 @@ class Worker:
         self._last_id = 0
         self.arena: Arena | None = None  # memory lent to the child as a caller's own buffers (shared.py)
         self._exit_asked = False  # the exit request was written (ask_to_exit); stop only waits for it
+        self.last_wait: CallClock | None = None  # the clock of the latest request's wait
 
     def launch(self):
         """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
@@ -188,6 +189,7 @@ class Worker:
         """Send a request (None: the load, already sent) and wait for its reply, serving callbacks."""
         deadline = CallClock(timeout, self.child)
         expected = header["id"] if header is not None else self._last_id
+        self.last_wait = deadline  # what the exercise's budget is charged for it (Sandbox._call)
         try:
             if header is not None:
                 self._write(wire.frame_parts(header, arrays), deadline)
@@ -274,6 +276,7 @@ class Deadline(Exception):
 
 
 STARVED_STRETCH = 4  # a call starved of CPU by a busy machine may take this many times its deadline
+POLL_SECONDS = 0.25  # how often a wait looks at the child's state
 
 
 class CallClock:
@@ -282,12 +285,14 @@ class CallClock:
     ``seconds`` of CPU in the wait, up to ``STARVED_STRETCH`` times ``seconds``. So a correct, slow
     answer gets the same verdict on a busy machine (batch grading on every core, a CI run) as on a
     quiet one, and a child that sleeps or blocks, or computes at full speed, is stopped on time.
-    Without a child, or where its CPU time cannot be read, a plain deadline."""
+    Without a child, or where its CPU time cannot be read, a plain deadline. ``own_seconds`` is what
+    the wait charges the exercise's budget, by the same rule."""
 
     def __init__(self, seconds: float, child: Child | None = None):
         self.seconds, self.child, self.start = seconds, child, time.monotonic()
         self.cpu_at_start = self._cpu()
         self.stretched = False
+        self.polls, self.runnable_polls = 0, 0  # looks at the child's state during the wait (sample)
 
     @classmethod
     def until(cls, at: float) -> CallClock:
@@ -311,7 +316,26 @@ class CallClock:
         if used is None or used - self.cpu_at_start >= self.seconds or not self.child.runnable():
             return 0.0
         self.stretched = True
-        return 0.25
+        return POLL_SECONDS
+
+    def sample(self):
+        """Called each time a wait finds nothing yet to read (every ``POLL_SECONDS``): whether the child
+        is runnable, for ``own_seconds``."""
+        if self.cpu_at_start is not None:
+            self.polls += 1
+            self.runnable_polls += self.child.runnable()
+
+    def own_seconds(self) -> float:
+        """What the wait charges the exercise's budget: the child's CPU time plus the share of the wait it
+        spent asleep or blocked (sampled), never the time it waited for a CPU the machine gave to others;
+        at least a ``STARVED_STRETCH``-th of the wall time, so a budget bounds the clock too (4 x 120 s
+        at most), and the wall time where no CPU figure can be read."""
+        elapsed = time.monotonic() - self.start
+        used = self._cpu()
+        if used is None or self.cpu_at_start is None:
+            return elapsed
+        asleep = elapsed * (1 - self.runnable_polls / self.polls) if self.polls else 0.0
+        return min(elapsed, max(elapsed / STARVED_STRETCH, used - self.cpu_at_start + asleep))
 
     def stretch_note(self) -> str:
         """What a timeout message adds when the machine's load stretched the wait."""
@@ -327,10 +351,11 @@ def reader(deadline: CallClock, process):
     def read(fd, n):
         while True:
             remaining = deadline.remaining()  # data already there is read, even past the deadline
-            if select.select([fd], [], [], max(0.0, min(remaining, 0.25)))[0]:
+            if select.select([fd], [], [], max(0.0, min(remaining, POLL_SECONDS)))[0]:
                 return os.read(fd, n)
             if remaining <= 0:
                 raise Deadline
+            deadline.sample()  # nothing to read yet: the child is still at work, asleep or starved
             if process.poll() is not None:
                 raise EOFError("the process exited")
     return read
