@@ -735,6 +735,8 @@ def check_rows_that_see_nothing(ex):
     holes.k_pos[[35, 37, 39]] = -1  # rows 1, 3, 5 lose the only key they could see
     early = ring(rng, 50, 300, 3, 8, "queries older than every stored key", block_q=2, block_k=16)
     early.q_pos = np.array([100, 260, 299], dtype=np.int64)  # the first sees nothing still stored
+    late = ring(rng, 50, 300, 3, 8, "a query tile that loads nothing after one that did", block_q=2, block_k=16)
+    late.q_pos = np.array([260, 299, 100], dtype=np.int64)  # the second tile's one row sees nothing: fresh state
     # T = 0: the contract sets no lower bound (section 1: a size of 0 is then allowed)
     none = [contiguous(rng, 0, odd_size(rng, 20, 60), 8, "no queries", block_q=4, block_k=7),
             ring(rng, 45, 130, 0, 8, "no queries, ring buffer, window", window=30, block_q=3, block_k=6, holes=5),
@@ -744,7 +746,7 @@ def check_rows_that_see_nothing(ex):
                contiguous(rng, odd_size(rng, 2, 9), 0, 8, "no keys, window", window=3, block_q=3, block_k=5)]
     for case in no_keys:
         case.q_pos = np.sort(rng.integers(0, 50, case.T)).astype(np.int64)  # queries past an emptied cache
-    for case in (empty, holes, early, *none, *no_keys):
+    for case in (empty, holes, early, late, *none, *no_keys):
         o, lse, _, _, warnings = run(ex, case, measured=True, memory=False)
         expect_outputs(ex, case, o, lse)
         if warnings:

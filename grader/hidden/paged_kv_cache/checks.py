@@ -913,7 +913,7 @@ def check_attention_extreme_scores(ex):
 
 def check_attention_edges(ex):
     """T = seq_len, a single token, lengths that fill whole blocks, block size 1, one block per sequence, and
-    block sizes past 512, 1024 and 4096 (no power of two)."""
+    block sizes past 512, 1024 and 4096 (no power of two), with chunks of T past 256 queries."""
     rng, cases = ex.rng, []
     for bs, Hkv, group in ((7, 1, 3), (13, 3, 1), (1, 2, 3)):
         lens = [1, bs, 2 * bs, 2 * bs + 1, int(rng.integers(2, bs + 2))]
@@ -921,7 +921,8 @@ def check_attention_edges(ex):
         cases.append((lens, bs, Hkv, group, odd_size_closed(rng, 3, 9), calls))
     for bs in _large_block_sizes(rng):  # section 1: sizes as large as memory allows
         lens = [bs + int(rng.integers(1, 40))]  # a full block and a second one begun
-        cases.append((lens, bs, 1, 2, 2, [(0, 1), (0, 41)]))  # T = 41: query tiles of 32 and 64 too
+        T = odd_size_closed(rng, 257, 500)  # past the query tiles of 64, 128 and 256 a kernel may use
+        cases.append((lens, bs, 1, 2, 2, [(0, 1), (0, 41), (0, T)]))
     expect_lent_cases(ex, cases)
 
 
