@@ -759,7 +759,8 @@ def _far_lse_parts(rng, sign):
 
 def check_quiet_numpy(ex):
     """No numpy warning from any function: empty rows and chunks, empty or NaN parts, huge lse, empty splits, P = 0,
-    and scores or lse all far below or far above 0, in any one split or part or in all."""
+    scores or lse all far below or far above 0, in any one split or part or in all, and a cascade whose suffix
+    scores lie far above or below its prefix's."""
     rng, heard = ex.rng, []
     T, D = 5, 7
     q, k, v = _normal(rng, T, D), _normal(rng, 30, D), _normal(rng, 30, D)
@@ -785,11 +786,25 @@ def check_quiet_numpy(ex):
     heard.append(_warned(ex, "shared_prefix_attention", _normal(rng, 2, 3, D), np.zeros((0, D)),
                          np.zeros((0, D)), _normal(rng, 2, 4, D), _normal(rng, 2, 4, D),
                          situation="shared_prefix_attention with P = 0"))
+    for sign in (-1, 1):
+        heard.append(_warned(ex, "shared_prefix_attention", *_far_suffix(rng, sign, D),
+                             situation=f"shared_prefix_attention with the suffix's scores ~{sign * 900} beside "
+                                       "the prefix's ~0"))
     heard = [h for h in heard if h]
     if heard:
         fail(f"numpy warned during {heard[0]}" + (f"; also during {len(heard) - 1} more situations" if len(heard) > 1
                                                    else "") + "; the contract promises no warning",
              {"seed": ex.seed}, kind="hygiene")
+
+
+def _far_suffix(rng, sign, D):
+    """Cascade arguments whose suffix scores sit ~900 above (``sign`` 1) or below the prefix's, as section 1
+    allows: the two levels' lse then differ past what exp holds (a sigmoid-form merge overflows)."""
+    u = _normal(rng, D)
+    u /= np.linalg.norm(u)
+    q = 30 * np.sqrt(D) * u + _normal(rng, 2, 3, D, scale=0.01)  # [B, T, D], every query along u
+    suffix_k = sign * 30 * u + _normal(rng, 2, 4, D, scale=0.01)  # scores ~ sign * 900
+    return q, _normal(rng, 5, D), _normal(rng, 5, D), suffix_k, _normal(rng, 2, 4, D)
 
 
 # ---- validation ----------------------------------------------------------------------------------
