@@ -1,4 +1,6 @@
 """Candidate code runs in a child; its faults become one clear line and never reach the grader."""
+import contextlib
+import dataclasses
 import functools
 import subprocess
 import os
@@ -152,34 +154,57 @@ def test_a_hang_is_stopped_at_the_deadline_and_the_next_call_works(sandbox):
 
 
 STARVED = """
-import time
+import os, time
 
 def work(seconds):
     start = time.process_time()
     while time.process_time() - start < seconds:
         pass
     return 1
+
+def starve_myself(seconds):
+    os.nice(19)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+    except OSError:
+        pass
+    return work(seconds)
 """
+
+
+@contextlib.contextmanager
+def one_busy_core(box):
+    """``box``'s child, started here, and three busy processes on one core; this process keeps every
+    core. Each burner leads a session of its own, as a sandbox child does: the kernel shares a core
+    between sessions first, so burners of the test's own session would take half the core however
+    many they were."""
+    cores, burners = os.sched_getaffinity(0), []
+    os.sched_setaffinity(0, {min(cores)})  # what starts now inherits the one core
+    try:
+        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+                   for _ in range(3)]
+        box.module.work(0.01)  # the child starts, and loads before any clock starts
+        os.sched_setaffinity(0, cores)  # the grader's own waits are not starved
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+        os.sched_setaffinity(0, cores)
 
 
 def test_a_call_a_busy_machine_starves_is_not_timed_out(tmp_path):
     """The deadline is the child's own time: a call that needs 0.3 s of CPU, sharing its one core with
     three busy processes, takes 1.2 s or more on the clock, past its 1 s deadline, and still returns;
     the exercise's budget is charged the child's own time, so three such calls fit in 2.5 s. A load
-    on the grading machine never turns a slow answer into a hang. (Each burner leads a session
-    of its own, as the child does: the kernel shares a core between sessions first, so burners of the
-    test's own session would take half the core however many they were.)"""
+    on the grading machine never turns a slow answer into a hang."""
     path = tmp_path / "starved.py"
     path.write_text(STARVED)
-    cores, burners = os.sched_getaffinity(0), []
-    os.sched_setaffinity(0, {min(cores)})  # the child and the burners inherit one core
-    try:
-        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-                   for _ in range(3)]
-        box = Sandbox(ModuleToLoad("starved", [path], []),
-                      Limits(call_seconds=1.0, load_seconds=30, exercise_seconds=2.5))
+    box = Sandbox(ModuleToLoad("starved", [path], []), Limits(call_seconds=1.0, load_seconds=30, exercise_seconds=60))
+    with one_busy_core(box):
         try:
-            box.module.work(0.01)  # loaded before the clock starts
+            box.limits = dataclasses.replace(box.limits, exercise_seconds=box.spent + 2.5)  # 2.5 s from here
             spent, began = box.spent, time.monotonic()
             assert box.module.work(0.3) == 1
             assert time.monotonic() - began > 1.0, "the call was not starved: the test proved nothing"
@@ -187,11 +212,22 @@ def test_a_call_a_busy_machine_starves_is_not_timed_out(tmp_path):
             assert 0.85 < box.spent - spent < 2.0  # charged its CPU time, not the machine's load
         finally:
             box.close()
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
-        os.sched_setaffinity(0, cores)
+
+
+def test_a_child_that_starves_itself_gets_no_longer_deadline(tmp_path):
+    """A child that gives up its share (nice 19, its autogroup at nice 19) to stay runnable without
+    using its CPU is stopped at its deadline, as a sleeping one is: it cannot hold the grader (red team 25)."""
+    path = tmp_path / "starved.py"
+    path.write_text(STARVED)
+    box = Sandbox(ModuleToLoad("starved", [path], []), Limits(call_seconds=1.0, load_seconds=30))
+    with one_busy_core(box):
+        try:
+            began = time.monotonic()
+            with pytest.raises(CandidateTimeout, match="did not finish within 1 s; "):
+                box.module.starve_myself(0.6)
+            assert time.monotonic() - began < 2.0
+        finally:
+            box.close()
 
 
 @pytest.mark.parametrize("name,pattern", [

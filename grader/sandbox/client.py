@@ -345,6 +345,7 @@ class Sandbox:
                       release=self._released[:])
         self._released.clear()
         began, worker.last_wait = time.monotonic(), None
+        worker.budget_left = self.limits.exercise_seconds - self.spent
         try:
             reply, reply_arrays, stats = worker.request(header, arrays, what, measure)
         except (CandidateTimeout, CandidateCrashed, BadValue) as exc:

@@ -266,20 +266,37 @@ def tree_cpu_seconds(root: int, group: cgroup.Group | None = None) -> float:
 
 def tree_runnable(root: int, group: cgroup.Group | None = None) -> bool:
     """Whether a thread of ``root``, of a process below it or of ``group`` is running or waiting for a
-    CPU (state R in /proc, which the kernel writes): busy, not asleep or blocked on a pipe."""
+    CPU (state R in /proc, which the kernel writes), and none has given up its share: every thread at
+    the grader's own nice or below, under the normal policy, and every process's autogroup at nice 0 or
+    below (a child can lower its priority, not raise it: so a wait stretched for a busy machine is the
+    machine's doing, never a child starving itself to hold the grader; red team 25)."""
+    runnable, ours = False, os.getpriority(os.PRIO_PROCESS, 0)
     for pid in _tree(root, group):
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
+            if _autogroup_nice(pid) > 0:
+                return False
         except OSError:
             continue
         for task in tasks:
             try:
                 with open(f"/proc/{pid}/task/{task}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[:1] == [b"R"]:
-                        return True
+                    fields = f.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
-    return False
+            if len(fields) < 39 or int(fields[16]) > ours or fields[38] != b"0":  # nice (field 19), policy (41)
+                return False
+            runnable |= fields[:1] == [b"R"]
+    return runnable
+
+
+def _autogroup_nice(pid: int) -> int:
+    """The nice of ``pid``'s autogroup (/proc/PID/autogroup: "/autogroup-N nice K"); 0 where there is none."""
+    try:
+        with open(f"/proc/{pid}/autogroup", "rb") as f:
+            return int(f.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _tree(root: int, group: cgroup.Group | None):

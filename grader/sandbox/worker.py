@@ -56,6 +56,7 @@ class Worker:
         self.arena: Arena | None = None  # memory lent to the child as a caller's own buffers (shared.py)
         self._exit_asked = False  # the exit request was written (ask_to_exit); stop only waits for it
         self.last_wait: CallClock | None = None  # the clock of the latest request's wait
+        self.budget_left: float | None = None  # seconds left of the exercise's budget (Sandbox sets it)
 
     def launch(self):
         """Start the child and send it the module to import; :meth:`finish_load` waits for it."""
@@ -187,7 +188,7 @@ class Worker:
 
     def _exchange(self, header, arrays, timeout, what):
         """Send a request (None: the load, already sent) and wait for its reply, serving callbacks."""
-        deadline = CallClock(timeout, self.child)
+        deadline = CallClock(timeout, self.child, self.budget_left)
         expected = header["id"] if header is not None else self._last_id
         self.last_wait = deadline  # what the exercise's budget is charged for it (Sandbox._call)
         try:
@@ -282,14 +283,16 @@ POLL_SECONDS = 0.25  # how often a wait looks at the child's state
 class CallClock:
     """The deadline of one wait on a child: ``seconds`` of wall clock, stretched while ``child`` is
     runnable (computing, or waiting for a CPU the machine gives to others) yet has used less than
-    ``seconds`` of CPU in the wait, up to ``STARVED_STRETCH`` times ``seconds``. So a correct, slow
+    ``seconds`` of CPU in the wait, up to ``STARVED_STRETCH`` times ``seconds``, and never once its own
+    time (``own_seconds``) has used what is left of the exercise's budget. So a correct, slow
     answer gets the same verdict on a busy machine (batch grading on every core, a CI run) as on a
     quiet one, and a child that sleeps or blocks, or computes at full speed, is stopped on time.
     Without a child, or where its CPU time cannot be read, a plain deadline. ``own_seconds`` is what
     the wait charges the exercise's budget, by the same rule."""
 
-    def __init__(self, seconds: float, child: Child | None = None):
+    def __init__(self, seconds: float, child: Child | None = None, budget_left: float | None = None):
         self.seconds, self.child, self.start = seconds, child, time.monotonic()
+        self.budget_left = float("inf") if budget_left is None else budget_left
         self.cpu_at_start = self._cpu()
         self.stretched = False
         self.polls, self.runnable_polls = 0, 0  # looks at the child's state during the wait (sample)
@@ -313,7 +316,8 @@ class CallClock:
         if elapsed >= STARVED_STRETCH * self.seconds:
             return 0.0
         used = self._cpu()
-        if used is None or used - self.cpu_at_start >= self.seconds or not self.child.runnable():
+        if (used is None or used - self.cpu_at_start >= self.seconds or not self.child.runnable()
+                or self.own_seconds() >= self.budget_left):
             return 0.0
         self.stretched = True
         return POLL_SECONDS
