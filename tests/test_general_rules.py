@@ -17,7 +17,8 @@ from grader.sandbox import ModuleToLoad, Sandbox
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 GENERAL = ["leaves_arguments_unchanged", "results_belong_to_the_caller", "same_answer_in_any_order",
-           "refuses_in_any_order", "answers_arrays_as_they_are_now", "read_only_arguments", "any_signed_integer_type"]
+           "refuses_in_any_order", "answers_arrays_as_they_are_now", "read_only_arguments", "any_signed_integer_type",
+           "arguments_bound_either_way"]
 
 
 def _submission(tmp_path: Path, exercise: str, old: str = "", new: str = "", extra: str = "") -> Path:

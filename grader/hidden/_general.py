@@ -38,6 +38,10 @@ The plugin (``grader/plugin.py``) runs these checks after each exercise's own ch
   are refused too (numpy integers refused as such); when int64 works it is a crash. A parameter
   the stub annotates ``float`` (rope's ``base``) keeps the value first given: an int is a float
   value there, a numpy integer is not one.
+- Signatures: recorded calls are asked again with every argument the stub's signature lets a caller
+  pass either way given by position, then by name, and with optional arguments left out given as
+  their defaults; the answer must not change (red team 25: a positional window ignored, a ``base=``
+  by name dropped). A TypeError there is a renamed parameter: a hygiene slip.
 
 Rerunning one of these with ``--check`` runs the exercise's own checks too (their results are
 not reported), so the replayed calls are the same as in the full run.
@@ -291,6 +295,75 @@ def check_any_signed_integer_type(ex, request):
                                  f"the same values as first given ({recorded.what})", retype)
 
 
+def check_arguments_bound_either_way(ex):
+    """Each argument is read the same given by position or by name, as the contract's signature allows, and
+    an optional one left out is its default."""
+    # the calls that give the most arguments first: an optional one given is what a binding can lose
+    for recorded in _sample(ex, lambda r: _signature(ex.exercise.stub_path, r.name) is not None,
+                            lambda r: (-len(r.args) - len(r.kwargs), _size(r))):
+        params = _signature(ex.exercise.stub_path, recorded.name)
+        for args, kwargs, how in _rebound(params, recorded.args, recorded.kwargs):
+            try:
+                got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
+            except CandidateRaised as exc:
+                fail(f"{recorded.what} raised {exc.type_name} ({exc.message[:120]}) with {how}, after answering "
+                     "the first time: the contract's signature (its parameters' names, defaults and order) lets a "
+                     "caller pass them so", case={"call": recorded.what},
+                     kind="hygiene" if exc.is_a("TypeError") else "wrong")  # a renamed parameter is a slip
+            if not _same(got, recorded.value, recorded.args):
+                fail(f"{recorded.what} answered differently with {how}: the contract's signature lets a caller "
+                     "pass it so, and the call is the same call", case={"call": recorded.what})
+
+
+@functools.cache
+def _signature(stub: Path, name: str) -> tuple | None:
+    """The stub's module-level function ``name``'s parameters as (name, kind, default): kind "positional"
+    (before /), "either" or "keyword" (after *); the default a literal, or ``_REQUIRED``. None for a class
+    or a signature with *args or **kwargs, which these replays leave alone; read from the source, never run."""
+    found = next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
+    if not isinstance(found, ast.FunctionDef) or found.args.vararg or found.args.kwarg:
+        return None
+    a = found.args
+    either = [*a.posonlyargs, *a.args]
+    defaults = [_REQUIRED] * (len(either) - len(a.defaults)) + [_literal(d) for d in a.defaults]
+    out = [(p.arg, "positional" if i < len(a.posonlyargs) else "either", d)
+           for i, (p, d) in enumerate(zip(either, defaults))]
+    out += [(p.arg, "keyword", _REQUIRED if d is None else _literal(d)) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    return None if _UNKNOWN in [d for *_, d in out] else tuple(out)
+
+
+_REQUIRED, _UNKNOWN = object(), object()
+
+
+def _literal(node):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return _UNKNOWN
+
+
+def _rebound(params, args, kwargs):
+    """The recorded call bound the other ways its signature allows: (args, kwargs, how said)."""
+    given = dict(zip([n for n, *_ in params], args)) | dict(kwargs)
+    if set(given) - {n for n, *_ in params}:
+        return []
+    out = []
+    names = [n for n, kind, _ in params if kind != "keyword"]
+    last = max((i for i, n in enumerate(names) if n in given), default=-1)
+    if all(n in given or d is not _REQUIRED for n, _, d in params[:last + 1]):  # every one up to the last given
+        positional = [given.get(n, d) for (n, _, d) in params[:last + 1]]
+        keywords = {n: v for n, v in given.items() if n not in names}
+        out.append((positional, keywords, "every argument it can by position"))
+    keyed = [n for n, kind, _ in params if kind != "positional"]
+    out.append(([given[n] for n, kind, _ in params if kind == "positional" and n in given],
+                {n: given[n] for n in keyed if n in given}, "every argument it can by name"))
+    defaults = {n: d for n, kind, d in params if d is not _REQUIRED and n not in given and kind != "positional"}
+    if defaults:
+        out.append((list(args), dict(kwargs) | defaults, "its optional arguments given as their defaults "
+                    f"({', '.join(f'{n}={d!r}' for n, d in defaults.items())})"))
+    return out
+
+
 def _retypable(recorded) -> bool:
     """A call with ints that some signed dtype holds (sizes past 2^63 stay Python ints)."""
     widest = _widest((recorded.args, recorded.kwargs))
@@ -536,4 +609,4 @@ def _retyped(value, dtype, lists=np.array):
 
 GENERAL_CHECKS = (check_leaves_arguments_unchanged, check_results_belong_to_the_caller,
                   check_same_answer_in_any_order, check_refuses_in_any_order, check_answers_arrays_as_they_are_now,
-                  check_read_only_arguments, check_any_signed_integer_type)
+                  check_read_only_arguments, check_any_signed_integer_type, check_arguments_bound_either_way)
