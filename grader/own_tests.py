@@ -142,11 +142,12 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
     deadline = time.monotonic() + timeout
     sources = {exercise.id: exercise.stub_path, **{helper.stem: helper for helper in exercise.helper_files}}
     api = {module: relay.public_names(path) for module, path in sources.items()}
-    served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed,
-                                  read_only=read_only)
-    scratch = Scratch(prefix="kvgrade-tests-")
-    proc, fds = None, []
-    try:
+    served = scratch = proc = None
+    fds: list = []
+    try:  # made inside: an interruption (Ctrl-C, SIGTERM) between making them and the try left both behind
+        served = relay.Implementation(exercise.id, implementation, exercise.helper_files, api, limits, seed,
+                                      read_only=read_only)
+        scratch = Scratch(prefix="kvgrade-tests-")
         served.launch()  # it imports while the tests' process starts
         requests_r, requests_w = os.pipe()
         replies_r, replies_w = os.pipe()
@@ -174,10 +175,14 @@ def run(test_file: Path, implementation: Path, exercise: Exercise, limits: Limit
     except (relay.RelayTimeout, subprocess.TimeoutExpired):
         return OwnTestsRun("error", detail=f"the tests did not finish within {timeout:g} s")
     finally:
-        kill(proc)
-        served.stop()
-        _close(fds, *fds)
-        scratch.remove()
+        try:
+            kill(proc)
+            if served is not None:
+                served.stop()
+        finally:  # whatever ending the processes raised, nothing is left open or on disk
+            _close(fds, *fds)
+            if scratch is not None:
+                scratch.remove()
 
 
 def _close(open_fds: list, *fds):
