@@ -53,8 +53,9 @@ def grade(submission: str | Path, exercises: list[str] | None = None, *, seed: i
     result = engine.grade(submission, exercises or None, seed=seed, notes=notes, only_checks=checks,
                           progress=progress, live=live, **engine_options)
     result.feedback = "detail"
-    root = workspace.exercises_shown(Path(submission))[0]
-    note = None if checks else workspace.keep_shown(result, submission, exercises)
+    seen = workspace.exercises_shown(Path(submission))
+    root = seen[0]
+    note = None if checks else workspace.keep_shown(result, seen, exercises)
     if note:
         warn(note)
     if not checks and root is not None:

@@ -258,7 +258,7 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
     from .engine import grade
     from .render.formats import render
     from .submission import SubmissionError
-    from .workspace import keep_shown
+    from .workspace import exercises_shown, keep_shown
 
     try:
         result = grade(path, exercise_ids, seed=seed)  # candidate text already made safe
@@ -266,7 +266,8 @@ def grade_one(path: str, out: str, name: str, exercise_ids, seed: int, feedback:
         return _broken(name, path, str(exc))
     except Exception as exc:  # noqa: BLE001  anything else a grading raised: one broken row, never the batch
         return _broken(name, path, f"{type(exc).__name__}: {exc}")
-    keep_shown(result, path, exercise_ids)  # as `kvgrade grade` shows a workspace (never logged: not our folder)
+    # as `kvgrade grade` shows a workspace (never logged: not our folder)
+    keep_shown(result, exercises_shown(Path(path)), exercise_ids)
     folder = Path(out)
     folder.mkdir(exist_ok=True)
     for fmt, file in (("json", "result.json"), ("html", "report.html"), ("markdown", "report.md")):

@@ -109,11 +109,12 @@ def workspace_set(root: Path) -> list[str] | None:
     return chosen or None
 
 
-def keep_shown(result, path, exercises=None) -> str | None:
+def keep_shown(result, seen: tuple, exercises=None) -> str | None:
     """Self-study (no ``exercises`` chosen: ``-e`` decides what is shown, a workspace's set only
-    filters): keep in ``result`` only the exercises ``path`` shows (``exercises_shown``). The line
-    saying so, or None when nothing was filtered. The one rule for ``grade`` and ``batch``."""
-    _, shown, note = exercises_shown(Path(path))
+    filters): keep in ``result`` only the exercises shown, ``seen`` being what ``exercises_shown``
+    said of the submission. The line saying so, or None when nothing was filtered. The one rule for
+    ``grade`` and ``batch``."""
+    _, shown, note = seen
     if exercises or shown is None:
         return None
     result.exercises = [e for e in result.exercises if e.id in shown]

@@ -320,7 +320,7 @@ def _signature(stub: Path, name: str) -> tuple | None:
     """The stub's module-level function ``name``'s parameters as (name, kind, default): kind "positional"
     (before /), "either" or "keyword" (after *); the default a literal, or ``_REQUIRED``. None for a class
     or a signature with *args or **kwargs, which these replays leave alone; read from the source, never run."""
-    found = next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
+    found = _stub_definition(stub, name)
     if not isinstance(found, ast.FunctionDef) or found.args.vararg or found.args.kwarg:
         return None
     a = found.args
@@ -333,6 +333,12 @@ def _signature(stub: Path, name: str) -> tuple | None:
 
 
 _REQUIRED, _UNKNOWN = object(), object()
+
+
+@functools.cache
+def _stub_definition(stub: Path, name: str) -> ast.stmt | None:
+    """The stub's module-level definition of ``name`` (a function or class), parsed once, never run."""
+    return next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
 
 
 def _literal(node):
@@ -422,7 +428,7 @@ def _floats_as_given(ex, name, given, retyped):
 def _float_parameters(stub: Path, name: str) -> frozenset:
     """The positions and names of the parameters of the stub's module-level function or class ``name`` (its
     ``__init__``, less ``self``) that are annotated ``float``; read from the stub's source, never run."""
-    found = next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
+    found = _stub_definition(stub, name)
     if isinstance(found, ast.ClassDef):
         found = next((n for n in found.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
         params = found.args.args[1:] if found else []

@@ -317,7 +317,7 @@ class CallClock:
             return 0.0
         used = self._cpu()
         if (used is None or used - self.cpu_at_start >= self.seconds or not self.child.runnable()
-                or self.own_seconds() >= self.budget_left):
+                or self.own_seconds(used) >= self.budget_left):
             return 0.0
         self.stretched = True
         return POLL_SECONDS
@@ -329,13 +329,14 @@ class CallClock:
             self.polls += 1
             self.runnable_polls += self.child.runnable()
 
-    def own_seconds(self) -> float:
+    def own_seconds(self, used: float | None = None) -> float:
         """What the wait charges the exercise's budget: the child's CPU time plus the share of the wait it
         spent asleep or blocked (sampled), never the time it waited for a CPU the machine gave to others;
         at least a ``STARVED_STRETCH``-th of the wall time, so a budget bounds the clock too (4 x 120 s
-        at most), and the wall time where no CPU figure can be read."""
+        at most), and the wall time where no CPU figure can be read. ``used``: the child's CPU figure,
+        when the caller has just read it."""
         elapsed = time.monotonic() - self.start
-        used = self._cpu()
+        used = self._cpu() if used is None else used
         if used is None or self.cpu_at_start is None:
             return elapsed
         asleep = elapsed * (1 - self.runnable_polls / self.polls) if self.polls else 0.0
