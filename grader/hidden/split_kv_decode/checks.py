@@ -519,14 +519,18 @@ def check_far_scores_and_unseen_slots(ex):
 
 # ---- shared_prefix_attention --------------------------------------------------------------------
 
-def _expect_shared_prefix(ex, B, T, L, P, D) -> Miss | None:
+def _expect_shared_prefix(ex, B, T, L, P, D, arrays=None, far=None) -> Miss | None:
+    """Drawn arrays of these sizes, or the ``arrays`` given (``far``: how far their levels' scores lie apart)."""
     rng = ex.rng
-    q, prefix_k, prefix_v = _normal(rng, B, T, D), _normal(rng, P, D), _normal(rng, P, D)
-    suffix_k, suffix_v = _normal(rng, B, L, D), _normal(rng, B, L, D)
-    case = {"B": B, "T": T, "L": L, "P": P, "D": D, "seed": ex.seed}
+    q, prefix_k, prefix_v, suffix_k, suffix_v = arrays or (_normal(rng, B, T, D), _normal(rng, P, D),
+                                                           _normal(rng, P, D), _normal(rng, B, L, D),
+                                                           _normal(rng, B, L, D))
+    case = {"B": B, "T": T, "L": L, "P": P, "D": D, "seed": ex.seed} | ({"suffix_scores": far} if far else {})
     got, call = _shared_prefix(ex, q, prefix_k, prefix_v, suffix_k, suffix_v, case)
     want = oracle.shared_prefix(q, prefix_k, prefix_v, suffix_k, suffix_v)
-    tol = Tol.of((q, prefix_k, prefix_v, suffix_k, suffix_v), (want, None))
+    scaled = [np.einsum("btd,pd->btp", q, prefix_k), np.einsum("btd,bld->btl", q, suffix_k)]
+    m = max(float(np.abs(x).max(initial=1.0)) for x in scaled) / np.sqrt(D)  # section 1's m: the scaled scores'
+    tol = Tol.of((q, prefix_k, prefix_v, suffix_k, suffix_v), (want, None), magnitude=m)
     flat_got, flat_want = got.reshape(B * T, D), want.reshape(B * T, D)
     if not diagnosis.off_rows(flat_got, None, flat_want, None, tol).any():
         return None
@@ -536,14 +540,20 @@ def _expect_shared_prefix(ex, B, T, L, P, D) -> Miss | None:
 
 
 def check_shared_prefix_values(ex):
-    """Cascade attention (B = 1 .. 5, T = 1 .. L, P = 0, P > L) equals each sequence's own full attention."""
+    """Cascade attention (B = 1 .. 5, T = 1 .. L, P = 0, P > L, and suffix scores ~900 above or below the
+    prefix's, as section 1's scores allow) equals each sequence's own full attention."""
     rng = ex.rng
     D = odd_size(rng, 3, 20)
     L = odd_size(rng, 5, 14)
     shapes = [(1, 1, L, 0), (5, odd_size(rng, 2, L), L, odd_size(rng, 3, 40)), (3, L, L, odd_size(rng, 3, 40)),
               (4, 3, L, 0), (2, odd_size(rng, 2, L), L, L + odd_size(rng, 5, 30)), (1, L, L, 2 * L + 1),
               (2, 3, 6, odd_size(rng, 33_000, 40_000))]
-    settle(ex, [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes])
+    misses = [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes]
+    for sign in (-1, 1):  # the levels' lse then differ past what exp holds: the merge must stay exact
+        arrays = _far_suffix(rng, sign, D)
+        (B, T, _), P, L_ = arrays[0].shape, len(arrays[1]), arrays[3].shape[1]
+        misses.append(_expect_shared_prefix(ex, B, T, L_, P, D, arrays, far=f"~{sign * 900} beside ~0"))
+    settle(ex, misses)
 
 
 # ---- the same arrays, rewritten in place between calls ------------------------------------------
