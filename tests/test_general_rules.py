@@ -502,3 +502,54 @@ def test_a_parameter_the_stub_annotates_float_is_never_retyped_to_a_numpy_intege
                                           _general._retyped_alike)
     finally:
         sandbox.close()
+
+
+def _stub_function(exercise: str, name: str):
+    namespace: dict = {}
+    exec(compile(catalog.get(exercise).stub_path.read_text(), exercise, "exec"), namespace)  # the kit's own stub
+    return namespace[name]
+
+
+@pytest.mark.parametrize("exercise, name, args, kwargs", [
+    ("tile_classification", "classify_tiles", (1, 97, 4, 10), {"window": 9}),
+    ("tile_classification", "classify_tiles", (5, 20, 2, 4), {}),
+    ("rope_cache", "rope", (np.zeros((3, 4)), np.arange(3)), {"base": 500.0}),
+])
+def test_every_rebinding_binds_the_same_arguments_as_python_and_names_come_in_drawn_orders(exercise, name, args,
+                                                                                          kwargs):
+    """Python's own binder is the oracle: each rebound call binds to the recorded call's arguments (defaults
+    filled), one binding mixes positions and names, and the names' order is not always the signature's."""
+    import inspect
+    signature = inspect.signature(_stub_function(exercise, name))
+    want = signature.bind(*args, **kwargs)
+    want.apply_defaults()
+    params = _general._signature(catalog.get(exercise).stub_path, name)
+    orders, mixed = set(), False
+    for seed in range(20):
+        for new_args, new_kwargs, how in _general._rebound(params, args, kwargs, np.random.default_rng(seed)):
+            got = signature.bind(*new_args, **new_kwargs)
+            got.apply_defaults()
+            assert set(got.arguments) == set(want.arguments), how
+            assert all(got.arguments[n] is want.arguments[n] or got.arguments[n] == want.arguments[n]
+                       for n in want.arguments), how
+            orders.add(tuple(new_kwargs))
+            mixed |= bool(new_args) and bool(new_kwargs) and len(new_args) < len(args)
+    named = [n for n in signature.parameters]
+    assert mixed and any(list(o) != [n for n in named if n in o] for o in orders if len(o) > 1)
+
+
+@pytest.mark.slow
+def test_keyword_arguments_read_by_their_order_fail_the_binding_rule(tmp_path):
+    """Red team 26: classify_tiles(*args, **kwargs) reading keywords by their place passed while names always
+    came in the signature's order."""
+    path = _submission(tmp_path, "tile_classification", extra="""
+
+_by_place = classify_tiles
+
+
+def classify_tiles(*args, **kwargs):
+    return _by_place(*args, *kwargs.values())
+""")
+    result, checks = _graded(path, "tile_classification", only={"arguments_bound_either_way"})
+    failed = checks["arguments_bound_either_way"]
+    assert not failed.passed and failed.kind == "wrong" and "by name" in failed.message

@@ -302,7 +302,7 @@ def check_arguments_bound_either_way(ex):
     for recorded in _sample(ex, lambda r: _signature(ex.exercise.stub_path, r.name) is not None,
                             lambda r: (-len(r.args) - len(r.kwargs), _size(r))):
         params = _signature(ex.exercise.stub_path, recorded.name)
-        for args, kwargs, how in _rebound(params, recorded.args, recorded.kwargs):
+        for args, kwargs, how in _rebound(params, recorded.args, recorded.kwargs, ex.rng):
             try:
                 got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
             except CandidateRaised as exc:
@@ -348,26 +348,49 @@ def _literal(node):
         return _UNKNOWN
 
 
-def _rebound(params, args, kwargs):
-    """The recorded call bound the other ways its signature allows: (args, kwargs, how said)."""
+def _rebound(params, args, kwargs, rng):
+    """The recorded call bound the other ways its signature allows: (args, kwargs, how said). Names go in
+    an order drawn from ``rng``: a name is read by its name, never by its place among the others."""
     given = dict(zip([n for n, *_ in params], args)) | dict(kwargs)
     if set(given) - {n for n, *_ in params}:
         return []
     out = []
     names = [n for n, kind, _ in params if kind != "keyword"]
     last = max((i for i, n in enumerate(names) if n in given), default=-1)
-    if all(n in given or d is not _REQUIRED for n, _, d in params[:last + 1]):  # every one up to the last given
-        positional = [given.get(n, d) for (n, _, d) in params[:last + 1]]
-        keywords = {n: v for n, v in given.items() if n not in names}
-        out.append((positional, keywords, "every argument it can by position"))
-    keyed = [n for n, kind, _ in params if kind != "positional"]
-    out.append(([given[n] for n, kind, _ in params if kind == "positional" and n in given],
-                {n: given[n] for n in keyed if n in given}, "every argument it can by name"))
+    for first in _positional_prefixes(params, given, last, rng):  # all it can by position, then some of them
+        positional = [given.get(n, d) for (n, _, d) in params[:first]]
+        keywords = _shuffled_names({n: v for n, v in given.items() if n not in names[:first]}, rng)
+        how = ("every argument it can by position" if first == last + 1 else
+               f"its first {f'{first} arguments' if first > 1 else 'argument'} by position and the rest by name")
+        out.append((positional, keywords, how + _order_said(keywords)))
+    positional_only = [given[n] for n, kind, _ in params if kind == "positional" and n in given]
+    keywords = _shuffled_names({n: given[n] for n, kind, _ in params if kind != "positional" and n in given}, rng)
+    out.append((positional_only, keywords, "every argument it can by name" + _order_said(keywords)))
     defaults = {n: d for n, kind, d in params if d is not _REQUIRED and n not in given and kind != "positional"}
     if defaults:
         out.append((list(args), dict(kwargs) | defaults, "its optional arguments given as their defaults "
                     f"({', '.join(f'{n}={d!r}' for n, d in defaults.items())})"))
     return out
+
+
+def _positional_prefixes(params, given, last, rng) -> list[int]:
+    """How many leading arguments go by position: every one up to the last given (when each is given or has a
+    default), and a drawn shorter prefix of at least one, the rest then going by name."""
+    fillable = 0
+    while fillable <= last and (params[fillable][0] in given or params[fillable][2] is not _REQUIRED):
+        fillable += 1
+    out = [last + 1] if fillable == last + 1 else []
+    if min(fillable, last) >= 1:
+        out.append(int(rng.integers(1, min(fillable, last) + 1)))
+    return out
+
+
+def _shuffled_names(keywords: dict, rng) -> dict:
+    return {n: keywords[n] for n in rng.permutation(list(keywords)).tolist()} if keywords else {}
+
+
+def _order_said(keywords: dict) -> str:
+    return f" (names in the order {', '.join(keywords)})" if len(keywords) > 1 else ""
 
 
 def _retypable(recorded) -> bool:
