@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -64,6 +64,24 @@ def neutral(text: str) -> str:
     """``text`` with every control, bidi, zero-width or non-character shown as a visible escape."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000 else f"\\U{ord(m.group()):08x}",
                        text)
+
+
+def neutralized(value):
+    """A copy of a Result (or any part of it) whose every string went through ``neutral``.
+
+    Applied once where a result is loaded or made, before any renderer: messages, errors,
+    cases, notes and paths all come from candidate code or candidate-named files.
+    """
+    if isinstance(value, str):
+        return neutral(value)
+    if isinstance(value, list):
+        return [neutralized(v) for v in value]
+    if isinstance(value, dict):
+        return {neutralized(k): neutralized(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: neutralized(getattr(value, f.name))
+                                             for f in fields(value) if f.init})
+    return value
 
 
 def plain_text(value) -> str:
@@ -521,8 +539,12 @@ def schema_problem(data) -> str | None:
     if data.get("schema") != SCHEMA:
         return f"schema {str(data.get('schema'))[:40]!r}, expected {SCHEMA!r}"
     problem = _object_problem(data, Result, "result")
+    seen = set()
     for i, exercise in enumerate(data["exercises"] if not problem else []):
         problem = problem or _exercise_problem(exercise, f"exercises[{i}]")
+        if not problem and exercise["id"] in seen:  # one grading holds each exercise once
+            problem = f"exercises[{i}] repeats the exercise {str(exercise['id'])[:40]!r}"
+        seen.add(None if problem else exercise["id"])
     return problem
 
 

@@ -308,6 +308,17 @@ def test_a_result_or_notes_file_of_any_kind_is_one_line_and_exit_2(tmp_path, kin
             assert done.exit_code == 2 and "not a regular file" in done.output, done.output
 
 
+def test_a_result_repeating_an_exercise_is_refused_in_one_line(tmp_path):
+    """Red team 26: 3000 copies of one exercise in a 51 MiB result took report 2.5 minutes and 685 MB; one
+    grading holds each exercise once, so a repeat is not a result."""
+    data = saved_result().to_dict()
+    data["exercises"] = data["exercises"] * 3
+    bad = tmp_path / "repeated.json"
+    bad.write_text(json.dumps(data))
+    done = CliRunner().invoke(main, ["report", str(bad)])
+    assert done.exit_code == 2 and "repeats the exercise" in done.output and "\n" not in done.output.strip()
+
+
 @given(st.text())
 @settings(max_examples=300, deadline=None, derandomize=True)
 def test_any_note_text_reads_back_from_the_notes_template_as_itself(text):
