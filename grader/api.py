@@ -21,9 +21,8 @@ from typing import Callable
 from . import engine, plainfile, timeline, workspace
 from .engine import fresh_seed
 from .notes import Notes, NotesError, apply as apply_notes, reread, template
-from .render.common import neutralized
 from .render.formats import FORMATS, render, shown as _shown
-from .result import Result
+from .result import Result, neutralized
 from .sandbox import IsolationError, Limits, require_isolation
 from .submission import SubmissionError
 from .workspace import workspace_set

@@ -28,8 +28,7 @@ from .catalog import Exercise
 from .checking import ExerciseRun
 from .notes import Notes, NotesError
 from .plugin import CollectChecks, check_id
-from .render.common import neutralized
-from .result import CheckResult, ExerciseResult, Result
+from .result import CheckResult, ExerciseResult, Result, neutralized
 from .rubric import judge
 from .sandbox import CandidateFault, Limits, ModuleToLoad, Sandbox, isolation_report
 from .sandbox.client import close_all

@@ -1,17 +1,17 @@
 """What every renderer shares: words for levels and statuses, the failure block, reproduce
-lines, candidate-safe redaction, and neutralising candidate-derived text.
+lines and candidate-safe redaction. Candidate-derived text is neutralised where a result is
+made (``result.neutralized``), before any renderer.
 
 Nothing here decides a verdict: levels, statuses and diagnoses come from the ``Result``.
 """
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 import shlex
 
 from ..own_tests import CHECK_PREFIX as OWN_TESTS_PREFIX
-from ..result import Result, neutral, plural
+from ..result import Result, plural
 from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
 from . import pictures
 
@@ -46,24 +46,6 @@ def caveats(result: Result) -> list[str]:
 
 def level_word(level: str | None) -> str:
     return LEVEL_WORDS.get(level, str(level))
-
-
-def neutralized(value):
-    """A copy of a Result (or any part of it) whose every string went through ``neutral``.
-
-    Applied once where a result is loaded or made, before any renderer: messages, errors,
-    cases, notes and paths all come from candidate code or candidate-named files.
-    """
-    if isinstance(value, str):
-        return neutral(value)
-    if isinstance(value, list):
-        return [neutralized(v) for v in value]
-    if isinstance(value, dict):
-        return {neutralized(k): neutralized(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: neutralized(getattr(value, f.name))
-                                             for f in dataclasses.fields(value) if f.init})
-    return value
 
 
 def status_text(e, levels: bool = True) -> str:

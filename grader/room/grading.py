@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .. import catalog, own_tests
-from ..render.common import neutral, neutralized
+from ..result import neutral, neutralized
 from ..sandbox import Limits
 
 PUBLIC_SECONDS = 60.0  # a public test run, import included
