@@ -243,7 +243,7 @@ def ranking(row: dict) -> tuple:
 
 
 def _broken(name: str, path, error: str) -> dict:
-    from .render.common import neutral
+    from .result import neutral
 
     return {"name": name, "path": neutral(str(path)), "level": None, "provisional": False, "score": 0.0,
             "exercises": {}, "report": None, "error": neutral(error), "seconds": 0.0}

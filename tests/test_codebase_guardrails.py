@@ -141,3 +141,31 @@ def test_the_architecture_table_names_every_module():
         if path.name not in rows and not (len(rel.parts) > 1 and folder in rows):
             unnamed.append(rel.as_posix())
     assert unnamed == [], unnamed
+
+
+def _kit_imports():
+    """(file, line, module, name) for every ``from grader... import name`` in grader/, inside functions too."""
+    for path in sorted((KIT / "grader").rglob("*.py")):
+        package = list(path.relative_to(KIT).with_suffix("").parts)[:-1]  # a module's package, or an __init__'s own
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("grader")):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    yield path.relative_to(KIT), node.lineno, module, alias.name
+
+
+def test_every_name_the_kit_imports_from_itself_exists():
+    """A name moved between modules breaks an import inside a function only when that function runs (a batch
+    with a broken submission crashed on ``render.common.neutral`` after it moved): each is looked up here."""
+    import importlib
+
+    missing = []
+    for file, line, module, name in _kit_imports():
+        found = importlib.import_module(module)
+        if name != "*" and not hasattr(found, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                missing.append(f"{file}:{line}: {module}.{name}")
+    assert not missing, missing
