@@ -8,6 +8,7 @@ interviewer recorded, hints given) into a ``Judgement``; the engine, notes and v
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,17 @@ class RubricCriterion:
     def observed(self) -> bool:
         """Only an interviewer can meet or miss it."""
         return not self.checks
+
+
+# Worded forms of the kit's rules that telltales (written as code) do not catch, for every exercise.
+WORDED_RULES = (r"\bP\s*\+\s*depth\b", r"ancestors,? and (it)?self", r"cache, (its )?ancestors",
+                r"exactly [\d,]+ of [\d,]+", r"\bS\s*-\s*T\s*\+\s*i\b", r"bottom[- ]right", r"len\(cache\)\s*\+",
+                r"top[- ]left", r"bottom rows", r"every tile is FULL")
+
+
+def normalised(text: str) -> str:
+    """Whitespace runs as one space, none around operators, lower case: "S-T" reads as "s - t"."""
+    return re.sub(r" ?([^\w ]) ?", r"\1", re.sub(r"\s+", " ", text)).lower()
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,14 @@ class Rubric:
     telltales: tuple[str, ...] = ()
     time_box_minutes: int | None = None
     take_home: bool = False
+
+    def states_rule(self, text: str) -> bool:
+        """Whether ``text`` states the rule being tested: one of the rubric's ``telltales`` (whitespace, spacing
+        around operators and case aside) or a worded form of a rule (``WORDED_RULES``). A text a candidate
+        reads must not (prompts, check descriptions, the explanations their copy of a result keeps)."""
+        shown = normalised(text)
+        return (any(normalised(t) in shown for t in self.telltales)
+                or any(re.search(w, text, re.IGNORECASE) for w in WORDED_RULES))
 
     def diagnosis(self, diagnosis_id: str) -> DiagnosisRule:
         """The rubric's rule for a diagnosis; one it does not name caps at weak."""

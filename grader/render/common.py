@@ -10,6 +10,7 @@ import copy
 import re
 import shlex
 
+from .. import catalog
 from ..own_tests import CHECK_PREFIX as OWN_TESTS_PREFIX
 from ..result import Result, plural
 from ..sandbox.isolation import NOT_ISOLATED  # noqa: F401 (re-exported: the renderers take it from here)
@@ -210,7 +211,7 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
         for c in e.checks:
             c.message, c.case, c.picture, c.named = "", None, None, []
         for d in e.diagnoses:
-            d.message = d.explain or d.id.replace("_", " ")
+            d.message = _explanation_for_candidate(e.id, d)
         if e.error:
             e.error = _error_kind(e.error)
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
@@ -226,6 +227,17 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
             for d in e.diagnoses:
                 d.caps = None
     return safe
+
+
+def _explanation_for_candidate(exercise_id: str, d) -> str:
+    """The rubric's general explanation of a diagnosis, unless it states the rule being tested (its formula:
+    a student who may submit again would be handed the fix); then the mistake's name alone."""
+    name = d.id.replace("_", " ")
+    try:
+        rubric = catalog.get(exercise_id).rubric
+    except KeyError:  # an exercise this kit does not know: no rubric to tell what gives the rule away
+        return name
+    return d.explain if d.explain and not rubric.states_rule(d.explain) else f"{name} (a classic mistake)"
 
 
 def _error_kind(error: str) -> str:

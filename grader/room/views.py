@@ -9,7 +9,6 @@ The interviewer's view holds everything.
 """
 from __future__ import annotations
 
-import re
 
 from .. import catalog, interview, own_tests
 from ..render.common import for_candidate, what_happened
@@ -128,11 +127,5 @@ def _interviewer_run(run: dict, only: str | None = None) -> dict:
 
 
 def _told(ex, description: str) -> str:
-    """The description, unless it states one of the rubric's telltales (whitespace and case aside)."""
-    shown = _normalised(description)
-    return WITHHELD if any(_normalised(t) in shown for t in ex.rubric.telltales) else description
-
-
-def _normalised(text: str) -> str:
-    """Whitespace runs as one space, none around operators, lower case: "S-T" reads as "s - t"."""
-    return re.sub(r" ?([^\w ]) ?", r"\1", re.sub(r"\s+", " ", text)).lower()
+    """The description, unless it states the rule being tested (``Rubric.states_rule``)."""
+    return WITHHELD if ex.rubric.states_rule(description) else description
