@@ -490,7 +490,9 @@ def bundle(out, exercises):
     """Build what an interviewer sends a candidate: a folder, or a zip if OUT ends in .zip.
 
     Prompts, stubs, public tests, kit helper files and a README on how to work and submit;
-    never solutions, known-wrong versions, hidden tests or rubrics.
+    never solutions, known-wrong versions, hidden tests or rubrics. Grade what comes back with
+    -e naming the same exercises (the command is printed): each then counts, as the bundle's
+    README tells the candidate, and one not attempted counts as weak.
     """
     from .workspace import WorkspaceError, bundle as make_bundle
 
@@ -500,6 +502,8 @@ def bundle(out, exercises):
     except WorkspaceError as exc:
         raise click.BadParameter(str(exc), param_hint="OUT") from None
     click.echo(f"bundle {out}: {', '.join(e.id for e in chosen)}")
+    click.echo(f"grade what comes back with: kvgrade grade PATH -e {','.join(e.id for e in chosen)} "
+               "(each then counts; one not attempted counts as weak)")
 
 
 @main.command()

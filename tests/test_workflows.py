@@ -294,6 +294,34 @@ def test_the_bundle_readme_says_how_to_submit_and_that_every_exercise_counts(tmp
 
 
 @pytest.mark.slow
+def test_the_command_bundle_prints_grades_a_returned_bundle_with_every_exercise_counted(tmp_path):
+    """A newcomer pass: a returned bundle graded without -e left tile_classification out and gave hire, though
+    the bundle's README says an exercise not attempted counts as weak. bundle prints the command that holds it."""
+    printed = run("bundle", tmp_path / "b", "-e", "decode_mask,tile_classification").output
+    command = re.search(r"kvgrade grade PATH (-e \S+)", printed)
+    assert command, printed
+    shutil.copyfile(KIT / "solutions" / "decode_mask.py", tmp_path / "b" / "decode_mask" / "decode_mask.py")
+    out = tmp_path / "r.json"
+    run("grade", tmp_path / "b", *command.group(1).split(), "--seed", "0", "--json", out)
+    data = json.loads(out.read_text())
+    assert [e["id"] for e in data["exercises"]] == ["decode_mask", "tile_classification"]
+    assert data["overall"]["level"] == "weak"  # the stub left as sent counts
+
+
+@pytest.mark.slow
+def test_a_zipped_workspace_graded_as_its_readme_says_shows_its_own_exercises(tmp_path):
+    """A newcomer pass: `kvgrade grade ws.zip`, as the workspace README offered, listed all twelve exercises."""
+    run("start", tmp_path / "ws", "-e", "decode_mask,tree_mask")
+    readme = " ".join((tmp_path / "ws" / "README.md").read_text().split())
+    command = re.search(r"`kvgrade grade (\S+\.zip) (-e \S+)`", readme)
+    assert command, readme
+    shutil.make_archive(str(tmp_path / "ws"), "zip", tmp_path, "ws")
+    out = tmp_path / "r.json"
+    run("grade", tmp_path / "ws.zip", *command.group(2).split(), "--seed", "0", "--json", out)
+    assert [e["id"] for e in json.loads(out.read_text())["exercises"]] == ["decode_mask", "tree_mask"]
+
+
+@pytest.mark.slow
 def test_gradescope_points_add_up_exactly(tmp_path):
     """tree_mask has 12 checks: 10 points do not split evenly, yet every total is whole."""
     out = tmp_path / "g.json"
