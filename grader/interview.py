@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from . import catalog
 
-SLOT_MINUTES = (45, 60)  # an interview slot
+SLOTS = (45, 60, 75, 90)  # interview slots, in minutes
+TALK_MINUTES = 15  # introductions, questions and follow-ups around the work
 
 
 def sheet(exercise: catalog.Exercise) -> dict:
@@ -24,10 +25,11 @@ def sizing(exercise: catalog.Exercise) -> str:
         return f"take-home ({_duration(r.time_box_minutes)})"
     if r.time_box_minutes is None:
         return "no time box in the rubric"
-    if r.time_box_minutes <= SLOT_MINUTES[1]:
-        return (f"{r.time_box_minutes} min of work: fits a {SLOT_MINUTES[0]}-{SLOT_MINUTES[1]} minute slot, with "
-                "the talk around it")  # the work's time box (kvgrade list's), not the slot: a newcomer read both
-    return f"{r.time_box_minutes} min of work: longer than a {SLOT_MINUTES[1]} minute slot"
+    slot = next((m for m in SLOTS if r.time_box_minutes + TALK_MINUTES <= m), None)
+    if slot is None:
+        return f"{r.time_box_minutes} min of work: longer than a {SLOTS[-1]}-minute slot with the talk around it"
+    # the work's time box (kvgrade list's), not the slot: a newcomer read both; and the talk needs its own time
+    return f"{r.time_box_minutes} min of work: fits a {slot}-minute slot, with {TALK_MINUTES} min of talk around it"
 
 
 def _duration(minutes: int | None) -> str:

@@ -216,6 +216,9 @@ def test_the_starter_keeps_no_session_and_says_what_its_grader_runs(starter):
     readme = (starter / "README.md").read_text()
     assert "It has a prompt" in readme and "part of the grade" not in readme
     assert "this assignment's grader does not run them" in " ".join(readme.split())
+    # the prompts keep their "Your own tests" section: the starter says which story holds here (a newcomer pass)
+    assert "runs them" in (starter / "decode_mask" / "README.md").read_text()
+    assert "Where a prompt says the grader runs them against wrong versions" in " ".join(readme.split())
     shutil.copyfile(SOLUTIONS / "decode_mask.py", starter / "decode_mask" / "decode_mask.py")
     ran = kvgrade("grade", str(starter), "-e", "decode_mask", "--seed", "9")
     assert ran.returncode == 0, ran.stderr
