@@ -698,18 +698,22 @@ def hint(exercise_id, directory):
     interviewer records in the notes file count.
     """
     from . import timeline
+    from .workspace import exercises_shown
 
     ex = _exercise(exercise_id)
     if not Path(directory).is_dir():
         raise click.BadParameter(f"{directory} is not a folder", param_hint="DIR")
-    workspace = timeline.read_workspace(Path(directory))
+    # from one exercise's folder of a workspace too, as `grade` takes it (a newcomer pass)
+    directory = exercises_shown(Path(directory))[0] or Path(directory)
+    workspace = timeline.read_workspace(directory)
     if workspace is None:
-        raise click.BadParameter(f"{directory} is not a workspace made by `kvgrade start`: hints are counted and "
-                                 "logged only in one", param_hint="DIR")
+        raise click.BadParameter(f"{directory} is not a workspace made by `kvgrade start`, where hints are counted "
+                                 f"and logged: run this from yours, or name it (kvgrade hint {ex.id} WORKSPACE)",
+                                 param_hint="DIR")
     if workspace["exercises"] and ex.id not in workspace["exercises"]:  # a typo must not spend a hint
         raise click.BadParameter(f"{directory} holds no {ex.id} (its exercises: {', '.join(workspace['exercises'])})",
                                  param_hint="ID")
-    hints, shown = ex.rubric.hints, timeline.hints_seen(Path(directory)).get(ex.id, 0)
+    hints, shown = ex.rubric.hints, timeline.hints_seen(directory).get(ex.id, 0)
     if not hints:
         click.echo(f"{ex.id} has no staged hints yet.")
         return
@@ -719,7 +723,7 @@ def hint(exercise_id, directory):
             click.echo(f"  {i}. {' '.join(h.text.split())}")
         return
     try:
-        timeline.record_hint(Path(directory), ex.id, shown + 1)
+        timeline.record_hint(directory, ex.id, shown + 1)
     except timeline.LogError as exc:
         raise Refused(str(exc)) from None
     click.echo(f"hint {shown + 1} of {len(hints)} for {ex.id}: {' '.join(hints[shown].text.split())}")

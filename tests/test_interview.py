@@ -48,6 +48,21 @@ def test_hint_prints_the_hints_in_order_logs_them_then_says_all_were_shown(tmp_p
     assert timeline.hints_seen(ws) == {"decode_mask": len(hints)}
 
 
+def test_hint_from_one_exercises_folder_logs_in_its_workspace_and_outside_one_says_what_to_do(tmp_path,
+                                                                                                monkeypatch):
+    """A newcomer pass: `kvgrade grade .` worked in ws/decode_mask, `kvgrade hint decode_mask` there refused
+    with a sentence that read as cut off."""
+    ws = tmp_path / "ws"
+    run("start", ws, "-e", "decode_mask")
+    monkeypatch.chdir(ws / "decode_mask")
+    assert run("hint", "decode_mask").startswith("hint 1 of")
+    assert timeline.hints_seen(ws) == {"decode_mask": 1} and not (ws / "decode_mask" / ".kvgrade").exists()
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["hint", "decode_mask"])
+    assert out.exit_code == 2 and "kvgrade hint decode_mask WORKSPACE" in " ".join(out.output.split())
+    assert not (tmp_path / ".kvgrade").exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (["hint", "no_such_exercise"], "unknown exercise"),
     (["hint", "decode_mask", "/no/such/folder"], "is not a folder"),
