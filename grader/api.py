@@ -74,11 +74,12 @@ def batch(paths: list[str | Path], out_dir: str | Path = "kvgrade-batch", exerci
     (a threading.Event) is set; the same call again resumes. ``on_start(count, out_dir)`` once
     the submissions are found, ``on_done(row)`` as each one finishes.
     """
-    from .batch import grade_many, submissions
+    from .batch import grade_many, holds_no_candidate, submissions
 
     found = submissions([str(p) for p in paths])
-    if not found:
-        raise SubmissionError("no submission folders found")
+    if all(holds_no_candidate(p) for p in found):
+        raise SubmissionError(f"no submission found in {', '.join(str(p) for p in paths)[:300]}: no exercise module, "
+                              "subfolder or .zip")
     require_isolation(trust_submissions, Limits())
     if on_start is not None:
         on_start(len(found), out_dir)

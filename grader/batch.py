@@ -36,16 +36,26 @@ def submissions(paths: list[str]) -> list[Path]:
     """What to grade: a path holding exercise modules (looking through a single top folder, as
     ``grade`` does) or a ``.zip`` is one submission; any other folder stands for what it holds,
     one candidate per subfolder or ``.zip`` (links are never followed, dotfiles skipped).
-    Anything else is kept, to be reported as broken rather than silently dropped."""
+    Anything else is kept, to be reported as broken rather than silently dropped, and so is a named
+    folder that holds no candidate (an empty one among others once vanished from the ranking)."""
     found = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir() and not has_modules(path):
-            found += sorted(p for p in path.iterdir() if not p.name.startswith((".", "_")) and not p.is_symlink()
-                            and (p.is_dir() or p.suffix.lower() == ".zip"))
-        else:
-            found.append(path)
+        found += _candidates_in(path) or [path]
     return list({os.path.abspath(p): p for p in found}.values())  # one candidate named twice is graded once
+
+
+def holds_no_candidate(path: Path) -> bool:
+    """A folder of candidates with none in it: batch refuses it when nothing else is given."""
+    return path.is_dir() and not has_modules(path) and not _candidates_in(path)
+
+
+def _candidates_in(path: Path) -> list[Path]:
+    """The candidates a folder of them stands for (none for a submission, or for anything else)."""
+    if not path.is_dir() or has_modules(path):
+        return []
+    return sorted(p for p in path.iterdir() if not p.name.startswith((".", "_")) and not p.is_symlink()
+                  and (p.is_dir() or p.suffix.lower() == ".zip"))
 
 
 BATCH_FILES = {"index.html", "summary.md", "manifest.json"}  # the batch's own files beside the candidates' folders

@@ -186,7 +186,8 @@ def _why_no_module(folder: Path) -> str:
     found = f"; {named} {'holds' if len(holding) == 1 else 'hold'} exercise modules" if holding else ""
     return (f"; its top holds {len(entries)} entries ({', '.join(e.name + '/' * e.is_dir() for e in entries[:5])}"
             f"{', ...' if len(entries) > 5 else ''}), and only a single top folder is looked through{found}: "
-            "submit the folder you mean on its own, or a zip that holds it alone")
+            "submit the folder you mean on its own, or a zip that holds it alone"
+            + ("; to grade each as a submission of its own, use kvgrade batch" if len(holding) > 1 else ""))
 
 
 def exercise_root(folder: Path) -> Path:

@@ -126,6 +126,8 @@ def test_a_zip_with_two_top_folders_names_them_and_the_rule(tmp_path):
     both = zipped(tmp_path / "both", {f"{top}/decode_mask.py": "x = 1\n" for top in ("a", "b")})
     out = invoke("grade", both)
     assert out.exit_code == 2 and "a/, b/ hold exercise modules" in out.output, out.output
+    assert "use kvgrade batch" in out.output  # a newcomer pass: several submissions in one folder are a batch
+    assert "kvgrade batch" not in invoke("grade", archive).output  # one folder of modules beside notes is not
 
 
 @pytest.mark.slow

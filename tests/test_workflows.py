@@ -210,9 +210,21 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
         assert f'href="{name}/report.html"' in index and (out / name / "report.html").is_file()
 
 
-def test_batch_of_nothing_is_a_usage_error(tmp_path):
+def test_batch_of_nothing_is_a_usage_error_naming_it(tmp_path):
     out = CliRunner().invoke(main, ["batch", str(tmp_path)])
-    assert out.exit_code == 2 and "no submission folders" in out.output
+    assert out.exit_code == 2 and f"no submission found in {tmp_path}" in " ".join(out.output.split())
+
+
+def test_a_named_folder_that_holds_no_candidate_is_a_submission_never_dropped(tmp_path):
+    """A newcomer pass: `batch emptycohort cohort/alice` graded alice alone and said nothing of the empty folder."""
+    from grader.batch import submissions
+
+    (tmp_path / "empty").mkdir()
+    for name in ("alice", "bob"):
+        (tmp_path / "cohort" / name).mkdir(parents=True)
+        (tmp_path / "cohort" / name / "decode_mask.py").write_text("x = 1\n")
+    found = submissions([str(tmp_path / "empty"), str(tmp_path / "cohort")])
+    assert found == [tmp_path / "empty", tmp_path / "cohort" / "alice", tmp_path / "cohort" / "bob"]
 
 
 def test_several_paths_refuse_single_report_options(tmp_path):
