@@ -2,6 +2,7 @@
 root that mimics /autograder, the GitHub Classroom workflow's command, and --fail-under."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,6 +220,8 @@ def test_the_starter_keeps_no_session_and_says_what_its_grader_runs(starter):
     # the prompts keep their "Your own tests" section: the starter says which story holds here (a newcomer pass)
     assert "runs them" in (starter / "decode_mask" / "README.md").read_text()
     assert "Where a prompt says the grader runs them against wrong versions" in " ".join(readme.split())
+    assert re.findall(r"^(\d)\. ", readme, re.M)[:3] == ["1", "2", "3"]  # each step on its own line
+    assert "interview set" not in readme and "send it back" not in readme  # students push an assignment
     shutil.copyfile(SOLUTIONS / "decode_mask.py", starter / "decode_mask" / "decode_mask.py")
     ran = kvgrade("grade", str(starter), "-e", "decode_mask", "--seed", "9")
     assert ran.returncode == 0, ran.stderr

@@ -210,6 +210,16 @@ def test_batch_ranks_candidates_and_survives_broken_submissions(tmp_path):
         assert f'href="{name}/report.html"' in index and (out / name / "report.html").is_file()
 
 
+def test_each_numbered_step_of_a_workspace_or_bundle_readme_starts_its_own_line(tmp_path):
+    """A newcomer pass: "... they are part of the grade.3. Leave an exercise ..." (a template's newline lost)."""
+    run("start", tmp_path / "w", "-e", "decode_mask")
+    run("bundle", tmp_path / "b", "-e", "decode_mask")
+    for readme in (tmp_path / "w" / "README.md", tmp_path / "b" / "README.md"):
+        text = readme.read_text()
+        assert not re.search(r"\S\d\. [A-Z]", text), re.search(r".{40}\S\d\. [A-Z].{20}", text)
+        assert re.findall(r"^(\d)\. ", text, re.M)[:3] == ["1", "2", "3"]
+
+
 def test_batch_of_nothing_is_a_usage_error_naming_it(tmp_path):
     out = CliRunner().invoke(main, ["batch", str(tmp_path)])
     assert out.exit_code == 2 and f"no submission found in {tmp_path}" in " ".join(out.output.split())
