@@ -360,7 +360,7 @@ class Result(_Plain):
             return f"no verdict: {', '.join(broken)} has none" if broken else "no exercise counted"
         setting = [e for e in self.counted if e.level == overall]
         parts = [f"{e.id}: {e.reason.split(': ', 1)[-1]}" if e.reason else e.id for e in setting]
-        return "; ".join(parts[:2]) + (f"; and {plural(len(parts) - 2, 'exercise')} more" if len(parts) > 2 else "")
+        return "; ".join(parts[:2]) + (f"; and {plural(len(parts) - 2, 'more exercise')}" if len(parts) > 2 else "")
 
     @property
     def overall_provisional(self) -> bool:

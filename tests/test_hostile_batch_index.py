@@ -32,6 +32,16 @@ def test_the_overall_reason_names_what_set_the_level():
     assert json.loads(json.dumps(result.to_dict()))["overall"]["reason"] == result.overall_reason
 
 
+def test_the_overall_reason_counts_the_exercises_it_leaves_out_in_plain_english():
+    """A newcomer pass: "and 8 exercises more"."""
+    result = hinted_result()
+    for e in result.exercises:
+        e.level, e.reason = "hire", "hire: a reason"
+    assert result.overall_reason.endswith(f"; and {len(result.exercises) - 2} more exercises")
+    result.exercises = result.exercises[:3]
+    assert result.overall_reason.endswith("; and 1 more exercise")
+
+
 def row(name: str, result: Result) -> dict:
     return {"rank": 1, "name": name, "level": result.overall_level, "score": result.score,
             "provisional": result.overall_provisional, "to_observe": len(result.overall_to_observe),
