@@ -419,5 +419,5 @@ def test_no_log_and_no_recorded_hint_is_said_as_such_never_as_zero_used():
 def test_a_timeline_of_one_run_says_it_once_and_every_check_is_the_bar():
     one = SimpleNamespace(timeline={"points": [[0.4, 14, 22]], "first_correct_minutes": None})
     two = SimpleNamespace(timeline={"points": [[0.4, 14, 22], [3.0, 22, 22]], "first_correct_minutes": 3.0})
-    assert "(14/22 at 0.4 min); no run has passed every check yet" in timeline_lines(one)[0]
+    assert "(14/22 at 0.4 min); no run passed every check" in timeline_lines(one)[0]
     assert "(14/22 at 0.4 min -> 22/22 at 3 min); first run passing every check after 3 min" in timeline_lines(two)[0]

@@ -98,7 +98,7 @@ def timeline_lines(e) -> list[str]:
     ends = [f"{p}/{n} at {_min(m)}" for m, p, n in (runs[0], runs[-1])[:len(runs)]]  # one run: said once
     out = [f"timeline: {len(runs)} run{'s' if len(runs) != 1 else ''}, checks passed {spark} ({' -> '.join(ends)}); "
            + (f"first run passing every check after {_min(first)}" if isinstance(first, (int, float))
-              else "no run has passed every check yet")]
+              else "no run passed every check")]
     met = diagnoses_met(e)
     if met:
         out.append("diagnoses along the way (UTC): " + "; ".join(met))
