@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from .checking import CheckFailure, ExerciseRun, NotApplicable
+from .checking import CheckFailure, ExerciseRun
 from .checklist import summary
 from .hidden._general import GENERAL_CHECKS
 from .result import CheckResult
@@ -86,15 +86,10 @@ class CollectChecks:
         eid = self._exercise_of(item.module.__name__)
         if item.nodeid in self._unreported or any(r.id == check_id(item) for r in self.results[eid]):
             return  # a teardown failure after a recorded result changes nothing
-        nothing = call.excinfo.value if call.excinfo and isinstance(call.excinfo.value, NotApplicable) else None
-        if nothing is not None and self.only is None:
-            return  # nothing to try here: left out, so it is neither a pass nor a point (a newcomer pass)
         result = CheckResult(check_id(item), report.passed, description=summary(item.function.__doc__),
                              seconds=round(time.perf_counter() - self._started.get(item.nodeid, 0), 3))
         slip = self.runs[eid].slip_failure() if report.passed and report.when == "call" else None
-        if nothing is not None:  # asked for by name (--check): said so, as a pass nothing else counts
-            result.passed, result.message = True, f"nothing to try in this exercise: {nothing}"
-        elif slip is not None:  # right values in the wrong container: the check fails as hygiene (cap hire)
+        if slip is not None:  # right values in the wrong container: the check fails as hygiene (cap hire)
             result.passed, result.message, result.kind = False, slip.message, slip.kind
         elif not report.passed:
             self.runs[eid].failed_before = True

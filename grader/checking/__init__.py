@@ -49,8 +49,7 @@ from .rejections import (  # noqa: F401
     past_int64,
     rejects_argument_type,
 )
-from .run import (CheckFailure, ExerciseRun, NotApplicable, fail, not_applicable, note_slip, settle_slips,  # noqa: F401
-                  slips_of)
+from .run import CheckFailure, ExerciseRun, fail, note_slip, settle_slips, slips_of  # noqa: F401
 from .values import (  # noqa: F401
     PRECISION,
     as_array,

@@ -33,15 +33,6 @@ def fail(message: str, case: dict | None = None, picture: dict | None = None, ki
     raise CheckFailure(message, case, picture, kind)
 
 
-class NotApplicable(Exception):
-    """A check found nothing to try in this exercise (a rule about arrays, for one that takes none): it is
-    left out of the result, never counted as passed."""
-
-
-def not_applicable(why: str):
-    raise NotApplicable(why)
-
-
 def note_slip(message: str, slips: list | None = None):
     """Record a hygiene slip in ``slips``, by default the running check's: the check fails as
     "hygiene" (cap hire) if nothing worse does."""

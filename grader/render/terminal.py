@@ -95,8 +95,6 @@ def single_check(result: Result, check_id: str) -> str:
         for c in e.checks:
             mark = click.style("passed" if c.passed else "failed", fg="green" if c.passed else "red", bold=True)
             lines.append(f"  {e.id} / {c.id}: {mark}")
-            if c.passed and c.message:  # a check asked by name that had nothing to try here says so
-                lines.append(f"      {c.message}")
             if not c.passed:
                 lines += [f"      {label}: {value}" for label, value in failure_parts(result, e.id, c)]
                 # no diagnoses block here: each mistake the check's tag names is said once, below it

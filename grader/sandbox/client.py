@@ -60,7 +60,6 @@ class Ownership:
     arguments a call changed, arrays returned earlier that a later call changed, and replies
     that carried no valid probe (which count against the candidate, never for)."""
     probed: int = 0
-    given_mutable: int = 0  # probed calls given an array, a list or a dict: what a call could change
     changed: list = field(default_factory=list)  # (call, [argument labels])
     moved: list = field(default_factory=list)  # (earlier call, later call)
     aliased: list = field(default_factory=list)  # (earlier call, its argument label, later call)
@@ -341,8 +340,6 @@ class Sandbox:
         sent = (args, kwargs or {})
         if probed:  # the candidate's own call: its arrays come in any layout (CONTRACT section 1)
             sent = laid_out(sent, self.spec.seed)
-            self.ownership.given_mutable += any(isinstance(v, (np.ndarray, list, dict))
-                                                for v in (*sent[0], *sent[1].values()))
         tree, arrays = worker.encode_args({"args": list(sent[0]), "kwargs": dict(sent[1])})
         header = dict(header, target=obj.handle, args=tree["args"], kwargs=tree["kwargs"], probe=probed,
                       release=self._released[:])
