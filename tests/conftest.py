@@ -1,7 +1,6 @@
 """Shared helpers for the kit's own tests."""
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,35 +30,20 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_configure(config):
-    """Under pytest-xdist the background jobs run once, in the controller (``background.py``)."""
-    if hasattr(config, "workerinput"):
-        background.share(Path(config.workerinput["kvgrade_background"]), worker=True)
-    elif config.getoption("numprocesses", None):
-        background.share(Path(tempfile.mkdtemp(prefix="kvgrade-background-")), worker=False)
+    """``-n`` (pytest-xdist) is for the fast loop: each worker is a session of its own, so on the slow tier
+    each would start the whole-kit verify, itself a pool over every core."""
+    spread = config.getoption("numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")
+    if spread and "not slow" not in (config.getoption("markexpr", "") or ""):
+        raise pytest.UsageError("-n is for the fast loop (-m 'not slow and not browser' -n 2): the slow tier "
+                                "runs its own pools on every core")
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    node.workerinput["kvgrade_background"] = str(background.shared_folder())
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    background.start_planned()
-
-
-@pytest.hookimpl(tryfirst=True)  # a worker's plan is written before xdist tells the controller it has collected
 def pytest_collection_finish(session):
     background.start({n for item in session.items for n in getattr(item, "fixturenames", ())})
 
 
 def pytest_sessionfinish(session):
     background.stop()
-
-
-def pytest_unconfigure(config):
-    if background.shared_folder() is not None and not hasattr(config, "workerinput"):
-        shutil.rmtree(background.shared_folder(), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
