@@ -79,8 +79,7 @@ def neutralized(value):
     if isinstance(value, dict):
         return {neutralized(k): neutralized(v) for k, v in value.items()}
     if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: neutralized(getattr(value, f.name))
-                                             for f in fields(value) if f.init})
+        return replace(value, **{f.name: neutralized(getattr(value, f.name)) for f in fields(value) if f.init})
     return value
 
 

@@ -210,8 +210,9 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
     for e in safe.exercises:
         for c in e.checks:
             c.message, c.case, c.picture, c.named = "", None, None, []
+        rubric = _rubric_of(e.id)  # read once an exercise: each lookup parses its TOML again
         for d in e.diagnoses:
-            d.message = _explanation_for_candidate(e.id, d)
+            d.message = _explanation_for_candidate(rubric, d)
         if e.error:
             e.error = _error_kind(e.error)
         e.follow_ups, e.notes, e.about, e.level_guide = [], "", "", {}
@@ -229,13 +230,20 @@ def for_candidate(result: Result, show_levels: bool = False) -> Result:
     return safe
 
 
-def _explanation_for_candidate(exercise_id: str, d) -> str:
-    """The rubric's general explanation of a diagnosis, unless it states the rule being tested (its formula:
-    a student who may submit again would be handed the fix); then the mistake's name alone."""
-    name = d.id.replace("_", " ")
+def _rubric_of(exercise_id: str):
+    """The kit's rubric of an exercise, or None for one this kit does not know."""
     try:
-        rubric = catalog.get(exercise_id).rubric
-    except KeyError:  # an exercise this kit does not know: no rubric to tell what gives the rule away
+        return catalog.get(exercise_id).rubric
+    except KeyError:
+        return None
+
+
+def _explanation_for_candidate(rubric, d) -> str:
+    """The rubric's general explanation of a diagnosis, unless it states the rule being tested (its formula:
+    a student who may submit again would be handed the fix); then the mistake's name alone. Without a rubric
+    there is nothing to tell what gives the rule away: the name alone."""
+    name = d.id.replace("_", " ")
+    if rubric is None:
         return name
     return d.explain if d.explain and not rubric.states_rule(d.explain) else f"{name} (a classic mistake)"
 

@@ -9,7 +9,6 @@ The interviewer's view holds everything.
 """
 from __future__ import annotations
 
-
 from .. import catalog, interview, own_tests
 from ..render.common import for_candidate, what_happened
 from ..result import Result

@@ -519,12 +519,16 @@ def check_far_scores_and_unseen_slots(ex):
 
 # ---- shared_prefix_attention --------------------------------------------------------------------
 
-def _expect_shared_prefix(ex, B, T, L, P, D, arrays=None, far=None) -> Miss | None:
-    """Drawn arrays of these sizes, or the ``arrays`` given (``far``: how far their levels' scores lie apart)."""
-    rng = ex.rng
-    q, prefix_k, prefix_v, suffix_k, suffix_v = arrays or (_normal(rng, B, T, D), _normal(rng, P, D),
-                                                           _normal(rng, P, D), _normal(rng, B, L, D),
-                                                           _normal(rng, B, L, D))
+def _cascade(rng, B, T, L, P, D) -> tuple:
+    """shared_prefix_attention's arguments of these sizes, drawn normal."""
+    return (_normal(rng, B, T, D), _normal(rng, P, D), _normal(rng, P, D), _normal(rng, B, L, D),
+            _normal(rng, B, L, D))
+
+
+def _expect_shared_prefix(ex, arrays, far=None) -> Miss | None:
+    """Compare a cascade of these ``arrays`` (``far``: how far their levels' scores lie apart) with the oracle."""
+    q, prefix_k, prefix_v, suffix_k, suffix_v = arrays
+    (B, T, D), P, L = q.shape, len(prefix_k), suffix_k.shape[1]
     case = {"B": B, "T": T, "L": L, "P": P, "D": D, "seed": ex.seed} | ({"suffix_scores": far} if far else {})
     got, call = _shared_prefix(ex, q, prefix_k, prefix_v, suffix_k, suffix_v, case)
     want = oracle.shared_prefix(q, prefix_k, prefix_v, suffix_k, suffix_v)
@@ -548,11 +552,9 @@ def check_shared_prefix_values(ex):
     shapes = [(1, 1, L, 0), (5, odd_size(rng, 2, L), L, odd_size(rng, 3, 40)), (3, L, L, odd_size(rng, 3, 40)),
               (4, 3, L, 0), (2, odd_size(rng, 2, L), L, L + odd_size(rng, 5, 30)), (1, L, L, 2 * L + 1),
               (2, 3, 6, odd_size(rng, 33_000, 40_000))]
-    misses = [_expect_shared_prefix(ex, B, T, L_, P, D) for B, T, L_, P in shapes]
+    misses = [_expect_shared_prefix(ex, _cascade(rng, B, T, L_, P, D)) for B, T, L_, P in shapes]
     for sign in (-1, 1):  # the levels' lse then differ past what exp holds: the merge must stay exact
-        arrays = _far_suffix(rng, sign, D)
-        (B, T, _), P, L_ = arrays[0].shape, len(arrays[1]), arrays[3].shape[1]
-        misses.append(_expect_shared_prefix(ex, B, T, L_, P, D, arrays, far=f"~{sign * 900} beside ~0"))
+        misses.append(_expect_shared_prefix(ex, _far_suffix(rng, sign, D), far=f"~{sign * 900} beside ~0"))
     settle(ex, misses)
 
 
