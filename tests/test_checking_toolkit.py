@@ -233,3 +233,24 @@ def test_most_readings_decide_a_must_not_and_reading_stops_once_they_agree(figur
     assert (None if got is None else got[0]) == middle
     assert got is None or got[1] == f"reading {figures.index(middle) + 1}"  # the middle figure's own reading
     assert len(made) == read
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_close_rows_is_close_of_each_row_alone(seed):
+    """Rows of all sizes of value, float32 and float64 inputs, near misses at the tolerance, infinities and NaN
+    on either side: each row's verdict is :func:`close` of that row by itself."""
+    from grader.checking import close, close_rows, tolerance
+    rng = np.random.default_rng(seed)
+    want = rng.standard_normal((3, 4, 5, 6)) * 10.0 ** rng.integers(-3, 6, (3, 4, 5, 1))
+    q = rng.standard_normal(2).astype(rng.choice([np.float32, np.float64]))
+    m = float(10.0 ** rng.uniform(-1, 4))
+    scale = np.abs(want).max(axis=-1, keepdims=True)
+    steps = rng.choice([0.0, 0.5, 0.99, 1.01, 3.0], want.shape) * rng.choice([-1, 1], want.shape)
+    got = want + steps * tolerance((q,), m, scale)
+    for array in (got, want):
+        special = rng.random(array.shape) < 0.03
+        array[special] = rng.choice([np.inf, -np.inf, np.nan], special.sum())
+    rows = close_rows(got, want, (q,), m)
+    assert rows.shape == want.shape[:-1]
+    expected = np.array([close(got[i], want[i], (q,), m) for i in np.ndindex(want.shape[:-1])]).reshape(rows.shape)
+    assert (rows == expected).all() and rows.any() and not rows.all()

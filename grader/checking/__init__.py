@@ -54,6 +54,7 @@ from .values import (  # noqa: F401
     PRECISION,
     as_array,
     close,
+    close_rows,
     container_slip,
     describe,
     error_of,

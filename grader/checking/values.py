@@ -151,6 +151,19 @@ def close(got, want, inputs=(), magnitude: float = 1.0) -> bool:
     return got.shape == want.shape and not off_by(got, want, inputs, magnitude).any()
 
 
+def close_rows(got, want, inputs=(), magnitude: float = 1.0) -> np.ndarray:
+    """:func:`close` of each row (the last axis) of ``got`` against the same row of ``want``, the two broadcast
+    together: one bool per row, each row's tolerance scaled by its own largest finite |want|, as ``close`` of
+    that row alone would scale it."""
+    got, want = np.broadcast_arrays(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64))
+    finite = np.isfinite(want)
+    scale = np.max(np.abs(np.where(finite, want, 0.0)), axis=-1, keepdims=True, initial=0.0)
+    tol = tolerance(inputs, magnitude, scale)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(got - want) <= tol
+    return np.where(finite, near & np.isfinite(got), (got == want) | (np.isnan(got) & np.isnan(want))).all(axis=-1)
+
+
 def same_bytes(values, wide=np.int64, narrow=np.int32) -> tuple[np.ndarray, np.ndarray]:
     """``values`` as a ``wide`` integer array, and its bytes read as ``narrow`` (more, smaller integers, each
     value followed by its sign's bytes): two calls that a memo keyed on an array's bytes, without its dtype

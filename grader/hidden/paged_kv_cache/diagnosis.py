@@ -73,30 +73,42 @@ def _blocks(layout, seq_id, reader, positions):
     return None if (blocks >= len(layout.key_pool)).any() else blocks
 
 
-def per_kv_head(layout, seq_id, q, reader, stale, top_left=False):
+def per_kv_head(layout, seq_id, q, reader, stale, top_left=False, read=None):
     """[Hkv, T, Hq, D]: every query head's output had it read kv head j, or None when the
-    reading leaves the pool."""
-    T, _, D = q.shape
-    L, bs = layout.lens[seq_id], layout.block_size
-    n = len(layout.tables[seq_id]) * bs if stale else L
+    reading leaves the pool. ``read``: :func:`scored`, or a memo of it."""
+    T = q.shape[0]
+    L = layout.lens[seq_id]
+    n = len(layout.tables[seq_id]) * layout.block_size if stale else L
     if n == 0 or (stale == "all" and n == L):
         return None
-    positions = np.arange(n)
-    blocks = _blocks(layout, seq_id, reader, positions)
-    if blocks is None:
+    found = (read or scored)(layout, seq_id, q, reader, n)
+    if found is None:
         return None
-    keys, values = layout.key_pool[blocks, positions % bs], layout.value_pool[blocks, positions % bs]
+    scores, values = found
+    positions = np.arange(n)
     first = 0 if top_left else (L if stale == "all" else n) - T
     visible = positions[None, :] <= (first + np.arange(T))[:, None]  # [T, n]
     if stale == "all":
         visible |= positions[None, :] >= L
-    outs = []
-    for j in range(keys.shape[1]):
-        scores = np.einsum("thd,nd->thn", q, keys[:, j]) / math.sqrt(D)
-        scores = np.where(visible[:, None, :], scores, -np.inf)
-        weights = np.exp(scores - scores.max(axis=2, keepdims=True))
-        outs.append(np.einsum("thn,nd->thd", weights / weights.sum(axis=2, keepdims=True), values[:, j]))
-    return np.stack(outs)
+    scores = np.where(visible[None, :, None, :], scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=3, keepdims=True))
+    weights /= weights.sum(axis=3, keepdims=True)
+    Hkv, _, Hq, _ = weights.shape
+    return np.matmul(weights.reshape(Hkv, T * Hq, n), values.transpose(1, 0, 2)).reshape(Hkv, T, Hq, -1)
+
+
+def scored(layout, seq_id, q, reader, n):
+    """(scores [Hkv, T, Hq, n], values [n, Hkv, D]) of the sequence's first ``n`` slots as ``reader`` finds
+    them, or None when that reading leaves the pool. Every reading of the same slots shares them."""
+    positions = np.arange(n)
+    blocks = _blocks(layout, seq_id, reader, positions)
+    if blocks is None:
+        return None
+    bs = layout.block_size
+    keys, values = layout.key_pool[blocks, positions % bs], layout.value_pool[blocks, positions % bs]
+    T, Hq, D = q.shape
+    scores = np.matmul(q.reshape(1, T * Hq, D), keys.transpose(1, 2, 0)) / math.sqrt(D)  # [Hkv, T * Hq, n]
+    return scores.reshape(-1, T, Hq, n), values
 
 
 def magnitude(layout, seq_id, q) -> float:
@@ -117,18 +129,27 @@ def readings(layout, seq_id, q, got, m: float = 1.0) -> list[Reading]:
     Hq, Hkv = q.shape[1], layout.key_pool.shape[2]
     group = Hq // Hkv
     found = []
+    outputs = {}  # each reading's outputs, computed once (the "all" readings compare with the clean ones too)
+    memo = {}  # readings of the same slots share their scores
+
+    def read(layout, seq_id, q, reader, n):
+        if (reader, n) not in memo:
+            memo[reader, n] = scored(layout, seq_id, q, reader, n)
+        return memo[reader, n]
+
     for reader, stale, top_left in itertools.product(READERS, (False, "offset", "all"), (False, True)):
-        outs = per_kv_head(layout, seq_id, q, reader, stale, top_left)
+        outs = outputs[reader, stale, top_left] = per_kv_head(layout, seq_id, q, reader, stale, top_left, read)
         if outs is None:
             continue
         # stale slots seen only where their scores win (e.g. hidden by adding -1e9, which hides a
         # small leftover and not one of 1e12): each query row may also be the clean reading's
-        clean = per_kv_head(layout, seq_id, q, reader, False, top_left) if stale == "all" else None
+        clean = outputs[reader, False, top_left] if stale == "all" else None
+        fit = _rows_fit(got, outs, q, m)  # [Hkv, T, Hq]
+        if clean is not None:
+            fit |= _rows_fit(got, clean, q, m)
         mapping = []
         for h in range(Hq):
-            fits = [j for j in range(Hkv) if all(
-                close(got[t, h], outs[j][t, h], q, m) or (clean is not None and close(got[t, h], clean[j][t, h], q, m))
-                for t in range(len(got)))]
+            fits = [j for j in range(Hkv) if fit[j, :, h].all()]
             if not fits:
                 break
             mapping.append(h // group if h // group in fits else fits[0])
@@ -137,6 +158,11 @@ def readings(layout, seq_id, q, got, m: float = 1.0) -> list[Reading]:
         if len(mapping) == Hq:
             found.append(Reading(reader, stale, tuple(mapping), top_left))
     return found
+
+
+def _rows_fit(got, outs, q, m) -> np.ndarray:
+    """[Hkv, T, Hq]: whether row got[t, h] is finite and :func:`close` to outs[j, t, h] (each row on its own)."""
+    return np.isfinite(got).all(axis=-1) & checking.close_rows(got, outs, (q,), m)
 
 
 def _mapped(outs, mapping) -> np.ndarray:
