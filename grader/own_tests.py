@@ -23,6 +23,7 @@ score: else one test per possible answer would let the reference pick the right 
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -251,6 +252,9 @@ def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: 
     code starts after the reference's proxy existed. The engine calls this only once every
     candidate child of the submission has ended. ``before_each()`` may raise to stop.
     """
+    key = _shared_key(exercise, test_file, limits, seed) if _SHARED is not None else None
+    if key in (_SHARED or {}):
+        return _SHARED[key]
     declared = variants(exercise)
     done = {}
 
@@ -265,7 +269,35 @@ def run_all(exercise: Exercise, test_file: Path, sandbox, limits: Limits, seed: 
         done[variant] = once(variant)
         if variant not in CORRECT and done[variant].failed:  # a catch counts once it fails the same way again
             done[variant] = done[variant].agreeing(once(variant))
-    return {variant: done[variant] for variant in declared}
+    runs = {variant: done[variant] for variant in declared}
+    if key is not None:
+        _SHARED[key] = runs
+    return runs
+
+
+_SHARED: dict | None = None  # {inputs of a stage: its runs} once :func:`share_stages` is called; None: never shared
+
+
+def share_stages() -> None:
+    """From now on, gradings in this process whose own tests are the same files share one own-tests stage.
+    For ``verify``'s workers only: they grade dozens of known-wrong versions that all carry the reference's
+    tests, and the stage runs those tests against the kit's own variants, never against the module being
+    graded (which the tests' folder holds only as a proxy), so its outcome is the same for all of them.
+    A process grading candidates never calls this."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = {}
+
+
+def _shared_key(exercise: Exercise, test_file: Path, limits: Limits, seed: int) -> tuple:
+    """What a stage's outcome depends on: the exercise, the seed, the limits, and the bytes of the files the
+    tests' folder receives (``_fill``), less the modules replaced by proxies."""
+    proxied = {f"{exercise.id}.py", *(f"{helper.stem}.py" for helper in exercise.helper_files)}
+    digest = hashlib.sha256()
+    for path in sorted(test_file.parent.glob("*.py")):
+        if path.name not in proxied and not path.is_symlink() and path.is_file():
+            digest.update(b"%s\0%d\0" % (path.name.encode(), path.stat().st_size) + path.read_bytes())
+    return exercise.id, test_file.name, seed, limits, digest.hexdigest()
 
 
 # -- judging --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import catalog, engine, interruption
+from . import catalog, engine, interruption, own_tests
 from .catalog import Exercise, Mutant, module_constant, reference_submission
 from .result import FAILURE_CAPS, ExerciseResult, level_rank
 from .rubric import structure_problems
@@ -158,8 +158,7 @@ def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | Non
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(subjects)))
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no state shared with ours
     # Workers ignore Ctrl-C (the terminal sends it to them too): the parent ends them (_end_workers).
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                             initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_start) as pool:
         futures = {subject: pool.submit(_judged, *subject, seed) for subject in subjects}
         try:
             with interruption.ended_by_signals():  # SIGTERM too, as a KeyboardInterrupt here
@@ -167,6 +166,11 @@ def verify(exercise_ids: list[str] | None = None, seed: int = 0, jobs: int | Non
         except BaseException:  # Ctrl-C, SIGTERM, or a caller that stopped reading: nothing goes on running
             _end_workers(pool)
             raise
+
+
+def _worker_start():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends its workers (_end_workers)
+    own_tests.share_stages()  # mutants carry the reference's own tests: one stage per worker, not one per mutant
 
 
 def _in_order(chosen, futures):

@@ -1,5 +1,6 @@
 """The candidate's own tests: judged test by test, scored against every declared mistake,
 and run against a black box they cannot read."""
+import contextlib
 import json
 import os
 from dataclasses import asdict
@@ -367,3 +368,37 @@ def test_a_swapped_junit_file_is_not_followed(scratch, tmp_path, swap):
         else:
             junit.write_text(JUNIT)  # a new file in its place, not the one the grader created
     assert read_junit(scratch) == {}
+
+
+def test_shared_stages_run_once_per_set_of_test_files_and_never_by_default(tmp_path, monkeypatch):
+    """verify's workers share the own-tests stage between gradings whose tests' folder gets the same files (the
+    graded module reaches it only as a proxy); a changed test or sibling runs again; a grading of candidates
+    (no ``share_stages``) always runs its own."""
+    ran = []
+    monkeypatch.setattr(own_tests, "run", lambda *a, **kw: ran.append(a[1]) or OwnTestsRun("ran", {"t": "passed"}))
+    (tmp_path / "test_decode_mask.py").write_text(REFERENCE_TESTS)
+    (tmp_path / "decode_mask.py").write_text("# one module")
+
+    def stage():
+        before = len(ran)
+        own_tests.run_all(DECODE_MASK, tmp_path / "test_decode_mask.py", _Unlimited(), Limits(), seed=3)
+        return len(ran) - before
+
+    declared = len(own_tests.variants(DECODE_MASK))
+    assert stage() == declared and stage() == declared  # not shared: each grading runs its own
+    monkeypatch.setattr(own_tests, "_SHARED", None)
+    own_tests.share_stages()
+    assert stage() == declared
+    (tmp_path / "decode_mask.py").write_text("# another module, proxied in the tests' folder")
+    assert stage() == 0
+    (tmp_path / "helper.py").write_text("X = 1")  # a sibling the tests may import
+    assert stage() == declared
+    (tmp_path / "test_decode_mask.py").write_text(REFERENCE_TESTS + "\n# changed\n")
+    assert stage() == declared
+
+
+class _Unlimited:
+    """A sandbox's budget that never runs out (the stage's runs are counted, not made)."""
+    @contextlib.contextmanager
+    def budgeted(self, longest):
+        yield longest
