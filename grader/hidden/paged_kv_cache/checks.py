@@ -34,6 +34,7 @@ One sentence, one property (CONTRACT section 1 and paged_kv_cache's section -> c
 | outlives free, in paged_attention too) | (every drawing: ids freed, added again or forked into, attended) |
 | all four sizes >= 1, as large as memory allows (block sizes past 512, 1024, 4096) | attention_edges, single_sequence |
 | as large as memory allows: a block held by 65537 sequences (a 16-bit count wraps to 1) | fork_copies_nothing |
+| as large as memory allows: a pool past 2^16 blocks (block ids past a 16-bit table) | long_sequence |
 | all four sizes >= 1; T = 0 changes nothing (no table, no free count) | rejects_invalid_arguments, |
 | | out_of_blocks (every last-block state, the pool empty too), operation_sequences |
 | paged_attention: last T positions, bottom-right, h // (Hq // Hkv), 1/sqrt(D) | attention_gqa_groups, attention_edges |
@@ -76,6 +77,7 @@ from grader.checking import (
     plural,
     summarize,
 )
+from grader.checking.drawn import seq_ids
 from grader.held import ARGUMENT_CHANGED, Held  # calls whose arguments the caller then reuses
 from grader.result import FAILURE_KINDS
 from grader.sandbox import CandidateRaised, Lent
@@ -635,19 +637,21 @@ def _exactly_enough(ex, bs, shared, full, parent):
 
 
 def check_long_sequence(ex):
-    """A sequence past 2^16 tokens between a short one, appended in large chunks; read back and attended."""
+    """A sequence past 2^16 tokens between a short one, appended in large chunks; read back and attended. Once in
+    blocks of 13, once in blocks of 1: a pool past 2^16 blocks, whose block ids a 16-bit table cannot hold."""
     rng = ex.rng
-    bs, total = 13, 70_000 + odd_size_closed(rng, 3, 2000)
-    chunks = [1, 29_999, 3, 20_011]
-    chunks.append(total - sum(chunks))
-    run = Run(ex, math.ceil(total / bs) + 12, bs, 1, 3, group=3)
-    run.add(0), run.add(1)
-    for n, T in enumerate(chunks):
-        run.append(0, T)
-        if n < 3:
-            run.append(1, 5)
-    run.attend(0, 1), run.attend(0, 3), run.attend(1, 3)
-    run.finish()
+    for bs in (13, 1):
+        total = 70_000 + odd_size_closed(rng, 3, 2000)
+        chunks = [1, 29_999, 3, 20_011]
+        chunks.append(total - sum(chunks))
+        run = Run(ex, math.ceil(total / bs) + math.ceil(15 / bs) + 12, bs, 1, 3, group=3)  # sequence 1: 15 tokens
+        run.add(0), run.add(1)
+        for n, T in enumerate(chunks):
+            run.append(0, T)
+            if n < 3:
+                run.append(1, 5)
+        run.attend(0, 1), run.attend(0, 3), run.attend(1, 3)
+        run.finish()
 
 
 def check_numpy_integer_arguments(ex):
@@ -673,16 +677,16 @@ def _numpy_run(ex, a, b, c, d):
 # (num_blocks, block_size, num_kv_heads, head_dim, query heads per kv head): small pools run out
 SEQUENCE_SIZES = [(9, 3, 2, 3, 2), (6, 1, 1, 4, 3), (11, 5, 3, 2, 1), (8, 7, 1, 3, 5)]
 SEQUENCES, STEPS = 3, 30
-IDS = (0, 1, 2, 3, -7, 2**40)  # any int is an id; a freed id comes back
+IDS = 6  # ids a sequence draws (drawn.seq_ids): any int is an id; a freed id comes back
 
 
 def _draw_sequence(rng, sizes) -> list[Op]:
     """Operations a cache meets in serving, aimed at the boundaries: appends that end a block
     exactly, T = 0, chunks larger than the pool, forks of full and partly filled blocks."""
     nb, bs = sizes[0], sizes[1]
-    live, ops = {}, []  # id -> length, as far as the draws know (the model decides in play)
+    live, ops, ids = {}, [], seq_ids(rng, IDS)  # id -> length, as far as the draws know (the model decides in play)
     for _ in range(STEPS):
-        seed, dead = int(rng.integers(2**31)), [s for s in IDS if s not in live]
+        seed, dead = int(rng.integers(2**31)), [s for s in ids if s not in live]
         kind = rng.choice(["add", "append", "append", "append", "fork", "free", "attend", "attend"])
         if kind == "add" or not live:
             if dead:
@@ -724,7 +728,7 @@ def _reused_ids(rng, sizes) -> list[Op]:
     comes back under the id is a new one, with its own tokens."""
     nb, bs = sizes[:2]
     room = nb * bs
-    a, b = (int(x) for x in rng.choice(IDS, 2, replace=False))
+    a, b = (int(x) for x in rng.choice(seq_ids(rng, IDS), 2, replace=False))
     n = int(rng.integers(2, max(3, room // 3) + 1))  # a's first life
     m = int(rng.integers(1, min(n, max(2, room // 4)) + 1))  # b's first life: no longer than a's
     again = n + int(rng.integers(0, 2))  # a's second life: at least as long as its first

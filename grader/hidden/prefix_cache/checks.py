@@ -33,11 +33,11 @@ compare every observable after every operation):
 | validation first: bad ids, empty prompt, negative token, sizes < 1: ValueError | rejects_invalid_arguments |
 | ... and nothing changed | rejected_calls_change_nothing |
 | (public tests) the invalid call they show raises ValueError, in a live grading too | rejects_the_invalid_case_shown |
-| a seq_id any int, a token any int >= 0; an id added again after free | sequences (ids -9 .. 2^40, tokens to 2^40) |
+| a seq_id any int, a token any int >= 0; an id added again after free | sequences (ids to ±2^62, tokens to 2^40) |
 | numpy integers as ints; prompts as list, tuple, 1-D array of any signed dtype | integer_types |
 | the cache keeps its own copy of the prompt; arguments unchanged (section 1) | keeps_its_own_prompt |
 | block_table: int64 [ceil(num_tokens / block_size)]; a returned array is the caller's | sequences |
-| sizes as large as memory allows (section 1) | big_prompts |
+| sizes as large as memory allows (section 1) | big_prompts (a pool past 2^16 blocks), many_holders |
 
 Not held by any check: "no check depends on a collision" (a promise to the candidate), and
 "Bools, floats and strings ... are outside the contract".
@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.checking import SHOWN, describe, expect_rejected, fail, name_mistakes, past_int64
+from grader.checking.drawn import odd_size_closed, seq_ids
 from grader.stateful import Op, describe_ops, shrink
 
 from . import diagnosis, oracle
@@ -54,7 +55,8 @@ from . import diagnosis, oracle
 INVALID = "accepts_invalid_arguments"
 MAX_FAILURES = 4  # failing sequences judged together for a diagnosis; the first is shrunk and shown
 SCRIBBLE = -7  # what the kit's driver writes into every writable table it is handed (prefix_driver.py)
-IDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -9, 2**40 + 1)  # any int is a seq_id (past int64: integer_types)
+SHOWN_BLOCKS = 32  # a block table longer than this is shown from its first difference on
+IDS = 12  # live sequences at most, with ids drawn per sequence (drawn.seq_ids; past int64: integer_types)
 
 
 # -- the candidate's side ----------------------------------------------------------------------------
@@ -234,10 +236,20 @@ def _sequence_difference(s, got, want):
         return f"then num_tokens({s}) {got[1:-1]}; expected {want[0]}"
     if got[0] != want[0]:
         return f"then num_tokens({s}) is {got[0]}; expected {want[0]}"
-    scribbled = isinstance(got[1], list) and SCRIBBLE in got[1]
-    return f"then block_table({s}) is {got[1]}; expected {want[1]}" + (
+    differ = [a for a, b in zip(got[1], want[1]) if a != b] if isinstance(got[1], list) else [None]
+    scribbled = len(got[1]) == len(want[1]) and set(differ) == {SCRIBBLE}  # every difference is the grader's write
+    return _table_difference(s, got[1], want[1]) + (
         f" ({SCRIBBLE} is what the grader wrote into a table block_table returned earlier: the array handed to "
         "the caller must not be the cache's own)" if scribbled else "")
+
+
+def _table_difference(s, got, want) -> str:
+    """What differs between two block tables, said in full when short, else from the first difference on."""
+    if not isinstance(got, list) or max(len(got), len(want)) <= SHOWN_BLOCKS:
+        return f"then block_table({s}) is {got}; expected {want}"
+    i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    return (f"then block_table({s}) holds {len(got)} blocks (expected {len(want)}), and from index {i} on it reads "
+            f"{got[i:i + 8]}; expected {want[i:i + 8]}")
 
 
 # -- many sequences, judged together ------------------------------------------------------------------
@@ -350,10 +362,11 @@ class Drawer:
 
     def sequence(self, length, p_add=0.4, p_free=0.25) -> list:
         rng, model, ops = self.rng, oracle.Model(self.num_blocks, self.bs), []
+        ids = seq_ids(rng, IDS)
         while len(ops) < length:
             live, r = sorted(model.seqs), rng.random()
             if not live or r < p_add:
-                idle = [s for s in IDS if s not in model.seqs]
+                idle = [s for s in ids if s not in model.seqs]
                 new = [add(idle[int(rng.integers(len(idle)))], self.prompt())]
             elif r < 1 - p_free:
                 s = live[int(rng.integers(len(live)))]
@@ -535,7 +548,38 @@ def check_big_prompts(ex):
         ops = [add(2**40, shared), add(-5, shared[:length // 2] + tail), append(-5, 2**40 - 1), free(2**40),
                add(7, shared + tail), add(2**40, shared[:bs * 3]), free(-5), free(7), add(-5, shared)]
         runs.append(((nb, bs), [ops]))
+    # a pool past 2^16 blocks, whose ids a 16-bit table cannot hold: one prompt takes the first 2^16 + 3, and once
+    # it is freed, the queue hands out the blocks past them first
+    nb, first = 2**16 + odd_size_closed(rng, 500, 3000), 2**16 + 3
+    late = [[int(t) for t in rng.integers(0, 2**40, n)] for n in (9, 7)]
+    runs.append(((nb, 1), [[add(1, [int(t) for t in rng.integers(0, 2**40, first)]), free(1), add(2, late[0]),
+                            add(3, late[1]), append(2, 5), free(2), add(4, late[0] + [6]), free(3), free(4)]]))
     expect_sequences(ex, runs)
+
+
+def check_many_holders(ex):
+    """A block held by 257 requests at once (more than an 8-bit count holds: 257 reads 1 in uint8): each is
+    served the block, and it leaves no holder behind until the last request that holds it is freed. Not 65537
+    (past 16 bits): every holder is a live request with a block of its own in the queue first, and a correct
+    answer whose queue is a plain list (O(n) per take) spends about 35 s there."""
+    holders, token = 2**8 + 1, int(ex.rng.integers(0, 2**40))
+    prompt = [token, token + 1]  # the first block is served to every request after the first; each takes one block
+    cache = ex.candidate.call("PrefixCache", holders + 3, 1)
+    builtins, itertools = ex.helper("builtins"), ex.helper("itertools")
+    ids = builtins.range(1, holders + 1)
+    served = builtins.sum(builtins.map(cache.add_request, ids, itertools.repeat(prompt)))
+    counts = [(f"num_free_blocks() after {holders} requests of the same 2 tokens", cache.call("num_free_blocks"), 2),
+              ("num_cached_blocks()", cache.call("num_cached_blocks"), 2)]
+    cache.call("free", 1)  # the first block keeps its other holders
+    counts.append(("num_free_blocks() after free(1)", cache.call("num_free_blocks"), 3))
+    ex.helper("collections").deque(builtins.map(cache.free, builtins.range(2, holders + 1)), maxlen=0)
+    counts.append(("num_free_blocks() once every request is freed", cache.call("num_free_blocks"), holders + 3))
+    counts.append(("add_request(0, the same tokens) then", cache.call("add_request", 0, prompt), 1))
+    wrong = [f"{what} is {got!r}; expected {want}" for what, got, want in
+             [("the tokens served in all", served, holders - 1), *counts] if got != want]
+    if wrong:
+        fail(f"PrefixCache({holders + 3}, 1), {holders} requests of the tokens {prompt}: {'; '.join(wrong[:2])} (a "
+             "holder count kept in 8 bits wraps)", {"seed": ex.seed}, kind="corrupt")
 
 
 def check_integer_types(ex):

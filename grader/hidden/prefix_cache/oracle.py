@@ -1,7 +1,8 @@
 """A slow, obviously right model of prefix_cache, and the known mistakes as switches on it.
 
-The model keeps what the contract talks about and nothing more: the free queue as a plain list
-(front first), the registrations as a dict from chain hash to block, each block's holders as a
+The model keeps what the contract talks about and nothing more: the free queue as a plain deque
+(front first), the registrations as a dict from chain hash to block (and its inverse, so a block
+taken from a pool past 2^16 blocks drops its registrations at once), each block's holders as a
 count, and each live sequence's tokens, blocks and chain hashes. Every operation is defined for
 every argument the grader sends, invalid ones included (ValueError or RuntimeError, with nothing
 changed), so any subsequence of a valid operation sequence is a valid test.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections import deque
 
 import numpy as np
 
@@ -54,8 +56,9 @@ class Model:
         unknown = set(mistakes) - set(MISTAKES)
         assert not unknown, unknown
         self.num_blocks, self.block_size, self.mistakes = int(num_blocks), int(block_size), frozenset(mistakes)
-        self.queue = list(range(self.num_blocks))  # free blocks, front first
+        self.queue = deque(range(self.num_blocks))  # free blocks, front first (a mistake may put one in twice)
         self.registry: dict[int, int] = {}  # chain hash -> block
+        self.hashes_of: dict[int, list] = {}  # block -> the hashes registered on it (the inverse of registry)
         self.holders = [0] * self.num_blocks
         self.seqs: dict[int, dict] = {}  # seq_id -> {"tokens", "blocks", "hashes"}
 
@@ -117,7 +120,7 @@ class Model:
         for b in (blocks if "head_first_free" in self.mistakes else reversed(blocks)):
             self.holders[b] -= 1
             if self.holders[b] == 0 or "held_block_returned" in self.mistakes:
-                self.queue.insert(0, b) if "lifo_eviction" in self.mistakes else self.queue.append(b)
+                self.queue.appendleft(b) if "lifo_eviction" in self.mistakes else self.queue.append(b)
 
     def num_free_blocks(self) -> int:
         return len(self.queue)
@@ -136,15 +139,17 @@ class Model:
         return hashes
 
     def _take(self, appending=False) -> int:
-        b = self.queue.pop(0)
+        b = self.queue.popleft()
         if "stale_registration" not in self.mistakes and not (appending and "stale_on_append" in self.mistakes):
-            self.registry = {h: x for h, x in self.registry.items() if x != b}
+            for h in self.hashes_of.pop(b, ()):
+                del self.registry[h]
         self.holders[b] = 1
         return b
 
     def _register(self, b, h):
         if h not in self.registry:
             self.registry[h] = b
+            self.hashes_of.setdefault(b, []).append(h)
 
     def _known(self, seq_id) -> int:
         if not is_int(seq_id) or int(seq_id) not in self.seqs:
@@ -173,12 +178,12 @@ class Model:
     def apply(self, op):
         """Run ``op`` (a ``stateful.Op``); its outcome: ("ok", value) or ("raises", kind). A refused
         operation leaves the model as it was (validation runs before any change)."""
-        saved = (list(self.queue), dict(self.registry), list(self.holders),
-                 {s: {k: list(v) for k, v in q.items()} for s, q in self.seqs.items()})
+        saved = (deque(self.queue), dict(self.registry), {b: list(h) for b, h in self.hashes_of.items()},
+                 list(self.holders), {s: {k: list(v) for k, v in q.items()} for s, q in self.seqs.items()})
         try:
             return ("ok", getattr(self, op.name)(*op.args))
         except Refused as refused:
-            self.queue, self.registry, self.holders, self.seqs = saved
+            self.queue, self.registry, self.hashes_of, self.holders, self.seqs = saved
             return ("raises", refused.kind)
 
     def observe(self, ids) -> dict:
