@@ -104,6 +104,8 @@ class CollectChecks:
         if isinstance(exc, CheckFailure):
             result.message, result.case, result.picture = exc.message, exc.case, exc.picture
             result.kind = exc.kind
+            if self.runs[eid].bindings:  # the message writes calls as the check does; the case says how they went
+                result.case = dict(result.case or {}, calls_bound=list(dict.fromkeys(self.runs[eid].bindings))[:4])
         elif isinstance(exc, CandidateFault):
             result.message, result.kind = str(exc), "crash"
         elif isinstance(exc, AssertionError):

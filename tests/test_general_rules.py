@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from grader import catalog, engine
+from grader.checking import binding
 from grader.checklist import general_checks, hidden_checks
 from grader.hidden import _general
 from grader.plugin import GENERAL_IDS
@@ -523,7 +524,7 @@ def test_every_rebinding_binds_the_same_arguments_as_python_and_names_come_in_dr
     signature = inspect.signature(_stub_function(exercise, name))
     want = signature.bind(*args, **kwargs)
     want.apply_defaults()
-    params = _general._signature(catalog.get(exercise).stub_path, name)
+    params = binding.signature(catalog.get(exercise).stub_path, name)
     orders, mixed = set(), False
     for seed in range(20):
         for new_args, new_kwargs, how in _general._rebound(params, args, kwargs, np.random.default_rng(seed)):

@@ -2,6 +2,7 @@
 check's hygiene slips (:func:`note_slip`)."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import zlib
 from collections.abc import Mapping
@@ -13,7 +14,9 @@ import numpy as np
 from ..catalog import Exercise
 from ..result import FAILURE_KINDS, Diagnosis
 from ..sandbox import Sandbox
+from . import binding
 
+BINDING_STREAM = 0xB1D  # the third word of the bindings' seed
 _running = None  # the ExerciseRun whose check is running, where note_slip records (one check at a time)
 
 
@@ -61,6 +64,9 @@ class ExerciseRun:
         # what a checks module keeps across its checks, by its own key: the (case, answer) pairs judged so far,
         # which a mistake of the whole computation must fit, wherever they were judged
         self.evidence: dict[Any, list] = {}
+        self.bindings_drawn = True  # every candidate call goes out in a drawn binding (calls_as_written)
+        self.binding_rng = np.random.default_rng(seed)
+        self.bindings: list[str] = []
 
     @property
     def candidate(self):
@@ -76,6 +82,30 @@ class ExerciseRun:
         global _running
         self.check_id, self.slips, _running = check_id, [], self
         self.rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode())])
+        # the bindings calls go out in: a stream of their own, so the check's own draws stay as they were
+        self.binding_rng = np.random.default_rng([self.seed, zlib.crc32(check_id.encode()), BINDING_STREAM])
+        self.bindings: list[str] = []  # how this check's calls went out, where not as written
+        if self.sandbox is not None:
+            self.sandbox.binder = self._drawn_binding
+
+    def _drawn_binding(self, where: str, name: str, args: list, kwargs: dict):
+        """The binding a candidate call goes out in (``checking.binding``), or None: as written."""
+        if not self.bindings_drawn:
+            return None
+        params = binding.call_signature(self.exercise.stub_path, name, where == "method")
+        bound = None if params is None else binding.drawn(params, args, kwargs, self.binding_rng)
+        if bound is not None:
+            self.bindings.append(f"{name} {bound[2]}")
+        return bound
+
+    @contextlib.contextmanager
+    def calls_as_written(self):
+        """Calls go out exactly as the check writes them (a check that judges the bindings themselves)."""
+        before, self.bindings_drawn = self.bindings_drawn, False
+        try:
+            yield
+        finally:
+            self.bindings_drawn = before
 
     def tidy(self):
         """Before every check of an exercise that measures memory: after a failure, the proxies its

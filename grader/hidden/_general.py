@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.checking import close, fail, plural, rejects_argument_type
+from grader.checking.binding import REQUIRED, is_default, signature, stub_definition
 from grader.held import Held
 from grader.sandbox import CandidateRaised, call_text
 from grader.sandbox.wire import mapped, read_only
@@ -298,13 +299,17 @@ def check_any_signed_integer_type(ex, request):
 def check_arguments_bound_either_way(ex):
     """Each argument is read the same given by position or by name, as the contract's signature allows, and
     an optional one left out is its default."""
+    if ex.sandbox.binding_refusals:  # the exercise's checks drew bindings for every call (checking.binding)
+        fail(f"{ex.sandbox.binding_refusals[0]}, then answered as written: the contract's signature (its "
+             "parameters' names, defaults and order) lets a caller pass them so", kind="hygiene")
     # the calls that give the most arguments first: an optional one given is what a binding can lose
-    for recorded in _sample(ex, lambda r: _signature(ex.exercise.stub_path, r.name) is not None,
+    for recorded in _sample(ex, lambda r: signature(ex.exercise.stub_path, r.name) is not None,
                             lambda r: (-len(r.args) - len(r.kwargs), _size(r))):
-        params = _signature(ex.exercise.stub_path, recorded.name)
+        params = signature(ex.exercise.stub_path, recorded.name)
         for args, kwargs, how in _rebound(params, recorded.args, recorded.kwargs, ex.rng):
             try:
-                got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
+                with ex.calls_as_written():
+                    got = getattr(ex.candidate, recorded.name)(*args, **kwargs)
             except CandidateRaised as exc:
                 fail(f"{recorded.what} raised {exc.type_name} ({exc.message[:120]}) with {how}, after answering "
                      "the first time: the contract's signature (its parameters' names, defaults and order) lets a "
@@ -313,39 +318,6 @@ def check_arguments_bound_either_way(ex):
             if not _same(got, recorded.value, recorded.args):
                 fail(f"{recorded.what} answered differently with {how}: the contract's signature lets a caller "
                      "pass it so, and the call is the same call", case={"call": recorded.what})
-
-
-@functools.cache
-def _signature(stub: Path, name: str) -> tuple | None:
-    """The stub's module-level function ``name``'s parameters as (name, kind, default): kind "positional"
-    (before /), "either" or "keyword" (after *); the default a literal, or ``_REQUIRED``. None for a class
-    or a signature with *args or **kwargs, which these replays leave alone; read from the source, never run."""
-    found = _stub_definition(stub, name)
-    if not isinstance(found, ast.FunctionDef) or found.args.vararg or found.args.kwarg:
-        return None
-    a = found.args
-    either = [*a.posonlyargs, *a.args]
-    defaults = [_REQUIRED] * (len(either) - len(a.defaults)) + [_literal(d) for d in a.defaults]
-    out = [(p.arg, "positional" if i < len(a.posonlyargs) else "either", d)
-           for i, (p, d) in enumerate(zip(either, defaults))]
-    out += [(p.arg, "keyword", _REQUIRED if d is None else _literal(d)) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
-    return None if _UNKNOWN in [d for *_, d in out] else tuple(out)
-
-
-_REQUIRED, _UNKNOWN = object(), object()
-
-
-@functools.cache
-def _stub_definition(stub: Path, name: str) -> ast.stmt | None:
-    """The stub's module-level definition of ``name`` (a function or class), parsed once, never run."""
-    return next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
-
-
-def _literal(node):
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        return _UNKNOWN
 
 
 def _rebound(params, args, kwargs, rng):
@@ -366,10 +338,16 @@ def _rebound(params, args, kwargs, rng):
     positional_only = [given[n] for n, kind, _ in params if kind == "positional" and n in given]
     keywords = _shuffled_names({n: given[n] for n, kind, _ in params if kind != "positional" and n in given}, rng)
     out.append((positional_only, keywords, "every argument it can by name" + _order_said(keywords)))
-    defaults = {n: d for n, kind, d in params if d is not _REQUIRED and n not in given and kind != "positional"}
+    defaults = {n: d for n, kind, d in params if d is not REQUIRED and n not in given and kind != "positional"}
     if defaults:
         out.append((list(args), dict(kwargs) | defaults, "its optional arguments given as their defaults "
                     f"({', '.join(f'{n}={d!r}' for n, d in defaults.items())})"))
+    left_out = [n for n, kind, d in params if kind != "positional" and n in given and is_default(given[n], d)]
+    if left_out:  # spelled out as their defaults: left out, the answer's own defaults are read
+        kept = [n for n, *_ in params if n in given and n not in left_out]
+        first = next((i for i, n in enumerate(names) if n not in kept), len(names))
+        out.append(([given[n] for n in names[:first]], {n: given[n] for n in kept if n not in names[:first]},
+                    f"{', '.join(left_out)} left out (the contract's default{'s' if len(left_out) > 1 else ''})"))
     return out
 
 
@@ -377,7 +355,7 @@ def _positional_prefixes(params, given, last, rng) -> list[int]:
     """How many leading arguments go by position: every one up to the last given (when each is given or has a
     default), and a drawn shorter prefix of at least one, the rest then going by name."""
     fillable = 0
-    while fillable <= last and (params[fillable][0] in given or params[fillable][2] is not _REQUIRED):
+    while fillable <= last and (params[fillable][0] in given or params[fillable][2] is not REQUIRED):
         fillable += 1
     out = [last + 1] if fillable == last + 1 else []
     if min(fillable, last) >= 1:
@@ -451,7 +429,7 @@ def _floats_as_given(ex, name, given, retyped):
 def _float_parameters(stub: Path, name: str) -> frozenset:
     """The positions and names of the parameters of the stub's module-level function or class ``name`` (its
     ``__init__``, less ``self``) that are annotated ``float``; read from the stub's source, never run."""
-    found = _stub_definition(stub, name)
+    found = stub_definition(stub, name)
     if isinstance(found, ast.ClassDef):
         found = next((n for n in found.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
         params = found.args.args[1:] if found else []

@@ -31,6 +31,7 @@ from .errors import (
     CandidateTimeout,
     CandidateUnavailable,
     error_of,
+    refused_binding,
 )
 from .launch import isolation_level
 from .policy import Limits
@@ -162,6 +163,10 @@ class Sandbox:
         self._let_go: list[Worker] = []  # children asked to exit and not yet reaped (see let_go)
         self._handed: list[Sandbox] = []  # sandboxes whose children close reaps too (a measured floor)
         self._launched_floor = False  # this sandbox launched the kit-only floor child (see launch_floor)
+        # binder(where, name, args, kwargs) -> (args, kwargs, how) or None: the binding a candidate call goes out
+        # in (checking.binding, set by the checks' side); where is "module" (a function or class) or "method"
+        self.binder = None
+        self.binding_refusals: list[str] = []  # calls refused in a drawn binding, then answered as written
 
     def launch(self) -> Sandbox:
         """Start the child and let it import the module, without waiting (see ``start``).
@@ -327,7 +332,24 @@ class Sandbox:
     def request(self, obj: RemoteObject, header: dict, what: str, args=(), kwargs=None,
                 measure=False) -> tuple[object, CallStats]:
         """One operation on ``obj`` in the child: (value, stats). Whatever the child sends that
-        the grader cannot use is the candidate's fault (``BadValue``), never the grader's."""
+        the grader cannot use is the candidate's fault (``BadValue``), never the grader's. A candidate's
+        call goes out in the binding ``binder`` draws; one the answer refuses with Python's own binding
+        TypeError goes again as written, and the refusal is kept (``binding_refusals``)."""
+        kwargs = kwargs or {}
+        bound = None
+        if self.binder and header["op"] == "call" and not obj.kit and header.get("name"):
+            bound = self.binder("module" if obj.handle is None else "method", header["name"], list(args), kwargs)
+        if bound is None:
+            return self._request(obj, header, what, args, kwargs, measure, (args, kwargs))
+        try:
+            return self._request(obj, header, f"{what} ({bound[2]})", args, kwargs, measure, bound[:2])
+        except CandidateRaised as exc:
+            if not (exc.is_a("TypeError") and refused_binding(exc.message)):
+                raise
+            self.binding_refusals.append(f"{what} raised TypeError ({exc.message[:120]}) when {bound[2]}")
+        return self._request(obj, header, what, args, kwargs, measure, (args, kwargs))
+
+    def _request(self, obj: RemoteObject, header: dict, what: str, args, kwargs, measure, sent):
         self._check_budget()
         self.start()
         if obj.generation not in (0, self.generation):
@@ -337,7 +359,6 @@ class Sandbox:
         kit = obj.kit or header["op"] == "import"  # the kit's helpers are not the candidate's code
         probed = header["op"] == "call" and not kit
         name = header.get("name") if obj.handle is None else obj.module_attr  # a module function's, to record
-        sent = (args, kwargs or {})
         if probed:  # the candidate's own call: its arrays come in any layout (CONTRACT section 1)
             sent = laid_out(sent, self.spec.seed)
         tree, arrays = worker.encode_args({"args": list(sent[0]), "kwargs": dict(sent[1])})

@@ -1,6 +1,8 @@
 """Faults in candidate code, each an exception whose ``str()`` is the one line a report shows."""
 from __future__ import annotations
 
+import re
+
 
 class CandidateFault(Exception):
     """Something in candidate code went wrong; ``str()`` is the one line a report shows."""
@@ -69,3 +71,15 @@ def bound_reached(mro: list, message: str, limits) -> str | None:
     if "OSError" in mro and "[Errno 27]" in message:
         return f"the file size limit of {limits.output_bytes >> 20} MiB"
     return None
+
+
+# Python's own messages when a call does not bind to a function's parameters (its body never ran)
+_BINDING_ERRORS = re.compile(r"unexpected keyword argument|missing \d+ required|takes (from )?\d+ (to \d+ )?"
+                             r"positional arguments? but|multiple values for argument|positional-only arguments? "
+                             r"passed as keyword")
+
+
+def refused_binding(message: str) -> bool:
+    """Whether a TypeError's message is Python's own for a call that does not bind: a renamed parameter
+    refused by name, a default the answer does not have."""
+    return bool(_BINDING_ERRORS.search(message))
