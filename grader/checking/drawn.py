@@ -53,15 +53,21 @@ def edge_windows(S: int, T: int) -> list:
     return [W for W in sorted({S - T, S - T + 1, S - 1, S, S + 1}) if W >= 1]
 
 
-def offset_scores(rng: np.random.Generator, offsets, n: int, D: int, dtype=np.float64, spread: float = 1.0):
+def offset_scores(rng: np.random.Generator, offsets, n: int, D: int, dtype=np.float64, spread: float = 1.0,
+                  key_offsets=None):
     """(q [T, D], k [n, D]) whose scaled scores q k^T / sqrt(D) in row i are ``offsets[i]`` plus a
     spread of about ``spread``: rows far above or far below 0 (section 1 allows [-1e4, 1e4], and a
-    row whose visible scores are all below -745 still has a softmax), built from ordinary keys."""
+    row whose visible scores are all below -745 still has a softmax), built from ordinary keys.
+    ``key_offsets`` (D >= 2) adds ``key_offsets[j]`` to every score of key j: within one row, keys far
+    apart, so the keys a mask hides can score far above the ones it shows."""
     offsets = np.asarray(offsets, dtype=np.float64)
     q = rng.standard_normal((len(offsets), D)) * spread
     k = rng.standard_normal((n, D))
     k[:, 0] = 1.0
     q[:, 0] = offsets * np.sqrt(D)
+    if key_offsets is not None:
+        q[:, 1] = np.sqrt(D)
+        k[:, 1] = np.asarray(key_offsets, dtype=np.float64)
     return q.astype(dtype), k.astype(dtype)
 
 

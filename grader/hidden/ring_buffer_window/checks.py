@@ -748,7 +748,8 @@ def check_returns_arrays(ex):
 
 def check_extreme_scores(ex):
     """Scaled scores anywhere in [-1e4, 1e4] (each query's near its own offset: rows far below 0, rows
-    near 1e4), float64 and float32 inputs: outputs within what the inputs' precision allows."""
+    near 1e4; and rows whose keys lie thousands apart), float64 and float32 inputs: outputs within what the
+    inputs' precision allows."""
     rng, streams = ex.rng, []
     for dtype in (np.float64, np.float32):
         C = odd_size_closed(rng, 9, 30)
@@ -760,6 +761,14 @@ def check_extreme_scores(ex):
         q, k = offset_scores(rng, offsets, N, D, dtype)
         s = Stream(C, W, chunks, q, k, rng.standard_normal((N, D)).astype(dtype))
         streams.append((s, f"scores anywhere in [-1e4, 1e4], {np.dtype(dtype)} inputs"))
+    # keys thousands apart within each row: a chunk's later tokens and the keys past the window, which the
+    # mask hides, often score far above the keys a query sees (a row's max taken before its mask underflows)
+    C = odd_size_closed(rng, 9, 30)
+    W = int(rng.integers(2, C - 1))
+    chunks = chunk_sizes(rng, odd_size_closed(rng, 60, 90), 2, C - W + 1)
+    N, D = sum(chunks), odd_size_closed(rng, 3, 40)
+    q, k = offset_scores(rng, rng.uniform(-4e3, 4e3, N), N, D, key_offsets=rng.uniform(-5e3, 5e3, N))
+    streams.append((Stream(C, W, chunks, q, k, rng.standard_normal((N, D))), "keys thousands apart in every row"))
     expect_streams(ex, streams)
 
 
