@@ -230,7 +230,8 @@ def grade(paths, solutions, exercises, seed, checks, notes_path, feedback, show_
     """Grade a submission folder or .zip against the hidden tests.
 
     PATH holds <id>/<id>.py or <id>.py for each exercise attempted. With several PATHs this is
-    `kvgrade batch PATH...` (the same command, the same options). In a workspace made by
+    `kvgrade batch PATH...`, which takes -e, --seed, --feedback, --show-levels, --out, --jobs and
+    --trust-submissions, and writes every candidate's reports into --out. In a workspace made by
     `kvgrade start` only its exercises are shown, unless -e says otherwise. Exit status is 0 whenever grading
     worked, whatever the level (1 below --fail-under LEVEL); 2 for bad input.
     """

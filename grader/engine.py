@@ -94,7 +94,8 @@ def _grade_root(root: Path, submission, exercise_ids, seed, notes, only_checks, 
     exercises = [build_result(e, facts[e.id], bool(exercise_ids), notes, live) for e in chosen]
     for e in exercises:  # the path inside the submission as given, never an unpacked temporary folder
         e.module = e.module and shown_path(Path(e.module), root, submission)
-    return Result(seed=seed, submission=str(submission), exercises=exercises, isolation=bounds["level"],
+    return Result(seed=seed, submission=str(submission), submission_name=Path(submission).resolve().name,
+                  exercises=exercises, isolation=bounds["level"],
                   bounds=bounds, skipped_links=skipped_links(root), live=live,
                   kvgrade_version=__version__, seconds=time.perf_counter() - started)
 

@@ -236,7 +236,7 @@ def template(result) -> str:
     Criteria already recorded in the result are filled in; the others are commented out, so
     a criterion nobody discussed stays "to observe" instead of counting as missed.
     """
-    lines = [f"# Interviewer notes for {result.submission} (seed {result.seed}).",
+    lines = [f"# Interviewer notes for {result.label} (seed {result.seed}).",
              "# For each observed criterion: uncomment it and write true (seen) or false (not seen);",
              "# leave it commented out if it never came up. Then re-render without grading again:",
              "#   kvgrade report RESULT.json --notes THIS_FILE --html report.html --markdown report.md", ""]

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -326,9 +327,18 @@ class Result(_Plain):
     levels_hidden: bool = False  # summary feedback without --show-levels: levels blanked, not shown
     live: bool = False  # graded live (the interviewer's --live, or the live room): see rubrics/README.md
     caveats: list = field(default_factory=list)  # what every report says first: a saved level re-derived, ...
+    submission_name: str = ""  # the folder's or zip's own name, read when graded: titles say it for "." or ".."
 
     _PLAIN: ClassVar[dict] = {"submission": plain_text, "session": _plain_dict, "skipped_links": plain_texts,
-                              "caveats": plain_texts}
+                              "caveats": plain_texts, "submission_name": plain_text}
+
+    @property
+    def label(self) -> str:
+        """The submission as a title names it: the path as given, after its own name where the path has none
+        (".", "..", "./")."""
+        if self.submission_name and Path(self.submission).name in ("", "..") and self.submission_name != ".":
+            return f"{self.submission_name} ({self.submission})"
+        return self.submission
 
     @property
     def counted(self) -> list[ExerciseResult]:
@@ -390,6 +400,7 @@ class Result(_Plain):
             "schema": self.schema,
             "seed": self.seed,
             "submission": self.submission,
+            **({"submission_name": self.submission_name} if self.submission_name else {}),
             "overall": {"level": self.overall_level, "provisional": self.overall_provisional,
                         "to_observe": self.overall_to_observe, "score": self.score, "reason": self.overall_reason},
             "isolation": self.isolation,
@@ -508,7 +519,7 @@ _SPECS = {
     Result: {"seed": (REQUIRED, _all(_kind(int), _number())), "submission": (REQUIRED, _TEXT),
              "exercises": (REQUIRED, _kind(list)), "isolation": _TEXT, "feedback": _one_of("summary", "detail"),
              "kvgrade_version": _TEXT, "seconds": _number(), "session": _PLAIN_DICT, "bounds": _PLAIN_DICT,
-             "skipped_links": _TEXTS, "levels_hidden": _FLAG, "live": _FLAG},
+             "skipped_links": _TEXTS, "levels_hidden": _FLAG, "live": _FLAG, "submission_name": _TEXT},
     ExerciseResult: {
         "id": (REQUIRED, _TEXT), "status": (REQUIRED, _one_of(*STATUSES)), "level": _one_of(*LEVELS, None),
         "error": _maybe(_TEXT), "title": _TEXT, "follow_ups": _list_of(_PLAIN_DICT), "notes": _TEXT,

@@ -266,3 +266,29 @@ def test_each_commands_help_says_what_its_options_mean_there(command, absent, pr
     they never print, and serve's -e defaulted to all where a new session requires it."""
     text = " ".join(invoke(command, "--help").output.split())
     assert not [words for words in absent if words in text] and all(words in text for words in present), text
+
+
+def test_grade_help_names_exactly_the_options_a_batch_of_several_paths_takes():
+    """`grade` with several PATHs is a batch: its help names the batch's options, and no option a batch lacks."""
+    said = main.commands["grade"].help.split("In a workspace")[0]
+    batch = {o for p in main.commands["batch"].params for o in p.opts if o.startswith("--") and o != "--help"}
+    grade_only = {o for p in main.commands["grade"].params for o in p.opts if o.startswith("--")} - batch
+    assert all(o in said for o in batch - {"--exercise"}) and "-e" in said, batch
+    assert not [o for o in grade_only if f"{o}," in said or f"{o} " in said], grade_only
+
+
+def test_a_submission_graded_as_dot_is_titled_by_its_folder_s_name(tmp_path, monkeypatch):
+    """`kvgrade grade .` from inside the submission: the JSON keeps the path as given (the contract), and every
+    title (terminal, Markdown, HTML, notes) names the folder too, never a bare `.`."""
+    folder = tmp_path / "alice_take_home"
+    folder.mkdir()
+    (folder / "tile_classification.py").write_bytes((KIT / "solutions" / "tile_classification.py").read_bytes())
+    monkeypatch.chdir(folder)
+    done = invoke("grade", ".", "-e", "tile_classification", "--seed", "3", "--json", tmp_path / "r.json",
+                  "--markdown", tmp_path / "r.md", "--html", tmp_path / "r.html")
+    assert done.exit_code == 0, done.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["submission"] == "." and saved["submission_name"] == "alice_take_home"
+    assert "alice_take_home (.)" in done.output.splitlines()[0]
+    assert (tmp_path / "r.md").read_text().startswith("# kvgrade report: `alice_take_home (.)`")
+    assert "<title>kvgrade report: alice_take_home (.)</title>" in (tmp_path / "r.html").read_text()

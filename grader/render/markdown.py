@@ -50,7 +50,7 @@ def _quote(value: str) -> list[str]:
 def render(result: Result) -> str:
     shown = levels_shown(result)
     overall = f"**Overall: {overall_level(result)}** ({text(result.overall_reason)}) · " if shown else ""
-    out = [f"# kvgrade report: {code(result.submission)}", "",
+    out = [f"# kvgrade report: {code(result.label)}", "",
            f"{overall}{result.score:.0%} of checks passed · "
            f"seed {result.seed} · feedback {result.feedback} · kvgrade {text(result.kvgrade_version)} · "
            f"isolation {text(result.isolation)}", ""]

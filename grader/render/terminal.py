@@ -18,7 +18,7 @@ def level_text(level: str | None, provisional: bool = False, to_observe=()) -> s
 
 
 def header(result: Result) -> list[str]:
-    lines = [f"kvgrade {result.kvgrade_version} - {result.submission} (seed {result.seed}, "
+    lines = [f"kvgrade {result.kvgrade_version} - {result.label} (seed {result.seed}, "
              f"isolation: {result.isolation})"]
     if result.isolation == "process":
         lines.append(click.style(NOT_ISOLATED, fg="yellow", bold=True))
