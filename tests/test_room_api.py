@@ -12,7 +12,7 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from grader import cli
+from grader import cli, engine
 from grader.room import grading, session
 from grader.room.session import Room, RoomError
 
@@ -231,6 +231,7 @@ def test_a_run_cut_short_by_a_crash_is_kept_as_interrupted(tmp_path, held):
     second = Room(tmp_path / "s")
     runs = second.store.runs()
     assert [(r["kind"], r["status"]) for r in runs] == [("submit", "interrupted")]
+    assert 0 <= runs[0]["seed"] < engine.SEED_BOUND  # the CLI's fresh seeds, short in a rerun line
     assert "stopped during this run" in second.candidate_view()["exercises"][0]["runs"][0]["error"]
     assert second.store.files()[(EXERCISE, "decode_mask.py")] == "# submitted just before the crash\n"
     second.close()

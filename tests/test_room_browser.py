@@ -105,7 +105,7 @@ def test_an_interview_in_the_room_end_to_end(tmp_path, pages):
             r.text for r in css(d, "#ex-tree_mask .run[data-kind='submit'][data-status='done']")),
             "the wrong submission, diagnosed, live on the interviewer's page")
         assert TRIANGLE.strip() in css(interviewer, "#ex-tree_mask .code")[0].text
-        seed = next(str(r[5]) for r in _record(folder)[3] if r[2] == "submit")  # as stored: all 63 bits
+        seed = next(str(r[5]) for r in _record(folder)[3] if r[2] == "submit")  # as stored
         assert f"(seed {seed})" in css(interviewer, "#ex-tree_mask .run[data-kind='submit']")[0].text
         assert re.fullmatch(r"\d+:\d\d left", candidate.find_element("id", "clock").text)
         wait(candidate, lambda d: submissions_done(d) == 1, "the candidate's summary")

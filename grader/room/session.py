@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import catalog
+from ..api import fresh_seed
 from . import finish, grading, views
 from .views import RUN_KINDS, files_of, own_tests_file
 from .store import Store, now
@@ -173,7 +174,7 @@ class Room:
         try:  # the slot is the worker's to free once queued; until then, any failure frees it here
             for name, text in files.items():
                 self.store.save_file(exercise, name, text)
-            run_id = self.store.start_run(kind, exercise, secrets.randbelow(2**63) if kind == "submit" else None)
+            run_id = self.store.start_run(kind, exercise, fresh_seed() if kind == "submit" else None)
             self._jobs.put(("run", run_id, kind, exercise))
         except BaseException:
             with self._lock:
@@ -295,7 +296,7 @@ class Room:
     def _final(self):
         ids = list(self.exercises)
         folder = self._snapshot_submission("final", ids)
-        seed = secrets.randbelow(2**63)
+        seed = fresh_seed()  # the CLI's seeds: short in a rerun line, too many to tabulate
         run_id = self.store.start_run("final", ",".join(ids), seed)
         self._changed(INTERVIEWER)
         try:
