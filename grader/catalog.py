@@ -108,7 +108,7 @@ class Exercise:
     @cached_property
     def checks(self) -> dict[str, str]:
         """``{hidden check id: what it tries}``, in order, read without importing the checks."""
-        return hidden_checks(self.hidden_checks)
+        return hidden_checks(self.hidden_checks, stub=self.stub_path)
 
     @cached_property
     def check_ids(self) -> set[str]:

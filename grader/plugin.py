@@ -14,7 +14,7 @@ import time
 import pytest
 
 from .checking import CheckFailure, ExerciseRun
-from .checklist import summary
+from .checklist import general_checks, summary
 from .hidden._general import GENERAL_CHECKS
 from .result import CheckResult
 from .sandbox import CandidateFault
@@ -64,7 +64,7 @@ class CollectChecks:
         config.option.tbstyle = "native"
 
     def pytest_collection_modifyitems(self, items, config):
-        items[:] = _with_general_checks(items)
+        items[:] = _with_general_checks(items, lambda module: self.runs[module.path.parent.name].exercise)
         if self.only:
             feeding = bool(self.only & GENERAL_IDS)
             keep = [i for i in items if check_id(i) in self.only or (feeding and check_id(i) not in GENERAL_IDS)]
@@ -122,13 +122,16 @@ class CollectChecks:
                     self.kit_errors[eid].append(f"hidden checks failed to load: {report.longreprtext[-500:]}")
 
 
-def _with_general_checks(items) -> list:
-    """``items`` with the general checks appended to each exercise's own, on the same module."""
+def _with_general_checks(items, exercise_of) -> list:
+    """``items`` with the general checks that have something to try in each exercise (``general_checks``)
+    appended to its own, on the same module."""
     out, last = [], None
     for item in [*items, None]:
         module = item.getparent(pytest.Module) if item is not None else None
         if last is not None and module is not last:
-            out += [pytest.Function.from_parent(last, name=fn.__name__, callobj=fn) for fn in GENERAL_CHECKS]
+            rules = general_checks(exercise_of(last).stub_path)
+            out += [pytest.Function.from_parent(last, name=fn.__name__, callobj=fn) for fn in GENERAL_CHECKS
+                    if fn.__name__.removeprefix("check_") in rules]
         if item is not None:
             out.append(item)
         last = module

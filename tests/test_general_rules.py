@@ -11,7 +11,7 @@ import pytest
 
 from grader import catalog, engine
 from grader.checking import binding
-from grader.checklist import general_checks, hidden_checks
+from grader.checklist import ARRAY_RULES, general_checks, takes_scalars_only
 from grader.hidden import _general
 from grader.plugin import GENERAL_IDS
 from grader.sandbox import ModuleToLoad, Sandbox
@@ -36,11 +36,34 @@ def _graded(path: Path, exercise: str, only=None):
 
 def test_every_exercise_lists_the_general_checks_after_its_own_and_rubrics_need_not_name_them():
     for ex in catalog.exercises():
-        listed = list(hidden_checks(ex.hidden_checks))
-        assert listed[-len(GENERAL):] == GENERAL
+        applicable = [c for c in GENERAL if c in general_checks(ex.stub_path)]
+        assert list(ex.checks)[-len(applicable):] == applicable
         assert not set(GENERAL) & ex.check_ids  # they cap by failure kind alone
     assert set(general_checks()) == set(GENERAL) == GENERAL_IDS
     assert all(general_checks().values()), "each has a first docstring line to show a candidate"
+
+
+def test_rules_about_array_arguments_leave_out_exercises_that_take_scalars_only(tmp_path):
+    """decode_mask and tile_classification take ints only: the rules about changing, rewriting or read-only array
+    arguments could only pass there, so they are not listed, run or counted; every other exercise gets them. An
+    unannotated parameter, or any type but int, float, bool, str and None, may be an array."""
+    scalar_only = {ex.id for ex in catalog.exercises() if not set(ARRAY_RULES) & set(ex.checks)}
+    assert scalar_only == {"decode_mask", "tile_classification"}
+    for source, scalars in (("def f(T: int, S: int, w: int | None = None) -> object: ...", True),
+                            ("class C:\n    def m(self, x: float, flag: bool = False): ...", True),
+                            ("def f(T: int, S): ...", False), ("def f(x: 'np.ndarray'): ...", False),
+                            ("def f(xs: list[int]): ...", False), ("def f(*sizes: int): ...", False)):
+        stub = tmp_path / f"stub{len(list(tmp_path.iterdir()))}.py"
+        stub.write_text(source + "\n")
+        assert takes_scalars_only(stub) == scalars, source
+
+
+@pytest.mark.slow
+def test_a_scalar_only_exercise_runs_and_counts_exactly_the_checks_it_lists(submission):
+    """What `show --checks` lists is what a grading runs, counts and reports, for an exercise the array rules skip."""
+    reference = (catalog.KIT_ROOT / "solutions" / "tile_classification.py").read_text()
+    result, checks = _graded(submission({"tile_classification.py": reference}), "tile_classification")
+    assert list(checks) == list(catalog.get("tile_classification").checks) and not set(ARRAY_RULES) & set(checks)
 
 
 @pytest.mark.slow
