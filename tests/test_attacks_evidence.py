@@ -51,8 +51,12 @@ def _check(path: Path, exercise: str, check: str):
 
 
 def _wrapped(source: str, name: str, body: str) -> str:
-    """``source`` with function ``name`` wrapped: ``body`` runs around ``_inner(*args, **kwargs)``."""
-    return source + f"\n_inner = {name}\n\ndef {name}(*args, **kwargs):\n{body}\n"
+    """``source`` with function ``name`` wrapped: ``body`` runs around ``_inner(*args, **kwargs)``, with the
+    call's arguments bound to ``_inner``'s parameters first (``args`` by place, however the grader spelled the
+    call: checks send their calls in drawn bindings), as an answer that reads its arguments would."""
+    bind = ("    _bound = __import__('inspect').signature(_inner).bind(*args, **kwargs)\n"
+            "    args, kwargs = _bound.args, _bound.kwargs\n")
+    return source + f"\n_inner = {name}\n\ndef {name}(*args, **kwargs):\n{bind}{body}\n"
 
 
 def _lean_when(tmp_path: Path, exercise: str, mutant: str, function: str, condition: str, state: str = "",
