@@ -22,13 +22,19 @@ from pathlib import Path
 
 REQUIRED, UNKNOWN = object(), object()
 
-AS_WRITTEN, BY_NAME, PREFIX = 0.5, 0.75, 1.0  # cumulative shares of calls sent as written, by name, prefix + names
+AS_WRITTEN, BY_NAME = 0.5, 0.75  # cumulative shares of calls sent as written, then by name; the rest, prefix + names
 LEAVE_OUT = 0.5  # chance that an optional argument equal to its default is left out
 
+
 @functools.cache
+def _stub_body(stub: Path) -> tuple:
+    """The stub's top-level statements, parsed once per stub, never run."""
+    return tuple(ast.parse(stub.read_text()).body)
+
+
 def stub_definition(stub: Path, name: str) -> ast.stmt | None:
-    """The stub's module-level definition of ``name`` (a function or class), parsed once, never run."""
-    return next((node for node in ast.parse(stub.read_text()).body if getattr(node, "name", None) == name), None)
+    """The stub's module-level definition of ``name`` (a function or class)."""
+    return next((node for node in _stub_body(stub) if getattr(node, "name", None) == name), None)
 
 
 @functools.cache
@@ -48,7 +54,7 @@ def call_signature(stub: Path, name: str, method: bool) -> tuple | None:
         return _method_parameters(found, "__init__")
     if not method:
         return _parameters(found)
-    classes = [node for node in ast.parse(stub.read_text()).body if isinstance(node, ast.ClassDef)]
+    classes = [node for node in _stub_body(stub) if isinstance(node, ast.ClassDef)]
     owners = [c for c in classes if any(isinstance(f, ast.FunctionDef) and f.name == name for f in c.body)]
     return _method_parameters(owners[0], name) if len(owners) == 1 else None
 
